@@ -1,0 +1,2 @@
+//! Developer tooling for the workspace, and the test-server library that other crates use as a
+//! dev-dependency.

@@ -1,0 +1,4 @@
+//! `cargo xtask ...`: see `cargo xtask help`.
+fn main() {
+    println!("xtask: under construction");
+}
