@@ -1,4 +1,221 @@
 //! `cargo xtask ...`: see `cargo xtask help`.
-fn main() {
-    println!("xtask: under construction");
+//!
+//! Arguments are parsed by hand; each command lives in the xtask library.
+
+use std::error::Error;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use xtask::deps::{self, Need};
+use xtask::zk::{DetachedEnsemble, Ensemble, Stopped, ZkOptions};
+
+type Result<T = ()> = std::result::Result<T, Box<dyn Error>>;
+
+const HELP: &str = "\
+cargo xtask <command> [args...]
+
+Commands:
+  zk start [--ensemble N] [--port P]
+                 start a standalone ZooKeeper (or an N-member ensemble) on 127.0.0.1
+                 that keeps running after this command; P is the first client port
+  zk status      show the mode of each server started by `zk start`
+  zk stop        stop the servers started by `zk start` and remove their files
+  demo           start a local ZooKeeper and show the project at work
+  test [ARGS]    the whole suite: cargo test --workspace [ARGS], then conformance
+  conformance    check the jute codec against ZooKeeper's Java classes
+  deps           install what the demo, tests and benchmarks need (Debian packages)
+  help           show this help
+";
+
+/// How long `zk stop` lets a server exit after SIGTERM before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result {
+    let Some((command, rest)) = args.split_first() else {
+        print!("{HELP}");
+        return Ok(());
+    };
+    match command.as_str() {
+        "zk" => zk(rest),
+        "demo" => xtask::demo::run(rest),
+        "test" => xtask::suite::run(rest),
+        "conformance" => xtask::conformance::run(rest),
+        "deps" => no_args("deps", rest).and_then(|()| {
+            deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator, Need::Kazoo])?;
+            println!("Java, ZooKeeper, Curator and kazoo are installed");
+            Ok(())
+        }),
+        "help" | "-h" | "--help" => {
+            print!("{HELP}");
+            Ok(())
+        }
+        other => Err(format!("unknown command `{other}`; see `cargo xtask help`").into()),
+    }
+}
+
+fn zk(args: &[String]) -> Result {
+    match args.split_first() {
+        Some((sub, rest)) if sub == "start" => zk_start(rest),
+        Some((sub, rest)) if sub == "status" => {
+            no_args("zk status", rest).and_then(|()| zk_status())
+        }
+        Some((sub, rest)) if sub == "stop" => no_args("zk stop", rest).and_then(|()| zk_stop()),
+        Some((sub, _)) => Err(format!("unknown `zk {sub}`: use start, status or stop").into()),
+        None => Err("`cargo xtask zk` needs start, status or stop".into()),
+    }
+}
+
+fn no_args(what: &str, rest: &[String]) -> Result {
+    match rest.first() {
+        Some(arg) => Err(format!("`{what}` takes no arguments, got `{arg}`").into()),
+        None => Ok(()),
+    }
+}
+
+/// `zk start [--ensemble N] [--port P]` (also `--ensemble=N`, `--port=P`).
+fn zk_start(args: &[String]) -> Result {
+    let mut members: usize = 1;
+    let mut port: Option<u16> = None;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) => (flag, Some(value.to_owned())),
+            None => (arg.as_str(), None),
+        };
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| args.next().cloned())
+                .ok_or_else(|| format!("`{flag}` needs a value"))
+        };
+        match flag {
+            "--ensemble" => {
+                let v = value()?;
+                members =
+                    v.parse().ok().filter(|&n| n >= 1).ok_or_else(|| {
+                        format!("--ensemble wants a member count >= 1, got `{v}`")
+                    })?;
+            }
+            "--port" => {
+                let v = value()?;
+                port = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|&p: &u16| p != 0)
+                        .ok_or_else(|| format!("--port wants a TCP port, got `{v}`"))?,
+                );
+            }
+            _ => return Err(format!("`zk start`: unknown argument `{arg}`").into()),
+        }
+    }
+
+    deps::ensure(&[Need::Java, Need::ZooKeeper])?;
+    let state_path = DetachedEnsemble::state_path();
+    if let Some(old) = DetachedEnsemble::load(&state_path)? {
+        if old.any_alive() {
+            return Err(format!(
+                "ZooKeeper is already running at {} (state in {}); run `cargo xtask zk stop` first",
+                old.connect_string(),
+                state_path.display()
+            )
+            .into());
+        }
+        // Left by servers that died on their own: clear it.
+        let _ = std::fs::remove_dir_all(&old.root);
+        std::fs::remove_file(&state_path)?;
+    }
+
+    let opts = ZkOptions {
+        port,
+        ..ZkOptions::default()
+    };
+    let ensemble = Ensemble::start_detached(members, opts)?;
+    if let Err(e) = ensemble.save(&state_path) {
+        let _ = ensemble.stop(STOP_GRACE);
+        return Err(format!("writing {}: {e}", state_path.display()).into());
+    }
+    println!("ZooKeeper is running at {}", ensemble.connect_string());
+    for (i, member) in ensemble.members.iter().enumerate() {
+        println!(
+            "  member {i}: {} pid {} {}",
+            member.client_addr(),
+            member.pid,
+            mode_text(member.mode())
+        );
+    }
+    println!("files in {}", ensemble.root.display());
+    println!("stop it with `cargo xtask zk stop`");
+    Ok(())
+}
+
+/// `zk status`: each member's mode or "down".
+fn zk_status() -> Result {
+    let state_path = DetachedEnsemble::state_path();
+    let Some(ensemble) = DetachedEnsemble::load(&state_path)? else {
+        println!("no ZooKeeper started by `cargo xtask zk start`");
+        return Ok(());
+    };
+    println!("ZooKeeper at {}", ensemble.connect_string());
+    for (i, member) in ensemble.members.iter().enumerate() {
+        let state = if member.is_alive() {
+            mode_text(member.mode())
+        } else {
+            "down".to_owned()
+        };
+        println!(
+            "  member {i}: {} pid {} {state}",
+            member.client_addr(),
+            member.pid
+        );
+    }
+    Ok(())
+}
+
+/// `zk stop`: SIGTERM, then SIGKILL; removes the files and the state file.
+fn zk_stop() -> Result {
+    let state_path = DetachedEnsemble::state_path();
+    let Some(ensemble) = DetachedEnsemble::load(&state_path)? else {
+        println!("no ZooKeeper started by `cargo xtask zk start`: nothing to stop");
+        return Ok(());
+    };
+    let outcome = ensemble.stop(STOP_GRACE)?;
+    for (i, (member, how)) in ensemble.members.iter().zip(outcome).enumerate() {
+        let how = match how {
+            Stopped::AlreadyGone => "was not running",
+            Stopped::Terminated => "stopped (SIGTERM)",
+            Stopped::Killed => "killed (SIGKILL after SIGTERM)",
+        };
+        println!(
+            "  member {i}: {} pid {} {how}",
+            member.client_addr(),
+            member.pid
+        );
+    }
+    std::fs::remove_file(&state_path)?;
+    println!(
+        "removed {} and {}",
+        ensemble.root.display(),
+        state_path.display()
+    );
+    Ok(())
+}
+
+/// A member's mode for display: the mode, "not serving" (answers without a mode) or "down".
+fn mode_text(mode: std::io::Result<Option<xtask::Mode>>) -> String {
+    match mode {
+        Ok(Some(mode)) => mode.to_string(),
+        Ok(None) => "not serving".to_owned(),
+        Err(_) => "down".to_owned(),
+    }
 }

@@ -1,0 +1,107 @@
+//! [`ZkOptions`]: how to configure and run the ZooKeeper servers that xtask starts.
+
+use std::time::Duration;
+
+/// How to configure and run the ZooKeeper servers of an [`Ensemble`](super::Ensemble) or a
+/// [`ZkServer`](super::ZkServer).
+///
+/// Every field is public, and each has a chainable setter of the same name:
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use xtask::zk::{Ensemble, ZkOptions};
+///
+/// # fn main() -> std::io::Result<()> {
+/// let opts = ZkOptions::default()
+///     .tick_time_ms(200)
+///     .session_timeouts_ms(400, 10_000)
+///     .config("snapCount", "1000")
+///     .start_timeout(Duration::from_secs(30));
+/// let ensemble = Ensemble::start(3, opts)?;
+/// println!("{}", ensemble.connect_string());
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZkOptions {
+    /// ZooKeeper's `tickTime` in milliseconds; session timeouts and the quorum's limits are
+    /// counted in ticks. Default 500.
+    pub tick_time_ms: u32,
+    /// `minSessionTimeout` in milliseconds; `None` keeps ZooKeeper's default of 2 ticks.
+    pub min_session_timeout_ms: Option<u32>,
+    /// `maxSessionTimeout` in milliseconds; `None` keeps ZooKeeper's default of 20 ticks.
+    pub max_session_timeout_ms: Option<u32>,
+    /// The JVM's maximum heap (`-Xmx`) in MiB. Default 256.
+    pub jvm_heap_mb: u32,
+    /// More `key=value` lines for `zoo.cfg`, written after xtask's own (a later line wins).
+    pub extra_config: Vec<(String, String)>,
+    /// `forceSync`: whether the transaction log is fsynced before a write is acknowledged.
+    /// Default true, as in production; false makes writes faster on slow disks.
+    pub force_sync: bool,
+    /// The client port of the first member; `None` (the default) picks a free port. The other
+    /// ports are always picked free.
+    pub port: Option<u16>,
+    /// How long a start or restart may take before it fails. Default 60 s.
+    pub start_timeout: Duration,
+}
+
+impl Default for ZkOptions {
+    fn default() -> Self {
+        ZkOptions {
+            tick_time_ms: 500,
+            min_session_timeout_ms: None,
+            max_session_timeout_ms: None,
+            jvm_heap_mb: 256,
+            extra_config: Vec::new(),
+            force_sync: true,
+            port: None,
+            start_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl ZkOptions {
+    /// Sets [`tick_time_ms`](Self::tick_time_ms).
+    pub fn tick_time_ms(mut self, ms: u32) -> Self {
+        self.tick_time_ms = ms;
+        self
+    }
+
+    /// Sets [`min_session_timeout_ms`](Self::min_session_timeout_ms) and
+    /// [`max_session_timeout_ms`](Self::max_session_timeout_ms).
+    pub fn session_timeouts_ms(mut self, min_ms: u32, max_ms: u32) -> Self {
+        self.min_session_timeout_ms = Some(min_ms);
+        self.max_session_timeout_ms = Some(max_ms);
+        self
+    }
+
+    /// Sets [`jvm_heap_mb`](Self::jvm_heap_mb).
+    pub fn jvm_heap_mb(mut self, mb: u32) -> Self {
+        self.jvm_heap_mb = mb;
+        self
+    }
+
+    /// Adds one `key=value` line to [`extra_config`](Self::extra_config).
+    pub fn config(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.extra_config.push((key.into(), value.into()));
+        self
+    }
+
+    /// Sets [`force_sync`](Self::force_sync).
+    pub fn force_sync(mut self, on: bool) -> Self {
+        self.force_sync = on;
+        self
+    }
+
+    /// Sets [`port`](Self::port), the first member's client port.
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = Some(port);
+        self
+    }
+
+    /// Sets [`start_timeout`](Self::start_timeout).
+    pub fn start_timeout(mut self, timeout: Duration) -> Self {
+        self.start_timeout = timeout;
+        self
+    }
+}

@@ -1,0 +1,299 @@
+//! The test servers, against real ZooKeeper JVMs: standalone and three-member ensembles,
+//! kill, restart, pause and resume, and cleanup when dropped or when the starter dies.
+//!
+//! Every wait is bounded: by the library's start timeout or by an explicit deadline here.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use xtask::zk::{Ensemble, Mode, Stopped, ZkOptions, ZkServer, four_letter};
+
+const LEADER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Whether process `pid` exists and is not a zombie.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next());
+        !matches!(state, None | Some('Z' | 'X'))
+    })
+}
+
+/// Each member's `srvr` mode, for assertion messages.
+fn describe_modes(zk: &Ensemble) -> String {
+    (0..zk.len())
+        .map(|i| {
+            let mode = four_letter(zk.client_addr(i), "srvr", Duration::from_secs(3))
+                .map(|text| xtask::zk::parse_mode(&text));
+            format!("member {i}: {mode:?}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Waits up to `timeout` for `pid` to be gone.
+fn gone_within(pid: u32, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while alive(pid) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// The `Zxid:` of a `srvr` answer.
+fn zxid(srvr: &str) -> u64 {
+    let hex = srvr
+        .lines()
+        .find_map(|line| line.strip_prefix("Zxid: 0x"))
+        .unwrap_or_else(|| panic!("no Zxid in {srvr:?}"));
+    u64::from_str_radix(hex.trim(), 16).unwrap()
+}
+
+/// Opens a ZooKeeper session with a hand-encoded `ConnectRequest` and waits for the reply, so
+/// the server logs a `createSession` transaction (the zxid moves on). The session is left to
+/// expire.
+fn open_session(addr: SocketAddr) -> io::Result<()> {
+    let mut body = Vec::new();
+    body.extend_from_slice(&0i32.to_be_bytes()); // protocolVersion
+    body.extend_from_slice(&0i64.to_be_bytes()); // lastZxidSeen
+    body.extend_from_slice(&4000i32.to_be_bytes()); // timeOut
+    body.extend_from_slice(&0i64.to_be_bytes()); // sessionId
+    body.extend_from_slice(&16i32.to_be_bytes()); // passwd length
+    body.extend_from_slice(&[0u8; 16]); // passwd
+    body.push(0); // readOnly
+    let mut frame = i32::try_from(body.len()).unwrap().to_be_bytes().to_vec();
+    frame.extend_from_slice(&body);
+
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    stream.write_all(&frame)?;
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len)?;
+    let mut reply = vec![0u8; usize::try_from(i32::from_be_bytes(len)).unwrap()];
+    stream.read_exact(&mut reply)?;
+    Ok(())
+}
+
+#[test]
+fn standalone_serves_and_restarts_with_its_data() {
+    let mut zk = ZkServer::start().unwrap();
+    let port = zk.port();
+    assert_eq!(zk.four_letter("ruok").unwrap(), "imok");
+    assert_eq!(zk.mode().unwrap(), Some(Mode::Standalone));
+    assert_eq!(zk.connect_string(), format!("127.0.0.1:{port}"));
+    let mntr = zk.mntr().unwrap();
+    assert_eq!(
+        mntr.get("zk_server_state").map(String::as_str),
+        Some("standalone")
+    );
+
+    open_session(zk.addr()).unwrap();
+    let before = zxid(&zk.four_letter("srvr").unwrap());
+    assert!(before >= 1, "a session was created: zxid {before:#x}");
+
+    let pid = zk.pid().unwrap();
+    zk.kill().unwrap();
+    assert!(!alive(pid));
+    assert_eq!(zk.pid(), None);
+    assert!(four_letter(zk.addr(), "ruok", Duration::from_secs(1)).is_err());
+
+    zk.restart().unwrap();
+    assert_eq!(zk.port(), port);
+    assert_ne!(zk.pid(), Some(pid));
+    assert_eq!(zk.four_letter("ruok").unwrap(), "imok");
+    let after = zxid(&zk.four_letter("srvr").unwrap());
+    assert!(
+        after >= before,
+        "zxid went back from {before:#x} to {after:#x}: data lost"
+    );
+    assert!(zk.data_dir().join("version-2").is_dir());
+}
+
+#[test]
+fn ensemble_elects_one_leader_and_fails_over() {
+    let opts = ZkOptions::default().force_sync(false);
+    let mut zk = Ensemble::start(3, opts).unwrap();
+    assert_eq!(zk.len(), 3);
+    assert_eq!(zk.connect_string().split(',').count(), 3);
+    let modes: Vec<Mode> = (0..3).map(|i| zk.mode(i).unwrap().unwrap()).collect();
+    let leaders: Vec<usize> = (0..3)
+        .filter(|&i| modes.get(i) == Some(&Mode::Leader))
+        .collect();
+    assert_eq!(leaders.len(), 1, "modes: {modes:?}");
+    assert_eq!(modes.iter().filter(|m| **m == Mode::Follower).count(), 2);
+    let old = zk.leader().unwrap();
+    assert_eq!(leaders, [old]);
+
+    zk.kill(old).unwrap();
+    let new = zk.wait_leader(LEADER_TIMEOUT).unwrap();
+    assert_ne!(new, old);
+
+    zk.restart(old).unwrap();
+    assert_eq!(zk.mode(old).unwrap(), Some(Mode::Follower));
+    assert_eq!(zk.leader(), Some(new), "{}", describe_modes(&zk));
+}
+
+#[test]
+fn occupied_port_fails_fast_and_quotes_the_log() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let started = Instant::now();
+    let err = ZkServer::start_with(ZkOptions::default().port(port)).unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("exited"), "{message}");
+    assert!(message.contains("Address already in use"), "{message}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn paused_member_answers_nothing_until_resumed_and_drop_leaves_no_process() {
+    let opts = ZkOptions::default().force_sync(false);
+    let mut zk = Ensemble::start(3, opts).unwrap();
+    let leader = zk.wait_leader(LEADER_TIMEOUT).unwrap();
+    let follower = (leader + 1) % 3;
+    let addr = zk.client_addr(follower);
+
+    zk.pause(follower).unwrap();
+    assert!(zk.is_paused(follower));
+    assert!(four_letter(addr, "ruok", Duration::from_millis(500)).is_err());
+    assert_eq!(
+        zk.leader(),
+        Some(leader),
+        "a paused member is skipped; {}",
+        describe_modes(&zk)
+    );
+
+    zk.resume(follower).unwrap();
+    assert!(!zk.is_paused(follower));
+    assert_eq!(
+        four_letter(addr, "ruok", Duration::from_secs(5)).unwrap(),
+        "imok"
+    );
+    zk.wait_serving(follower, LEADER_TIMEOUT).unwrap();
+
+    // Dropped while paused: the drop must still end it.
+    zk.pause(follower).unwrap();
+    let pids: Vec<u32> = (0..3).map(|i| zk.pid(i).unwrap()).collect();
+    let root = zk.root_dir().to_path_buf();
+    drop(zk);
+    for pid in pids {
+        assert!(!alive(pid), "pid {pid} outlived the drop");
+    }
+    if std::env::var_os("XTASK_KEEP_ZK").is_none_or(|v| v != "1") {
+        assert!(!root.exists(), "{} was not removed", root.display());
+    }
+}
+
+#[test]
+fn detached_server_outlives_its_handle_until_stopped() {
+    let detached = Ensemble::start_detached(1, ZkOptions::default()).unwrap();
+    let member = detached.members.first().unwrap().clone();
+    assert!(member.is_alive());
+    assert_eq!(member.mode().unwrap(), Some(Mode::Standalone));
+    assert_eq!(
+        xtask::zk::DetachedEnsemble::from_state(&detached.to_state()).unwrap(),
+        detached
+    );
+
+    let outcome = detached.stop(Duration::from_secs(10)).unwrap();
+    assert!(
+        outcome == [Stopped::Terminated] || outcome == [Stopped::Killed],
+        "{outcome:?}"
+    );
+    assert!(gone_within(member.pid, Duration::from_secs(5)));
+    assert!(!detached.root.exists());
+    // A second stop finds nothing to do.
+    assert_eq!(
+        detached.stop(Duration::from_secs(1)).unwrap(),
+        [Stopped::AlreadyGone]
+    );
+}
+
+/// Marks the helper process of [`server_dies_with_a_killed_test_process`].
+const HELPER_ENV: &str = "XTASK_ZK_TEST_HELPER";
+
+/// Not a test of its own: run by [`server_dies_with_a_killed_test_process`] in a child
+/// process, it starts a server, prints its pid and directory, and waits to be killed.
+#[test]
+#[ignore = "helper process for server_dies_with_a_killed_test_process"]
+fn helper_holds_a_server_until_killed() {
+    if std::env::var_os(HELPER_ENV).is_none() {
+        return;
+    }
+    let zk = ZkServer::start().unwrap();
+    println!(
+        "\nXTASK_ZK_HELPER pid={} root={}",
+        zk.pid().unwrap(),
+        zk.ensemble().root_dir().display()
+    );
+    io::stdout().flush().unwrap();
+    // Bounded: the parent kills us long before this.
+    thread::sleep(Duration::from_secs(60));
+}
+
+#[test]
+fn server_dies_with_a_killed_test_process() {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "helper_holds_a_server_until_killed",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(HELPER_ENV, "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut found: Option<(u32, PathBuf)> = None;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        // libtest may print "test <name> ... " on the same line first.
+        if let Some((_, rest)) = line.split_once("XTASK_ZK_HELPER pid=") {
+            let (pid, root) = rest.split_once(" root=").unwrap();
+            found = Some((pid.parse().unwrap(), PathBuf::from(root)));
+            break;
+        }
+    }
+    let Some((pid, root)) = found else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the helper did not report its server");
+    };
+    assert!(alive(pid));
+
+    child.kill().unwrap(); // SIGKILL: no Drop runs in the helper
+    child.wait().unwrap();
+    let gone = gone_within(pid, Duration::from_secs(10));
+    if !gone {
+        let _ = Command::new("kill")
+            .arg("-KILL")
+            .arg(pid.to_string())
+            .status();
+    }
+    cleanup(&root);
+    assert!(gone, "ZooKeeper pid {pid} outlived its killed starter");
+}
+
+/// Removes what the killed helper could not.
+fn cleanup(root: &Path) {
+    if root.starts_with(std::env::temp_dir()) {
+        let _ = std::fs::remove_dir_all(root);
+    }
+}
