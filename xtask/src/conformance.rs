@@ -315,7 +315,7 @@ pub fn run(_args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 #[cfg(test)]
-#[allow(clippy::indexing_slicing)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

@@ -92,6 +92,7 @@ fn surrogate(b: [u8; 3], range: std::ops::RangeInclusive<u32>) -> Option<u32> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

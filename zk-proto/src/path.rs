@@ -121,6 +121,7 @@ fn is_forbidden(ch: char) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

@@ -62,6 +62,7 @@ pub fn render(opts: &ZkOptions, index: usize, all: &[MemberPorts], data_dir: &Pa
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

@@ -242,6 +242,7 @@ impl DetachedEnsemble {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

@@ -117,6 +117,7 @@ pub fn parse_mntr(mntr: &str) -> BTreeMap<String, String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

@@ -1,0 +1,837 @@
+//! [`Client`]: the handle users hold, its builder, and the typed operations.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::{mpsc, oneshot, watch};
+use zk_proto::records::*;
+use zk_proto::{
+    AddWatchMode, CreateMode, MultiOp, MultiRequest, MultiResult, Request, Response, WatcherType,
+    validate_path,
+};
+
+use crate::chroot::Chroot;
+use crate::io::{Command, SessionTask};
+use crate::session::{Session, SessionConfig, SessionState, WatcherId};
+use crate::watcher::{OneshotWatcher, PersistentWatcher, WatchSink};
+use crate::{ConnectString, Error};
+
+/// The default limit on node data: ZooKeeper's `jute.maxbuffer` (`0xfffff`) less room for
+/// the rest of the request.
+pub const DEFAULT_MAX_DATA_LEN: usize = 0xfffff - 1024;
+
+/// Builds a [`Client`]. See [`Client::builder`].
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    hosts: String,
+    session: SessionConfig,
+    auth: Vec<(String, Bytes)>,
+    max_data_len: usize,
+}
+
+impl ClientBuilder {
+    /// The servers: `"host1:port1,host2:port2/optional/chroot"` (IPv6 as `[::1]:2181`).
+    pub fn hosts(mut self, hosts: impl Into<String>) -> Self {
+        self.hosts = hosts.into();
+        self
+    }
+
+    /// The session timeout to ask for (default 30 s; the server bounds it to 2..20 ticks).
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.session.session_timeout = timeout;
+        self
+    }
+
+    /// How long one connection attempt (TCP connect and handshake) may take (default 10 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.session.connect_timeout = timeout;
+        self
+    }
+
+    /// Accept read-only servers (`canBeReadOnly`; default false).
+    pub fn can_be_read_only(mut self, yes: bool) -> Self {
+        self.session.can_be_read_only = yes;
+        self
+    }
+
+    /// Authenticates the session with `digest` credentials right after connecting.
+    pub fn digest_auth(self, user: &str, password: &str) -> Self {
+        self.auth("digest", format!("{user}:{password}").into_bytes())
+    }
+
+    /// Authenticates the session with any scheme right after connecting.
+    pub fn auth(mut self, scheme: &str, credentials: impl Into<Bytes>) -> Self {
+        self.auth.push((scheme.to_owned(), credentials.into()));
+        self
+    }
+
+    /// The largest node data accepted (default [`DEFAULT_MAX_DATA_LEN`]); larger data fails
+    /// with [`Error::TooLarge`] before anything is sent. Raise it only with the servers'
+    /// `jute.maxbuffer`. Frames are limited to this plus 1 KiB in both directions.
+    pub fn max_data_len(mut self, len: usize) -> Self {
+        self.max_data_len = len;
+        self.session.max_request_len = len.saturating_add(1024);
+        self.session.max_frame_len = len
+            .saturating_add(1024)
+            .max(zk_proto::DEFAULT_MAX_FRAME_LEN);
+        self
+    }
+
+    /// Connects to one of the servers (tried in the given order) and establishes a session;
+    /// returns once it is established, or with the reason none could be.
+    pub async fn connect(self) -> Result<Client, Error> {
+        let cs = ConnectString::parse(&self.hosts)?;
+        let mut hosts: Vec<SocketAddr> = Vec::new();
+        for (host, port) in &cs.hosts {
+            if let Ok(addrs) = tokio::net::lookup_host((host.as_str(), *port)).await {
+                hosts.extend(addrs);
+            }
+        }
+        if hosts.is_empty() {
+            return Err(Error::InvalidHosts {
+                input: self.hosts,
+                reason: "no host resolves",
+            });
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (state_tx, state_rx) = watch::channel(SessionState::Connecting);
+        let (ready_tx, ready_rx) = oneshot::channel::<Result<(i64, Duration), Error>>();
+        let chroot = Arc::new(Chroot::new(cs.chroot));
+        let task = SessionTask {
+            session: Session::new(self.session),
+            hosts,
+            rx,
+            state: state_tx,
+            chroot: chroot.clone(),
+            sinks: HashMap::new(),
+            ready: Some(ready_tx),
+            closing: false,
+        };
+        let join = tokio::spawn(task.run());
+        let (session_id, session_timeout) = match ready_rx.await {
+            Ok(Ok(info)) => info,
+            Ok(Err(e)) => return Err(e),
+            Err(_) => {
+                let _ = join.await;
+                return Err(Error::Closed);
+            }
+        };
+        let client = Client {
+            inner: Arc::new(Inner {
+                tx,
+                state: state_rx,
+                chroot,
+                max_data_len: self.max_data_len,
+                session_id,
+                session_timeout,
+                next_watcher: AtomicU64::new(1),
+            }),
+        };
+        for (scheme, credentials) in self.auth {
+            client.add_auth(&scheme, credentials).await?;
+        }
+        Ok(client)
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    tx: mpsc::UnboundedSender<Command>,
+    state: watch::Receiver<SessionState>,
+    chroot: Arc<Chroot>,
+    max_data_len: usize,
+    session_id: i64,
+    session_timeout: Duration,
+    next_watcher: AtomicU64,
+}
+
+/// How to create a node: its mode, ACL and (for TTL modes) time to live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateOptions {
+    /// The kind of node.
+    pub mode: CreateMode,
+    /// Its ACL (default: `world:anyone` may do everything).
+    pub acl: Vec<Acl>,
+    /// The time to live, required for TTL modes and refused otherwise.
+    pub ttl: Option<Duration>,
+}
+
+impl CreateOptions {
+    /// A node of `mode` with an open ACL.
+    pub fn new(mode: CreateMode) -> Self {
+        Self {
+            mode,
+            acl: Acl::open_unsafe(),
+            ttl: None,
+        }
+    }
+
+    /// With this ACL.
+    pub fn acl(mut self, acl: Vec<Acl>) -> Self {
+        self.acl = acl;
+        self
+    }
+
+    /// With this time to live (TTL modes).
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+}
+
+/// One operation of a [`Client::multi`] transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// Create a node (the result has its `Stat`).
+    Create {
+        /// The path (prefix, for sequential modes).
+        path: String,
+        /// The data.
+        data: Bytes,
+        /// Mode, ACL, TTL.
+        options: CreateOptions,
+    },
+    /// Delete a node, at `version` if given.
+    Delete {
+        /// The path.
+        path: String,
+        /// The expected version.
+        version: Option<i32>,
+    },
+    /// Set a node's data, at `version` if given.
+    SetData {
+        /// The path.
+        path: String,
+        /// The data.
+        data: Bytes,
+        /// The expected version.
+        version: Option<i32>,
+    },
+    /// Require that the node exists (at `version` if given).
+    Check {
+        /// The path.
+        path: String,
+        /// The expected version.
+        version: Option<i32>,
+    },
+}
+
+/// The result of one [`Op`] of a committed transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpResult {
+    /// The created path (with its sequence number) and its `Stat`.
+    Created(String, Stat),
+    /// Deleted.
+    Deleted,
+    /// The node's new `Stat`.
+    DataSet(Stat),
+    /// The check passed.
+    Checked,
+}
+
+/// One read of a [`Client::multi_read`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadOp {
+    /// List a node's children.
+    GetChildren(String),
+    /// Read a node's data.
+    GetData(String),
+}
+
+/// The result of one [`ReadOp`]: each read succeeds or fails on its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadResult {
+    /// The children's names.
+    Children(Vec<String>),
+    /// The data and `Stat`.
+    Data(Bytes, Stat),
+}
+
+/// A ZooKeeper session shared by any number of tasks: clone it freely. Requests from all
+/// clones are pipelined on one connection; each reply reaches its own caller, and dropping a
+/// caller's future does not disturb the others.
+///
+/// Dropping the last clone closes the session in the background (`closeSession`, so its
+/// ephemeral nodes go at once); [`Client::close`] does it and waits.
+///
+/// # Examples
+///
+/// ```no_run
+/// use zk_client::{Client, CreateOptions, Error};
+/// use zk_proto::CreateMode;
+///
+/// # async fn f() -> Result<(), Error> {
+/// let client = Client::builder()
+///     .hosts("127.0.0.1:2181,127.0.0.1:2182/app")
+///     .session_timeout(std::time::Duration::from_secs(10))
+///     .connect()
+///     .await?;
+/// let path = client.create("/job-", b"x", &CreateOptions::new(CreateMode::EphemeralSequential)).await?;
+/// let (data, stat) = client.get_data(&path).await?;
+/// assert_eq!(&data[..], b"x");
+/// match client.delete("/missing", None).await {
+///     Err(Error::NoNode) => {}
+///     other => panic!("{other:?}"),
+/// }
+/// client.close().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+fn unexpected(_: Response) -> Error {
+    Error::Protocol(crate::ProtocolError::Unexpected(
+        "reply does not fit the request",
+    ))
+}
+
+impl Client {
+    /// A builder with default settings and no hosts.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder {
+            hosts: String::new(),
+            session: SessionConfig::default(),
+            auth: Vec::new(),
+            max_data_len: DEFAULT_MAX_DATA_LEN,
+        }
+        .max_data_len(DEFAULT_MAX_DATA_LEN)
+    }
+
+    /// The session's id.
+    pub fn session_id(&self) -> i64 {
+        self.inner.session_id
+    }
+
+    /// The session timeout the server granted.
+    pub fn session_timeout(&self) -> Duration {
+        self.inner.session_timeout
+    }
+
+    /// The session's current state.
+    pub fn state(&self) -> SessionState {
+        *self.inner.state.borrow()
+    }
+
+    /// A receiver of the session's states: `borrow()` for the current one, `changed().await`
+    /// for the next.
+    pub fn state_watch(&self) -> watch::Receiver<SessionState> {
+        self.inner.state.clone()
+    }
+
+    fn path(&self, path: &str, sequential: bool) -> Result<String, Error> {
+        validate_path(path, sequential)?;
+        self.inner
+            .chroot
+            .to_server(path)
+            .ok_or(Error::InvalidArgument("path outside the chroot"))
+    }
+
+    fn client_path(&self, server_path: &str) -> String {
+        self.inner.chroot.to_client(server_path)
+    }
+
+    fn check_data(&self, data: &[u8]) -> Result<(), Error> {
+        if data.len() > self.inner.max_data_len {
+            return Err(Error::TooLarge {
+                len: data.len(),
+                max: self.inner.max_data_len,
+            });
+        }
+        Ok(())
+    }
+
+    async fn call(
+        &self,
+        request: Request,
+        watch: Option<(WatcherId, WatchSink)>,
+    ) -> Result<Response, Error> {
+        let (reply, rx) = oneshot::channel();
+        self.inner
+            .tx
+            .send(Command::Submit {
+                request,
+                reply,
+                watch,
+            })
+            .map_err(|_| Error::Closed)?;
+        rx.await.unwrap_or(Err(Error::Closed))
+    }
+
+    fn new_watcher(&self) -> WatcherId {
+        WatcherId(self.inner.next_watcher.fetch_add(1, Ordering::Relaxed))
+    }
+
+    async fn call_watching(
+        &self,
+        request: Request,
+        path: &str,
+    ) -> Result<(Response, OneshotWatcher), Error> {
+        let id = self.new_watcher();
+        let (tx, rx) = oneshot::channel();
+        let watcher = OneshotWatcher::new(rx, self.inner.tx.downgrade(), path.to_owned(), id);
+        let response = self
+            .call(request, Some((id, WatchSink::Oneshot(tx))))
+            .await?;
+        Ok((response, watcher))
+    }
+
+    fn create_request(
+        &self,
+        path: &str,
+        data: &[u8],
+        opts: &CreateOptions,
+        with_stat: bool,
+    ) -> Result<Request, Error> {
+        let server_path = self.path(path, opts.mode.is_sequential())?;
+        self.check_data(data)?;
+        if opts.acl.is_empty() {
+            return Err(Error::InvalidArgument("empty ACL"));
+        }
+        let data = Some(Bytes::copy_from_slice(data));
+        let acl = opts.acl.clone();
+        match (opts.mode.is_ttl(), opts.ttl) {
+            (true, Some(ttl)) => {
+                let ttl = i64::try_from(ttl.as_millis())
+                    .map_err(|_| Error::InvalidArgument("TTL too long"))?;
+                Ok(Request::CreateTtl(CreateTtlRequest {
+                    path: server_path,
+                    data,
+                    acl,
+                    mode: opts.mode,
+                    ttl,
+                }))
+            }
+            (true, None) => Err(Error::InvalidArgument("a TTL mode needs a TTL")),
+            (false, Some(_)) => Err(Error::InvalidArgument("a TTL needs a TTL mode")),
+            (false, None) => {
+                let body = CreateRequest {
+                    path: server_path,
+                    data,
+                    acl,
+                    mode: opts.mode,
+                };
+                Ok(match (opts.mode, with_stat) {
+                    (CreateMode::Container, _) => Request::CreateContainer(body),
+                    (_, true) => Request::Create2(body),
+                    (_, false) => Request::Create(body),
+                })
+            }
+        }
+    }
+
+    /// Creates a node and returns its path (with the sequence number for sequential modes).
+    /// Container and TTL nodes are created with the opcodes they need.
+    pub async fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        options: &CreateOptions,
+    ) -> Result<String, Error> {
+        match self
+            .call(self.create_request(path, data, options, false)?, None)
+            .await?
+        {
+            Response::Create(r) => Ok(self.client_path(&r.path)),
+            Response::Create2(r) => Ok(self.client_path(&r.path)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Creates a node and returns its path and `Stat` (`create2`).
+    pub async fn create_with_stat(
+        &self,
+        path: &str,
+        data: &[u8],
+        options: &CreateOptions,
+    ) -> Result<(String, Stat), Error> {
+        match self
+            .call(self.create_request(path, data, options, true)?, None)
+            .await?
+        {
+            Response::Create2(r) => Ok((self.client_path(&r.path), r.stat)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Deletes a node, only at `version` if given.
+    pub async fn delete(&self, path: &str, version: Option<i32>) -> Result<(), Error> {
+        let request = Request::Delete(DeleteRequest {
+            path: self.path(path, false)?,
+            version: version.unwrap_or(-1),
+        });
+        self.call(request, None).await.map(drop)
+    }
+
+    /// The node's `Stat`, or `None` if it does not exist.
+    pub async fn exists(&self, path: &str) -> Result<Option<Stat>, Error> {
+        let request = Request::Exists(ExistsRequest {
+            path: self.path(path, false)?,
+            watch: false,
+        });
+        match self.call(request, None).await {
+            Ok(Response::Exists(r)) => Ok(Some(r.stat)),
+            Ok(other) => Err(unexpected(other)),
+            Err(Error::NoNode) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Like [`Client::exists`], leaving a watch: it fires when the node is created (if it did
+    /// not exist), changes or is deleted (if it did).
+    pub async fn exists_and_watch(
+        &self,
+        path: &str,
+    ) -> Result<(Option<Stat>, OneshotWatcher), Error> {
+        let request = Request::Exists(ExistsRequest {
+            path: self.path(path, false)?,
+            watch: true,
+        });
+        let id = self.new_watcher();
+        let (tx, rx) = oneshot::channel();
+        let watcher = OneshotWatcher::new(rx, self.inner.tx.downgrade(), path.to_owned(), id);
+        match self.call(request, Some((id, WatchSink::Oneshot(tx)))).await {
+            Ok(Response::Exists(r)) => Ok((Some(r.stat), watcher)),
+            Ok(other) => Err(unexpected(other)),
+            Err(Error::NoNode) => Ok((None, watcher)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The node's data (empty if it was created with none) and `Stat`.
+    pub async fn get_data(&self, path: &str) -> Result<(Bytes, Stat), Error> {
+        let request = Request::GetData(GetDataRequest {
+            path: self.path(path, false)?,
+            watch: false,
+        });
+        match self.call(request, None).await? {
+            Response::GetData(r) => Ok((r.data.unwrap_or_default(), r.stat)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Like [`Client::get_data`], leaving a data watch (fires on data change or delete).
+    pub async fn get_data_and_watch(
+        &self,
+        path: &str,
+    ) -> Result<(Bytes, Stat, OneshotWatcher), Error> {
+        let request = Request::GetData(GetDataRequest {
+            path: self.path(path, false)?,
+            watch: true,
+        });
+        match self.call_watching(request, path).await {
+            Ok((Response::GetData(r), w)) => Ok((r.data.unwrap_or_default(), r.stat, w)),
+            Ok((other, _)) => Err(unexpected(other)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Sets the node's data, only at `version` if given; returns the new `Stat`.
+    pub async fn set_data(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> Result<Stat, Error> {
+        self.check_data(data)?;
+        let request = Request::SetData(SetDataRequest {
+            path: self.path(path, false)?,
+            data: Some(Bytes::copy_from_slice(data)),
+            version: version.unwrap_or(-1),
+        });
+        match self.call(request, None).await? {
+            Response::SetData(r) => Ok(r.stat),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The node's children's names, in no particular order.
+    pub async fn get_children(&self, path: &str) -> Result<Vec<String>, Error> {
+        let request = Request::GetChildren(GetChildrenRequest {
+            path: self.path(path, false)?,
+            watch: false,
+        });
+        match self.call(request, None).await? {
+            Response::GetChildren(r) => Ok(r.children),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The node's children and its `Stat` (`getChildren2`).
+    pub async fn get_children_with_stat(&self, path: &str) -> Result<(Vec<String>, Stat), Error> {
+        let request = Request::GetChildren2(GetChildren2Request {
+            path: self.path(path, false)?,
+            watch: false,
+        });
+        match self.call(request, None).await? {
+            Response::GetChildren2(r) => Ok((r.children, r.stat)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Like [`Client::get_children`], leaving a child watch (fires when a child is added or
+    /// removed, or the node is deleted).
+    pub async fn get_children_and_watch(
+        &self,
+        path: &str,
+    ) -> Result<(Vec<String>, OneshotWatcher), Error> {
+        let request = Request::GetChildren(GetChildrenRequest {
+            path: self.path(path, false)?,
+            watch: true,
+        });
+        match self.call_watching(request, path).await {
+            Ok((Response::GetChildren(r), w)) => Ok((r.children, w)),
+            Ok((other, _)) => Err(unexpected(other)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The node's ACL and `Stat`.
+    pub async fn get_acl(&self, path: &str) -> Result<(Vec<Acl>, Stat), Error> {
+        let request = Request::GetAcl(GetAclRequest {
+            path: self.path(path, false)?,
+        });
+        match self.call(request, None).await? {
+            Response::GetAcl(r) => Ok((r.acl, r.stat)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Sets the node's ACL, only at ACL version `version` if given; returns the new `Stat`.
+    pub async fn set_acl(
+        &self,
+        path: &str,
+        acl: Vec<Acl>,
+        version: Option<i32>,
+    ) -> Result<Stat, Error> {
+        if acl.is_empty() {
+            return Err(Error::InvalidArgument("empty ACL"));
+        }
+        let request = Request::SetAcl(SetAclRequest {
+            path: self.path(path, false)?,
+            acl,
+            version: version.unwrap_or(-1),
+        });
+        match self.call(request, None).await? {
+            Response::SetAcl(r) => Ok(r.stat),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Waits until the server this session is connected to has caught up with the leader, so
+    /// that a read after it sees every write committed before it.
+    pub async fn sync(&self, path: &str) -> Result<(), Error> {
+        let request = Request::Sync(SyncRequest {
+            path: self.path(path, false)?,
+        });
+        self.call(request, None).await.map(drop)
+    }
+
+    fn multi_op(&self, op: &Op) -> Result<MultiOp, Error> {
+        Ok(match op {
+            Op::Create {
+                path,
+                data,
+                options,
+            } => match self.create_request(path, data, options, true)? {
+                Request::Create2(r) => MultiOp::Create2(r),
+                Request::CreateContainer(r) => MultiOp::CreateContainer(r),
+                Request::CreateTtl(r) => MultiOp::CreateTtl(r),
+                Request::Create(r) => MultiOp::Create(r),
+                _ => return Err(Error::InvalidArgument("not a create")),
+            },
+            Op::Delete { path, version } => MultiOp::Delete(DeleteRequest {
+                path: self.path(path, false)?,
+                version: version.unwrap_or(-1),
+            }),
+            Op::SetData {
+                path,
+                data,
+                version,
+            } => {
+                self.check_data(data)?;
+                MultiOp::SetData(SetDataRequest {
+                    path: self.path(path, false)?,
+                    data: Some(data.clone()),
+                    version: version.unwrap_or(-1),
+                })
+            }
+            Op::Check { path, version } => MultiOp::Check(CheckVersionRequest {
+                path: self.path(path, false)?,
+                version: version.unwrap_or(-1),
+            }),
+        })
+    }
+
+    /// Applies `ops` as one transaction: all of them or none. On failure the error is
+    /// [`Error::MultiFailed`] naming the first op that failed and why.
+    pub async fn multi(&self, ops: &[Op]) -> Result<Vec<OpResult>, Error> {
+        let ops = ops
+            .iter()
+            .map(|op| self.multi_op(op))
+            .collect::<Result<Vec<_>, _>>()?;
+        let response = match self
+            .call(Request::Multi(MultiRequest { ops }), None)
+            .await?
+        {
+            Response::Multi(r) => r,
+            other => return Err(unexpected(other)),
+        };
+        if let Some((index, code)) = response.first_error() {
+            let source = Error::from_code(code).unwrap_or(Error::Server(code));
+            return Err(Error::MultiFailed {
+                index,
+                source: Box::new(source),
+            });
+        }
+        response
+            .results
+            .into_iter()
+            .map(|r| match r {
+                MultiResult::Create(c) => Ok(OpResult::Created(
+                    self.client_path(&c.path),
+                    Stat::default(),
+                )),
+                MultiResult::Create2(c) => Ok(OpResult::Created(self.client_path(&c.path), c.stat)),
+                MultiResult::Delete => Ok(OpResult::Deleted),
+                MultiResult::SetData(s) => Ok(OpResult::DataSet(s.stat)),
+                MultiResult::Check => Ok(OpResult::Checked),
+                _ => Err(Error::Protocol(crate::ProtocolError::Unexpected(
+                    "read result in a transaction",
+                ))),
+            })
+            .collect()
+    }
+
+    /// Runs several reads in one round trip; each succeeds or fails on its own.
+    pub async fn multi_read(
+        &self,
+        ops: &[ReadOp],
+    ) -> Result<Vec<Result<ReadResult, Error>>, Error> {
+        if ops.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ops = ops
+            .iter()
+            .map(|op| {
+                Ok(match op {
+                    ReadOp::GetChildren(p) => MultiOp::GetChildren(GetChildrenRequest {
+                        path: self.path(p, false)?,
+                        watch: false,
+                    }),
+                    ReadOp::GetData(p) => MultiOp::GetData(GetDataRequest {
+                        path: self.path(p, false)?,
+                        watch: false,
+                    }),
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        match self
+            .call(Request::MultiRead(MultiRequest { ops }), None)
+            .await?
+        {
+            Response::Multi(r) => Ok(r
+                .results
+                .into_iter()
+                .map(|r| match r {
+                    MultiResult::GetChildren(c) => Ok(ReadResult::Children(c.children)),
+                    MultiResult::GetData(d) => {
+                        Ok(ReadResult::Data(d.data.unwrap_or_default(), d.stat))
+                    }
+                    MultiResult::Error(code) => {
+                        Err(Error::from_code(code).unwrap_or(Error::Server(code)))
+                    }
+                    _ => Err(Error::Protocol(crate::ProtocolError::Unexpected(
+                        "write result in a read",
+                    ))),
+                })
+                .collect()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The paths of this session's ephemeral nodes under `prefix` (`/` for all).
+    pub async fn get_ephemerals(&self, prefix: &str) -> Result<Vec<String>, Error> {
+        let request = Request::GetEphemerals(GetEphemeralsRequest {
+            prefix_path: self.path(prefix, false)?,
+        });
+        match self.call(request, None).await? {
+            Response::GetEphemerals(r) => {
+                Ok(r.ephemerals.iter().map(|p| self.client_path(p)).collect())
+            }
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The number of descendants of the node.
+    pub async fn get_all_children_number(&self, path: &str) -> Result<i32, Error> {
+        let request = Request::GetAllChildrenNumber(GetAllChildrenNumberRequest {
+            path: self.path(path, false)?,
+        });
+        match self.call(request, None).await? {
+            Response::GetAllChildrenNumber(r) => Ok(r.total_number),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Adds an identity to the session (e.g. `("digest", b"user:password")`). Wrong
+    /// credentials end the session with [`Error::AuthFailed`].
+    pub async fn add_auth(&self, scheme: &str, credentials: impl Into<Bytes>) -> Result<(), Error> {
+        let request = Request::Auth(AuthPacket {
+            auth_type: 0,
+            scheme: scheme.to_owned(),
+            auth: Some(credentials.into()),
+        });
+        self.call(request, None).await.map(drop)
+    }
+
+    /// The session's identities (ZooKeeper 3.9+; 3.8 answers [`Error::Unimplemented`]).
+    pub async fn who_am_i(&self) -> Result<Vec<ClientInfo>, Error> {
+        match self.call(Request::WhoAmI, None).await? {
+            Response::WhoAmI(r) => Ok(r.client_info),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Adds a persistent (or persistent-recursive) watch on `path`, which need not exist.
+    pub async fn add_watch(
+        &self,
+        path: &str,
+        mode: AddWatchMode,
+    ) -> Result<PersistentWatcher, Error> {
+        let request = Request::AddWatch(AddWatchRequest {
+            path: self.path(path, false)?,
+            mode,
+        });
+        let id = self.new_watcher();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let watcher = PersistentWatcher::new(rx, self.inner.tx.downgrade(), path.to_owned(), id);
+        self.call(request, Some((id, WatchSink::Stream(tx))))
+            .await?;
+        Ok(watcher)
+    }
+
+    /// Removes this session's watches of `which` kind on `path`, on the server and here:
+    /// each removed watcher gets a last `*WatchRemoved` event.
+    pub async fn remove_watches(&self, path: &str, which: WatcherType) -> Result<(), Error> {
+        let request = Request::RemoveWatches(RemoveWatchesRequest {
+            path: self.path(path, false)?,
+            watcher_type: which,
+        });
+        self.call(request, None).await.map(drop)
+    }
+
+    /// Closes the session (its ephemeral nodes go at once) and waits for the server to
+    /// confirm. Every clone fails with [`Error::Closed`] afterwards.
+    pub async fn close(&self) -> Result<(), Error> {
+        match self.call(Request::CloseSession, None).await {
+            Ok(_) | Err(Error::Closed) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}

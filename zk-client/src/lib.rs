@@ -1,0 +1,44 @@
+//! An async ZooKeeper client for ZooKeeper 3.8: one session over one TCP connection, shared by
+//! any number of tasks.
+//!
+//! The session logic — xids, the FIFO of pending requests, the watch table, ping and read
+//! deadlines, the state machine — is plain data in [`session`], driven by events and tested
+//! without a network. A thin tokio task moves frames between it and the socket. The wire
+//! format is `zk-proto`'s.
+//!
+//! It is **not** a recipe library: locks live in the `recipe-*` crates, built on this one.
+//!
+//! # Examples
+//!
+//! ```no_run
+//! use zk_client::{Client, CreateOptions};
+//! use zk_proto::CreateMode;
+//!
+//! # async fn f() -> Result<(), zk_client::Error> {
+//! let client = Client::builder().hosts("127.0.0.1:2181").connect().await?;
+//! client.create("/app", b"", &CreateOptions::new(CreateMode::Persistent)).await?;
+//! let (children, watcher) = client.get_children_and_watch("/app").await?;
+//! let c2 = client.clone(); // clones share the session; requests are pipelined
+//! tokio::spawn(async move { c2.create("/app/a", b"1", &CreateOptions::new(CreateMode::Ephemeral)).await });
+//! let event = watcher.await; // NodeChildrenChanged on /app
+//! # Ok(()) }
+//! ```
+
+mod chroot;
+mod client;
+mod error;
+mod framing;
+mod hosts;
+mod io;
+pub mod session;
+mod watcher;
+
+pub use client::{
+    Client, ClientBuilder, CreateOptions, DEFAULT_MAX_DATA_LEN, Op, OpResult, ReadOp, ReadResult,
+};
+pub use error::{Error, IoError, ProtocolError};
+pub use hosts::ConnectString;
+pub use session::{SessionState, WatchedEvent};
+pub use watcher::{OneshotWatcher, PersistentWatcher};
+pub use zk_proto::records::{Acl, ClientInfo, Id, Perms, Stat};
+pub use zk_proto::{AddWatchMode, CreateMode, EventType, KeeperState, WatcherType};

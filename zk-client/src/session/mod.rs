@@ -1,0 +1,724 @@
+//! [`Session`]: the ZooKeeper session as plain data driven by events. No IO, no tokio, no
+//! clock: every input carries the current `Instant`.
+
+mod pending;
+mod timers;
+mod watches;
+mod xids;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests;
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use zk_proto::records::{ConnectRequest, ConnectResponse, SetWatches, SetWatches2};
+use zk_proto::{
+    DEFAULT_MAX_FRAME_LEN, Decode, ErrorCode, EventType, KeeperState, OpCode, Reader, ReplyHeader,
+    Request, Response, WatcherEvent, WatcherType, encode_frame, xid,
+};
+
+use crate::{Error, ProtocolError};
+use pending::{Effect, Pending};
+use timers::{Timers, expired};
+use watches::WatchTable;
+pub use watches::{Fired, WatchKind, WatcherId};
+use xids::Xids;
+
+/// The most path bytes one `SetWatches` frame carries (the Java client's limit).
+pub const SET_WATCHES_MAX_BYTES: usize = 128 * 1024;
+
+/// How a session behaves. Durations are what the client asks for; the server negotiates the
+/// session timeout.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// The session timeout asked for.
+    pub session_timeout: Duration,
+    /// How long a handshake may take before the connection is given up.
+    pub connect_timeout: Duration,
+    /// Accept a read-only server (`canBeReadOnly`).
+    pub can_be_read_only: bool,
+    /// The longest frame accepted from the server.
+    pub max_frame_len: usize,
+    /// The longest request frame sent (the server's `jute.maxbuffer`).
+    pub max_request_len: usize,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        Self {
+            session_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            can_be_read_only: false,
+            max_frame_len: DEFAULT_MAX_FRAME_LEN,
+            max_request_len: DEFAULT_MAX_FRAME_LEN,
+        }
+    }
+}
+
+/// The state of the session, as users see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SessionState {
+    /// No session yet: the first connection is being made.
+    Connecting,
+    /// Connected to a read-write server.
+    Connected,
+    /// Connected to a read-only server: reads work, writes fail with `NotReadOnly`.
+    ConnectedReadOnly,
+    /// The connection was lost. The session may still be alive on the ensemble; no one can be
+    /// sure of anything it holds until it connects again.
+    Disconnected,
+    /// The server rejected our credentials. Terminal.
+    AuthFailed,
+    /// The ensemble expired the session: its ephemeral nodes and watches are gone. Terminal.
+    Expired,
+    /// The session was closed by us. Terminal.
+    Closed,
+}
+
+impl SessionState {
+    /// Whether the session can never be used again.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            SessionState::AuthFailed | SessionState::Expired | SessionState::Closed
+        )
+    }
+
+    /// Whether requests can be sent now.
+    pub fn is_connected(self) -> bool {
+        matches!(
+            self,
+            SessionState::Connected | SessionState::ConnectedReadOnly
+        )
+    }
+
+    fn keeper_state(self) -> KeeperState {
+        match self {
+            SessionState::Connecting | SessionState::Disconnected => KeeperState::Disconnected,
+            SessionState::Connected => KeeperState::SyncConnected,
+            SessionState::ConnectedReadOnly => KeeperState::ConnectedReadOnly,
+            SessionState::AuthFailed => KeeperState::AuthFailed,
+            SessionState::Expired => KeeperState::Expired,
+            SessionState::Closed => KeeperState::Closed,
+        }
+    }
+
+    pub(crate) fn error(self) -> Error {
+        match self {
+            SessionState::AuthFailed => Error::AuthFailed,
+            SessionState::Expired => Error::SessionExpired,
+            SessionState::Closed => Error::Closed,
+            _ => Error::ConnectionLoss,
+        }
+    }
+}
+
+/// What a watcher receives: a node event, or a final session event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchedEvent {
+    /// What happened (`None` for a session event).
+    pub event_type: EventType,
+    /// The session's state when it happened.
+    pub state: KeeperState,
+    /// The node's server-side path (empty for a session event).
+    pub path: String,
+}
+
+/// An output of the session, taken with [`Session::poll_event`].
+#[derive(Debug)]
+pub enum SessionEvent<T> {
+    /// A request completed.
+    Reply {
+        /// The token given to [`Session::submit`].
+        token: T,
+        /// Its result.
+        result: Result<Response, Error>,
+    },
+    /// A watcher fires. `last` says no more events will come to it.
+    Watch {
+        /// The watcher.
+        id: WatcherId,
+        /// What happened.
+        event: WatchedEvent,
+        /// Whether this is its last event.
+        last: bool,
+    },
+    /// A watch asked for by a request was not set (the request failed): the watcher will get
+    /// no event.
+    Unwatched(WatcherId),
+    /// The session's state changed.
+    State(SessionState),
+}
+
+/// Where the connection is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// No connection.
+    Down,
+    /// The handshake is sent; waiting for the `ConnectResponse`.
+    Handshaking,
+    /// Requests flow.
+    Open,
+}
+
+/// A ZooKeeper session as plain data.
+///
+/// # Calling contract
+///
+/// Inputs (each takes `now`, which must never go back):
+/// - [`Session::handle_connected`] when a TCP connection is up: queues the handshake;
+/// - [`Session::handle_frame`] for every frame read (without its length prefix);
+/// - [`Session::handle_timeout`] when [`Session::poll_timeout`]'s instant has passed
+///   (a spurious call does nothing);
+/// - [`Session::handle_disconnect`] when the connection is gone, including after an input
+///   returned an error;
+/// - commands: [`Session::submit`] a request with a caller's token `T`, [`Session::forget_watch`].
+///
+/// Outputs, to drain after every input: [`Session::poll_transmit`] (bytes to write, in
+/// order), [`Session::poll_event`] (replies, watch events, state changes), then
+/// [`Session::poll_timeout`] (when to call `handle_timeout` next).
+///
+/// `handle_frame` and `handle_timeout` return an error when the connection must be closed
+/// (a protocol violation, a read timeout, a refused handshake); the caller then closes it and
+/// calls `handle_disconnect`.
+///
+/// Replies to normal requests arrive in the order the requests were sent: each reply is
+/// matched to the oldest pending request, and a reply whose xid differs is a protocol error.
+#[derive(Debug)]
+pub struct Session<T> {
+    cfg: SessionConfig,
+    state: SessionState,
+    phase: Phase,
+    session_id: i64,
+    passwd: Option<Bytes>,
+    negotiated: Duration,
+    last_zxid: i64,
+    xids: Xids,
+    pending: VecDeque<Pending<T>>,
+    auths: VecDeque<T>,
+    out: BytesMut,
+    watches: WatchTable,
+    timers: Timers,
+    events: VecDeque<SessionEvent<T>>,
+    closing: bool,
+}
+
+impl<T> Session<T> {
+    /// A session that has not connected yet.
+    pub fn new(cfg: SessionConfig) -> Self {
+        Self {
+            cfg,
+            state: SessionState::Connecting,
+            phase: Phase::Down,
+            session_id: 0,
+            passwd: None,
+            negotiated: Duration::ZERO,
+            last_zxid: 0,
+            xids: Xids::default(),
+            pending: VecDeque::new(),
+            auths: VecDeque::new(),
+            out: BytesMut::new(),
+            watches: WatchTable::default(),
+            timers: Timers::default(),
+            events: VecDeque::new(),
+            closing: false,
+        }
+    }
+
+    /// The session's state.
+    pub fn state(&self) -> SessionState {
+        self.state
+    }
+
+    /// The session id (0 before the first handshake).
+    pub fn session_id(&self) -> i64 {
+        self.session_id
+    }
+
+    /// The session timeout the server granted (zero before the first handshake).
+    pub fn negotiated_timeout(&self) -> Duration {
+        self.negotiated
+    }
+
+    /// The last zxid seen in a reply.
+    pub fn last_zxid(&self) -> i64 {
+        self.last_zxid
+    }
+
+    /// Requests sent and not answered yet.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len() + self.auths.len()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SessionConfig {
+        &self.cfg
+    }
+
+    /// A TCP connection is up: queues the `ConnectRequest` (resuming this session if it has
+    /// one) and starts the connect deadline.
+    pub fn handle_connected(&mut self, now: Instant) {
+        if self.state.is_terminal() {
+            return;
+        }
+        let request = ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: self.last_zxid,
+            time_out: i32::try_from(self.cfg.session_timeout.as_millis()).unwrap_or(i32::MAX),
+            session_id: self.session_id,
+            passwd: Some(
+                self.passwd
+                    .clone()
+                    .unwrap_or_else(|| Bytes::from_static(&[0; 16])),
+            ),
+            read_only: Some(self.cfg.can_be_read_only),
+        };
+        self.out.clear();
+        // A handshake is a few dozen bytes: it always fits the frame limit.
+        let _ = encode_frame(&request, &mut self.out, usize::MAX);
+        self.phase = Phase::Handshaking;
+        self.timers.clear();
+        self.timers.connect = Some(now + self.cfg.connect_timeout);
+    }
+
+    /// Sends `request`, to complete `token` with its reply; `watch` leaves a watch of that
+    /// kind on the request's path for that watcher if the request succeeds (for `exists`, a
+    /// data watch when the node exists and an exists watch when it does not; the kind given
+    /// is ignored for `addWatch`, whose mode decides).
+    ///
+    /// Fails at once, giving the token back, when the session cannot send (not connected,
+    /// closing, or ended) or the request is over the frame limit; nothing is sent then.
+    pub fn submit(
+        &mut self,
+        now: Instant,
+        request: Request,
+        token: T,
+        watch: Option<WatcherId>,
+    ) -> Result<(), (T, Error)> {
+        if self.state.is_terminal() || self.closing {
+            let err = if self.state.is_terminal() {
+                self.state.error()
+            } else {
+                Error::Closed
+            };
+            return Err((token, err));
+        }
+        if self.phase != Phase::Open {
+            return Err((token, Error::ConnectionLoss));
+        }
+        let effect = match Effect::for_request(&request, watch) {
+            Ok(effect) => effect,
+            Err(e) => return Err((token, e)),
+        };
+        let xids_before = self.xids.clone();
+        let xid = match request {
+            Request::Auth(_) => xid::AUTH,
+            Request::Ping | Request::SetWatches(_) | Request::SetWatches2(_) => {
+                return Err((
+                    token,
+                    Error::InvalidArgument("pings and set-watches are the session's own"),
+                ));
+            }
+            _ => self.xids.next(),
+        };
+        if let Err(e) = request.encode_frame(xid, &mut self.out, self.cfg.max_request_len) {
+            self.xids = xids_before; // nothing was sent: the xid is still free
+            return Err((token, e.into()));
+        }
+        if xid == xid::AUTH {
+            self.auths.push_back(token);
+        } else {
+            if request.op_code() == OpCode::CloseSession {
+                self.closing = true;
+            }
+            self.pending.push_back(Pending {
+                xid,
+                op: request.op_code(),
+                token,
+                effect,
+            });
+        }
+        self.sent(now);
+        Ok(())
+    }
+
+    /// A watcher's handle was dropped: stop routing events to it.
+    pub fn forget_watch(&mut self, path: &str, id: WatcherId) {
+        self.watches.forget(path, id);
+    }
+
+    fn sent(&mut self, now: Instant) {
+        if self.phase == Phase::Open {
+            self.timers.ping = Some(now + self.negotiated / 3);
+        }
+    }
+
+    /// Handles one frame from the server. An error means the connection must be closed.
+    pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) -> Result<(), Error> {
+        match self.phase {
+            Phase::Down => Err(ProtocolError::Unexpected("frame while not connected").into()),
+            Phase::Handshaking => self.handle_handshake(now, frame),
+            Phase::Open => {
+                self.timers.read = Some(now + self.negotiated * 2 / 3);
+                self.handle_reply(frame)
+            }
+        }
+    }
+
+    fn handle_handshake(&mut self, now: Instant, frame: &[u8]) -> Result<(), Error> {
+        let resp = ConnectResponse::decode_exact(frame, "ConnectResponse")?;
+        if resp.time_out <= 0 {
+            self.end(SessionState::Expired);
+            return Err(Error::SessionExpired);
+        }
+        if self.session_id != 0 && resp.session_id != self.session_id {
+            return Err(ProtocolError::Unexpected("server answered with another session").into());
+        }
+        self.session_id = resp.session_id;
+        self.passwd = resp.passwd;
+        self.negotiated = Duration::from_millis(u64::try_from(resp.time_out).unwrap_or(0));
+        self.phase = Phase::Open;
+        self.timers.clear();
+        self.timers.read = Some(now + self.negotiated * 2 / 3);
+        self.timers.ping = Some(now + self.negotiated / 3);
+        let state = if resp.read_only == Some(true) {
+            SessionState::ConnectedReadOnly
+        } else {
+            SessionState::Connected
+        };
+        self.set_state(state);
+        self.restore_watches();
+        Ok(())
+    }
+
+    /// After a reconnect, re-registers every watch before any new request, so a change made
+    /// while we were away fires at once (the server compares with our last zxid). Like the Java
+    /// client, uses `SetWatches` unless persistent watches need `SetWatches2`, and splits the
+    /// paths over several frames of at most [`SET_WATCHES_MAX_BYTES`].
+    fn restore_watches(&mut self) {
+        if self.watches.is_empty() {
+            return;
+        }
+        let paths = self.watches.watched_paths();
+        let persistent = !paths.persistent.is_empty() || !paths.recursive.is_empty();
+        let mut lists = [
+            paths.data,
+            paths.exists,
+            paths.child,
+            paths.persistent,
+            paths.recursive,
+        ]
+        .map(std::collections::VecDeque::from);
+        while lists.iter().any(|l| !l.is_empty()) {
+            let mut batch: [Vec<String>; 5] = Default::default();
+            let mut bytes = 0;
+            for (list, out) in lists.iter_mut().zip(batch.iter_mut()) {
+                while let Some(path) = list.front() {
+                    if bytes > 0 && bytes + path.len() + 4 > SET_WATCHES_MAX_BYTES {
+                        break;
+                    }
+                    bytes += path.len() + 4;
+                    out.extend(list.pop_front());
+                }
+            }
+            let [data, exist, child, persistent_watches, recursive] = batch;
+            let request = if persistent {
+                Request::SetWatches2(SetWatches2 {
+                    relative_zxid: self.last_zxid,
+                    data_watches: data,
+                    exist_watches: exist,
+                    child_watches: child,
+                    persistent_watches,
+                    persistent_recursive_watches: recursive,
+                })
+            } else {
+                Request::SetWatches(SetWatches {
+                    relative_zxid: self.last_zxid,
+                    data_watches: data,
+                    exist_watches: exist,
+                    child_watches: child,
+                })
+            };
+            // Batches are bounded well under any frame limit.
+            let _ = request.encode_frame(xid::SET_WATCHES, &mut self.out, usize::MAX);
+        }
+    }
+
+    fn handle_reply(&mut self, frame: &[u8]) -> Result<(), Error> {
+        let mut r = Reader::new(frame);
+        let header = ReplyHeader::decode(&mut r)?;
+        match header.xid {
+            xid::NOTIFICATION => {
+                let event = WatcherEvent::decode(&mut r)?;
+                r.finish("WatcherEvent")?;
+                self.dispatch_event(event);
+                Ok(())
+            }
+            xid::PING | xid::SET_WATCHES => Ok(()),
+            xid::AUTH => {
+                let token = self.auths.pop_front().ok_or(ProtocolError::UnexpectedXid {
+                    expected: None,
+                    got: header.xid,
+                })?;
+                if header.err == ErrorCode::AuthFailed {
+                    self.events.push_back(SessionEvent::Reply {
+                        token,
+                        result: Err(Error::AuthFailed),
+                    });
+                    self.end(SessionState::AuthFailed);
+                    return Err(Error::AuthFailed);
+                }
+                let result = match Error::from_code(header.err) {
+                    None => Ok(Response::Empty),
+                    Some(e) => Err(e),
+                };
+                self.events.push_back(SessionEvent::Reply { token, result });
+                Ok(())
+            }
+            got => {
+                let expected = self.pending.front().map(|p| p.xid);
+                if expected != Some(got) {
+                    return Err(ProtocolError::UnexpectedXid { expected, got }.into());
+                }
+                let Some(p) = self.pending.pop_front() else {
+                    return Err(ProtocolError::UnexpectedXid { expected, got }.into());
+                };
+                if header.zxid > 0 {
+                    self.last_zxid = header.zxid;
+                }
+                self.complete(p, header.err, r)
+            }
+        }
+    }
+
+    fn complete(&mut self, p: Pending<T>, err: ErrorCode, mut r: Reader<'_>) -> Result<(), Error> {
+        let decoded = if err.is_ok() {
+            Response::decode(p.op, &mut r).map(Some)
+        } else {
+            Ok(None)
+        };
+        let body = match decoded.and_then(|b| r.finish("reply").map(|()| b)) {
+            Ok(body) => body,
+            Err(e) => {
+                // The server did answer, but with bytes we cannot read: the caller gets the
+                // decode error and the connection goes.
+                let e = Error::from(e);
+                self.events.push_back(SessionEvent::Reply {
+                    token: p.token,
+                    result: Err(e.clone()),
+                });
+                if let Effect::Watch { id, .. } = p.effect {
+                    self.events.push_back(SessionEvent::Unwatched(id));
+                }
+                return Err(e);
+            }
+        };
+        self.apply_effect(&p.effect, err);
+        if p.op == OpCode::CloseSession {
+            self.events.push_back(SessionEvent::Reply {
+                token: p.token,
+                result: Ok(Response::Empty),
+            });
+            self.end(SessionState::Closed);
+            return Ok(());
+        }
+        let result = match (body, Error::from_code(err)) {
+            (Some(body), _) => Ok(body),
+            (None, Some(e)) => Err(e),
+            (None, None) => Err(ProtocolError::Unexpected("reply without a body").into()),
+        };
+        self.events.push_back(SessionEvent::Reply {
+            token: p.token,
+            result,
+        });
+        Ok(())
+    }
+
+    fn apply_effect(&mut self, effect: &Effect, err: ErrorCode) {
+        match effect {
+            Effect::None => {}
+            Effect::Watch {
+                path,
+                kind,
+                id,
+                on_missing,
+            } => {
+                let kind = match err {
+                    ErrorCode::Ok => Some(*kind),
+                    ErrorCode::NoNode => *on_missing,
+                    _ => None,
+                };
+                match kind {
+                    Some(kind) => self.watches.add(path, kind, *id),
+                    None => self.events.push_back(SessionEvent::Unwatched(*id)),
+                }
+            }
+            Effect::RemoveWatches { path, which } => {
+                if err.is_ok() {
+                    let removed = self.watches.remove(path, *which);
+                    for (id, event_type) in removed {
+                        let event = WatchedEvent {
+                            event_type,
+                            state: KeeperState::SyncConnected,
+                            path: path.clone(),
+                        };
+                        self.events.push_back(SessionEvent::Watch {
+                            id,
+                            event,
+                            last: true,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    fn dispatch_event(&mut self, event: WatcherEvent) {
+        for Fired { id, last } in self.watches.fire(event.event_type, &event.path) {
+            let event = WatchedEvent {
+                event_type: event.event_type,
+                state: event.state,
+                path: event.path.clone(),
+            };
+            self.events
+                .push_back(SessionEvent::Watch { id, event, last });
+        }
+    }
+
+    /// Handles the passing of time: a ping when nothing was sent for a third of the session
+    /// timeout, and an error (close the connection) when nothing was read for two thirds of
+    /// it, or the handshake took longer than the connect timeout.
+    pub fn handle_timeout(&mut self, now: Instant) -> Result<(), Error> {
+        match self.phase {
+            Phase::Down => Ok(()),
+            Phase::Handshaking => {
+                if expired(self.timers.connect, now) {
+                    return Err(Error::ConnectTimeout);
+                }
+                Ok(())
+            }
+            Phase::Open => {
+                if expired(self.timers.read, now) {
+                    return Err(Error::ConnectionLoss);
+                }
+                if expired(self.timers.ping, now) {
+                    // A ping is 12 bytes: it always fits the frame limit.
+                    let _ = Request::Ping.encode_frame(xid::PING, &mut self.out, usize::MAX);
+                    self.sent(now);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The connection is gone. Every request sent on it fails with `ConnectionLoss` (it may
+    /// or may not have been applied); watches stay registered for a later reconnect.
+    pub fn handle_disconnect(&mut self, _now: Instant) {
+        if self.phase == Phase::Down && self.pending.is_empty() && self.auths.is_empty() {
+            return;
+        }
+        self.phase = Phase::Down;
+        self.timers.clear();
+        self.out.clear();
+        let err = if self.state.is_terminal() {
+            self.state.error()
+        } else {
+            Error::ConnectionLoss
+        };
+        self.fail_pending(&err);
+        if self.closing {
+            self.end(SessionState::Closed);
+        } else if !self.state.is_terminal() && self.state != SessionState::Connecting {
+            self.set_state(SessionState::Disconnected);
+        }
+    }
+
+    fn fail_pending(&mut self, err: &Error) {
+        for p in self.pending.drain(..) {
+            if let Effect::Watch { id, .. } = p.effect {
+                self.events.push_back(SessionEvent::Unwatched(id));
+            }
+            self.events.push_back(SessionEvent::Reply {
+                token: p.token,
+                result: Err(err.clone()),
+            });
+        }
+        for token in self.auths.drain(..) {
+            self.events.push_back(SessionEvent::Reply {
+                token,
+                result: Err(err.clone()),
+            });
+        }
+    }
+
+    /// Ends the session for good: pending requests fail, every watcher gets a final event.
+    fn end(&mut self, state: SessionState) {
+        if self.state.is_terminal() {
+            return;
+        }
+        self.set_state(state);
+        self.timers.clear();
+        self.fail_pending(&state.error());
+        for id in self.watches.drain() {
+            let event = WatchedEvent {
+                event_type: EventType::None,
+                state: state.keeper_state(),
+                path: String::new(),
+            };
+            self.events.push_back(SessionEvent::Watch {
+                id,
+                event,
+                last: true,
+            });
+        }
+    }
+
+    fn set_state(&mut self, state: SessionState) {
+        if self.state != state {
+            self.state = state;
+            self.events.push_back(SessionEvent::State(state));
+        }
+    }
+
+    /// Bytes to write to the connection, in order, if any.
+    pub fn poll_transmit(&mut self) -> Option<BytesMut> {
+        (!self.out.is_empty()).then(|| self.out.split())
+    }
+
+    /// The next output event, if any.
+    pub fn poll_event(&mut self) -> Option<SessionEvent<T>> {
+        self.events.pop_front()
+    }
+
+    /// When [`Session::handle_timeout`] should be called next.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.earliest()
+    }
+}
+
+/// The kind of watch a request of this opcode leaves (for `exists`: when the node exists).
+pub(crate) fn watch_kind_of(request: &Request) -> Option<(WatchKind, Option<WatchKind>)> {
+    Some(match request {
+        Request::Exists(r) if r.watch => (WatchKind::Data, Some(WatchKind::Exists)),
+        Request::GetData(r) if r.watch => (WatchKind::Data, None),
+        Request::GetChildren(r) if r.watch => (WatchKind::Child, None),
+        Request::GetChildren2(r) if r.watch => (WatchKind::Child, None),
+        Request::AddWatch(r) => match r.mode {
+            zk_proto::AddWatchMode::Persistent => (WatchKind::Persistent, None),
+            zk_proto::AddWatchMode::PersistentRecursive => (WatchKind::PersistentRecursive, None),
+        },
+        _ => return None,
+    })
+}
+
+/// The watcher type a `removeWatches` request removes, and its path.
+pub(crate) fn removed_watches(request: &Request) -> Option<(&str, WatcherType)> {
+    match request {
+        Request::RemoveWatches(r) => Some((&r.path, r.watcher_type)),
+        _ => None,
+    }
+}

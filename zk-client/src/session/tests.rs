@@ -1,0 +1,652 @@
+//! Scripted tests of the session core: a fake server on virtual time, no socket, no sleep.
+
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use zk_proto::records::*;
+use zk_proto::{
+    AddWatchMode, Decode, Encode, ErrorCode, EventType, KeeperState, Reader, ReplyHeader, Request,
+    RequestHeader, Response, WatcherEvent, WatcherType, split_frame, xid,
+};
+
+use super::*;
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+fn ms(m: u64) -> Duration {
+    Duration::from_millis(m)
+}
+
+fn cfg() -> SessionConfig {
+    SessionConfig {
+        session_timeout: secs(6),
+        connect_timeout: secs(2),
+        ..SessionConfig::default()
+    }
+}
+
+/// The frames the session wants to send, split.
+fn frames(s: &mut Session<u32>) -> Vec<BytesMut> {
+    let mut out = Vec::new();
+    if let Some(mut buf) = s.poll_transmit() {
+        while let Some(f) = split_frame(&mut buf, usize::MAX).unwrap() {
+            out.push(f);
+        }
+        assert!(buf.is_empty());
+    }
+    out
+}
+
+/// The requests the session wants to send, decoded.
+fn sent(s: &mut Session<u32>) -> Vec<(i32, Request)> {
+    frames(s)
+        .iter()
+        .map(|f| {
+            let (h, r) = Request::decode_frame(f).unwrap();
+            (h.xid, r)
+        })
+        .collect()
+}
+
+fn events(s: &mut Session<u32>) -> Vec<SessionEvent<u32>> {
+    std::iter::from_fn(|| s.poll_event()).collect()
+}
+
+fn reply(xid: i32, zxid: i64, err: ErrorCode, body: Option<&dyn EncodeDyn>) -> Vec<u8> {
+    let mut out = BytesMut::new();
+    ReplyHeader { xid, zxid, err }.encode(&mut out).unwrap();
+    if let Some(b) = body {
+        b.encode_dyn(&mut out);
+    }
+    out.to_vec()
+}
+
+trait EncodeDyn {
+    fn encode_dyn(&self, out: &mut BytesMut);
+}
+impl<E: Encode> EncodeDyn for E {
+    fn encode_dyn(&self, out: &mut BytesMut) {
+        self.encode(out).unwrap();
+    }
+}
+
+fn notification(event_type: EventType, path: &str) -> Vec<u8> {
+    let ev = WatcherEvent {
+        event_type,
+        state: KeeperState::SyncConnected,
+        path: path.into(),
+    };
+    reply(xid::NOTIFICATION, -1, ErrorCode::Ok, Some(&ev))
+}
+
+fn connect_response(timeout_ms: i32, session_id: i64) -> Vec<u8> {
+    ConnectResponse {
+        protocol_version: 0,
+        time_out: timeout_ms,
+        session_id,
+        passwd: Some(Bytes::from_static(b"0123456789abcdef")),
+        read_only: Some(false),
+    }
+    .to_bytes()
+    .unwrap()
+    .to_vec()
+}
+
+/// A session connected at `t0` with a negotiated timeout of 6 s.
+fn connected(t0: Instant) -> Session<u32> {
+    let mut s = Session::new(cfg());
+    s.handle_connected(t0);
+    let hello = frames(&mut s);
+    let req = ConnectRequest::decode_exact(&hello[0], "ConnectRequest").unwrap();
+    assert_eq!(
+        (req.session_id, req.last_zxid_seen, req.time_out),
+        (0, 0, 6000)
+    );
+    assert_eq!(req.passwd.as_deref(), Some(&[0u8; 16][..]));
+    assert_eq!(req.read_only, Some(false));
+    s.handle_frame(t0, &connect_response(6000, 0x11)).unwrap();
+    assert!(matches!(
+        events(&mut s)[..],
+        [SessionEvent::State(SessionState::Connected)]
+    ));
+    s
+}
+
+fn get_data(path: &str, watch: bool) -> Request {
+    Request::GetData(GetDataRequest {
+        path: path.into(),
+        watch,
+    })
+}
+
+fn data_reply(xid: i32, zxid: i64, data: &'static [u8]) -> Vec<u8> {
+    let body = GetDataResponse {
+        data: Some(Bytes::from_static(data)),
+        stat: Stat::default(),
+    };
+    reply(xid, zxid, ErrorCode::Ok, Some(&body))
+}
+
+#[test]
+fn handshake_then_ping_after_a_third_and_dead_after_two_thirds() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    assert_eq!(s.session_id(), 0x11);
+    assert_eq!(s.negotiated_timeout(), secs(6));
+    assert_eq!(s.poll_timeout(), Some(t0 + secs(2)));
+    s.handle_timeout(t0 + ms(1999)).unwrap(); // spurious: nothing
+    assert!(frames(&mut s).is_empty());
+    s.handle_timeout(t0 + secs(2)).unwrap();
+    assert_eq!(sent(&mut s), [(xid::PING, Request::Ping)]);
+    assert_eq!(s.poll_timeout(), Some(t0 + secs(4)));
+    // The ping's reply is read: the read deadline moves.
+    s.handle_frame(t0 + secs(3), &reply(xid::PING, 0, ErrorCode::Ok, None))
+        .unwrap();
+    assert_eq!(s.poll_timeout(), Some(t0 + secs(4))); // next ping
+    s.handle_timeout(t0 + secs(4)).unwrap();
+    assert_eq!(sent(&mut s), [(xid::PING, Request::Ping)]);
+    // Nothing read since t0 + 3 s: dead at t0 + 7 s.
+    assert_eq!(s.poll_timeout(), Some(t0 + secs(6)));
+    s.handle_timeout(t0 + secs(6)).unwrap();
+    assert_eq!(sent(&mut s), [(xid::PING, Request::Ping)]);
+    assert_eq!(s.handle_timeout(t0 + secs(7)), Err(Error::ConnectionLoss));
+    s.handle_disconnect(t0 + secs(7));
+    assert!(matches!(
+        events(&mut s)[..],
+        [SessionEvent::State(SessionState::Disconnected)]
+    ));
+    assert_eq!(s.poll_timeout(), None);
+}
+
+#[test]
+fn handshake_times_out() {
+    let t0 = Instant::now();
+    let mut s: Session<u32> = Session::new(cfg());
+    s.handle_connected(t0);
+    assert_eq!(s.poll_timeout(), Some(t0 + secs(2)));
+    assert_eq!(s.handle_timeout(t0 + secs(2)), Err(Error::ConnectTimeout));
+}
+
+#[test]
+fn pipelined_replies_go_to_their_callers_in_order() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    for token in 1..=3 {
+        s.submit(t0, get_data(&format!("/n{token}"), false), token, None)
+            .unwrap();
+    }
+    let out = sent(&mut s);
+    assert_eq!(out.iter().map(|(x, _)| *x).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(s.pending_len(), 3);
+    s.handle_frame(t0, &data_reply(1, 5, b"one")).unwrap();
+    s.handle_frame(t0, &reply(2, 5, ErrorCode::NoNode, None))
+        .unwrap();
+    s.handle_frame(t0, &data_reply(3, 6, b"three")).unwrap();
+    let got: Vec<(u32, Result<Option<Bytes>, Error>)> = events(&mut s)
+        .into_iter()
+        .map(|e| match e {
+            SessionEvent::Reply { token, result } => (
+                token,
+                result.map(|r| match r {
+                    Response::GetData(d) => d.data,
+                    other => panic!("{other:?}"),
+                }),
+            ),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (1, Ok(Some(Bytes::from_static(b"one")))),
+            (2, Err(Error::NoNode)),
+            (3, Ok(Some(Bytes::from_static(b"three"))))
+        ]
+    );
+    assert_eq!(s.last_zxid(), 6);
+}
+
+#[test]
+fn a_reply_with_the_wrong_xid_is_a_protocol_error_and_fails_everything() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    s.submit(t0, get_data("/a", false), 1, None).unwrap();
+    s.submit(t0, get_data("/b", false), 2, None).unwrap();
+    let err = s.handle_frame(t0, &data_reply(2, 5, b"")).unwrap_err();
+    assert_eq!(
+        err,
+        Error::Protocol(ProtocolError::UnexpectedXid {
+            expected: Some(1),
+            got: 2
+        })
+    );
+    s.handle_disconnect(t0);
+    let ev = events(&mut s);
+    assert!(matches!(
+        ev[0],
+        SessionEvent::Reply {
+            token: 1,
+            result: Err(Error::ConnectionLoss)
+        }
+    ));
+    assert!(matches!(
+        ev[1],
+        SessionEvent::Reply {
+            token: 2,
+            result: Err(Error::ConnectionLoss)
+        }
+    ));
+    assert!(matches!(
+        ev[2],
+        SessionEvent::State(SessionState::Disconnected)
+    ));
+    // A reply nobody waits for is an error too.
+    let mut s = connected(t0);
+    assert!(s.handle_frame(t0, &data_reply(9, 5, b"")).is_err());
+}
+
+#[test]
+fn a_malformed_body_fails_its_caller_with_the_decode_error() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    s.submit(t0, get_data("/a", true), 1, Some(WatcherId(7)))
+        .unwrap();
+    let mut bad = data_reply(1, 5, b"xyz");
+    bad.truncate(bad.len() - 3);
+    let err = s.handle_frame(t0, &bad).unwrap_err();
+    assert!(
+        matches!(err, Error::Protocol(ProtocolError::Decode(_))),
+        "{err:?}"
+    );
+    let ev = events(&mut s);
+    assert!(matches!(&ev[0], SessionEvent::Reply { token: 1, result: Err(e) } if *e == err));
+    assert!(matches!(ev[1], SessionEvent::Unwatched(WatcherId(7))));
+}
+
+#[test]
+fn watches_are_set_by_successful_replies_and_fire_once() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    let (a, b, c) = (WatcherId(1), WatcherId(2), WatcherId(3));
+    s.submit(t0, get_data("/x", true), 1, Some(a)).unwrap();
+    s.submit(t0, get_data("/x", true), 2, Some(b)).unwrap();
+    s.submit(t0, get_data("/missing", true), 3, Some(c))
+        .unwrap();
+    let exists = Request::Exists(ExistsRequest {
+        path: "/later".into(),
+        watch: true,
+    });
+    s.submit(t0, exists, 4, Some(WatcherId(4))).unwrap();
+    s.handle_frame(t0, &data_reply(1, 5, b"")).unwrap();
+    s.handle_frame(t0, &data_reply(2, 5, b"")).unwrap();
+    s.handle_frame(t0, &reply(3, 5, ErrorCode::NoNode, None))
+        .unwrap();
+    s.handle_frame(t0, &reply(4, 5, ErrorCode::NoNode, None))
+        .unwrap();
+    let ev = events(&mut s);
+    assert!(
+        matches!(ev[2], SessionEvent::Unwatched(WatcherId(3))),
+        "{ev:?}"
+    );
+    assert!(matches!(
+        ev[3],
+        SessionEvent::Reply {
+            token: 3,
+            result: Err(Error::NoNode)
+        }
+    ));
+    assert!(matches!(
+        ev[4],
+        SessionEvent::Reply {
+            token: 4,
+            result: Err(Error::NoNode)
+        }
+    ));
+
+    // The event is seen before the reply that follows it on the wire.
+    s.submit(t0, get_data("/x", false), 5, None).unwrap();
+    s.handle_frame(t0, &notification(EventType::NodeDataChanged, "/x"))
+        .unwrap();
+    s.handle_frame(t0, &data_reply(5, 6, b"new")).unwrap();
+    s.handle_frame(t0, &notification(EventType::NodeCreated, "/later"))
+        .unwrap();
+    s.handle_frame(t0, &notification(EventType::NodeDataChanged, "/x"))
+        .unwrap(); // nobody
+    let ev = events(&mut s);
+    let kinds: Vec<String> = ev
+        .iter()
+        .map(|e| match e {
+            SessionEvent::Watch { id, event, last } => {
+                format!(
+                    "watch {} {:?} {} {last}",
+                    id.0, event.event_type, event.path
+                )
+            }
+            SessionEvent::Reply { token, .. } => format!("reply {token}"),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "watch 1 NodeDataChanged /x true",
+            "watch 2 NodeDataChanged /x true",
+            "reply 5",
+            "watch 4 NodeCreated /later true"
+        ]
+    );
+}
+
+#[test]
+fn persistent_watches_and_their_removal() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    let add = Request::AddWatch(AddWatchRequest {
+        path: "/p".into(),
+        mode: AddWatchMode::PersistentRecursive,
+    });
+    s.submit(t0, add, 1, Some(WatcherId(1))).unwrap();
+    s.handle_frame(t0, &reply(1, 5, ErrorCode::Ok, None))
+        .unwrap();
+    s.handle_frame(t0, &notification(EventType::NodeCreated, "/p/a/b"))
+        .unwrap();
+    s.handle_frame(t0, &notification(EventType::NodeDeleted, "/p"))
+        .unwrap();
+    let remove = Request::RemoveWatches(RemoveWatchesRequest {
+        path: "/p".into(),
+        watcher_type: WatcherType::PersistentRecursive,
+    });
+    s.submit(t0, remove, 2, None).unwrap();
+    s.handle_frame(t0, &reply(2, 5, ErrorCode::Ok, None))
+        .unwrap();
+    let ev: Vec<(EventType, bool)> = events(&mut s)
+        .into_iter()
+        .filter_map(|e| match e {
+            SessionEvent::Watch { event, last, .. } => Some((event.event_type, last)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        ev,
+        [
+            (EventType::NodeCreated, false),
+            (EventType::NodeDeleted, false),
+            (EventType::PersistentWatchRemoved, true)
+        ]
+    );
+}
+
+#[test]
+fn expiry_on_reconnect_ends_everything() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    s.submit(t0, get_data("/x", true), 1, Some(WatcherId(1)))
+        .unwrap();
+    s.handle_frame(t0, &data_reply(1, 42, b"")).unwrap();
+    s.submit(t0, get_data("/y", false), 2, None).unwrap();
+    s.handle_disconnect(t0 + secs(1));
+    events(&mut s);
+    assert_eq!(
+        s.submit(t0 + secs(1), get_data("/y", false), 3, None)
+            .unwrap_err()
+            .1,
+        Error::ConnectionLoss
+    );
+
+    // The next connection resends the session id, its password and the last zxid seen.
+    s.handle_connected(t0 + secs(2));
+    let req = ConnectRequest::decode_exact(&frames(&mut s)[0], "ConnectRequest").unwrap();
+    assert_eq!((req.session_id, req.last_zxid_seen), (0x11, 42));
+    assert_eq!(req.passwd.as_deref(), Some(&b"0123456789abcdef"[..]));
+    // A zero timeout: the session expired.
+    assert_eq!(
+        s.handle_frame(t0 + secs(2), &connect_response(0, 0)),
+        Err(Error::SessionExpired)
+    );
+    let ev = events(&mut s);
+    assert!(
+        matches!(ev[0], SessionEvent::State(SessionState::Expired)),
+        "{ev:?}"
+    );
+    assert!(matches!(
+        &ev[1],
+        SessionEvent::Watch { id: WatcherId(1), event, last: true }
+            if event.event_type == EventType::None && event.state == KeeperState::Expired
+    ));
+    s.handle_disconnect(t0 + secs(2));
+    assert!(events(&mut s).is_empty());
+    assert_eq!(
+        s.submit(t0, get_data("/y", false), 4, None).unwrap_err().1,
+        Error::SessionExpired
+    );
+}
+
+#[test]
+fn close_session_ends_in_closed() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    s.submit(t0, Request::CloseSession, 1, None).unwrap();
+    assert_eq!(sent(&mut s), [(1, Request::CloseSession)]);
+    assert_eq!(
+        s.submit(t0, get_data("/y", false), 2, None).unwrap_err().1,
+        Error::Closed
+    );
+    s.handle_frame(t0, &reply(1, 9, ErrorCode::Ok, None))
+        .unwrap();
+    let ev = events(&mut s);
+    assert!(matches!(
+        ev[0],
+        SessionEvent::Reply {
+            token: 1,
+            result: Ok(Response::Empty)
+        }
+    ));
+    assert!(matches!(ev[1], SessionEvent::State(SessionState::Closed)));
+    s.handle_disconnect(t0);
+    assert!(events(&mut s).is_empty());
+}
+
+#[test]
+fn auth_replies_are_matched_apart_and_a_failure_is_terminal() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    let auth = |id: &str| {
+        Request::Auth(AuthPacket {
+            auth_type: 0,
+            scheme: "digest".into(),
+            auth: Some(Bytes::from(id.to_owned())),
+        })
+    };
+    s.submit(t0, get_data("/a", false), 1, None).unwrap();
+    s.submit(t0, auth("u:p"), 2, None).unwrap();
+    s.submit(t0, auth("u:bad"), 3, None).unwrap();
+    let xids: Vec<i32> = sent(&mut s).iter().map(|(x, _)| *x).collect();
+    assert_eq!(xids, [1, xid::AUTH, xid::AUTH]);
+    // The server answers auth at once, ahead of the pipeline.
+    s.handle_frame(t0, &reply(xid::AUTH, 0, ErrorCode::Ok, None))
+        .unwrap();
+    assert_eq!(
+        s.handle_frame(t0, &reply(xid::AUTH, 0, ErrorCode::AuthFailed, None)),
+        Err(Error::AuthFailed)
+    );
+    let ev = events(&mut s);
+    assert!(matches!(
+        ev[0],
+        SessionEvent::Reply {
+            token: 2,
+            result: Ok(Response::Empty)
+        }
+    ));
+    assert!(matches!(
+        ev[1],
+        SessionEvent::Reply {
+            token: 3,
+            result: Err(Error::AuthFailed)
+        }
+    ));
+    assert!(matches!(
+        ev[2],
+        SessionEvent::State(SessionState::AuthFailed)
+    ));
+    assert!(matches!(
+        ev[3],
+        SessionEvent::Reply {
+            token: 1,
+            result: Err(Error::AuthFailed)
+        }
+    ));
+}
+
+#[test]
+fn an_oversized_request_is_refused_before_the_wire() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    let big = Request::SetData(SetDataRequest {
+        path: "/a".into(),
+        data: Some(Bytes::from(vec![0u8; 2 << 20])),
+        version: -1,
+    });
+    let (token, err) = s.submit(t0, big, 1, None).unwrap_err();
+    assert_eq!(token, 1);
+    assert!(matches!(err, Error::TooLarge { .. }), "{err:?}");
+    assert!(s.poll_transmit().is_none());
+    assert_eq!(s.pending_len(), 0);
+    // The xid was not used: the next request still gets xid 1.
+    s.submit(t0, get_data("/a", false), 2, None).unwrap();
+    assert_eq!(sent(&mut s)[0].0, 1);
+}
+
+#[test]
+fn requests_before_connecting_fail_with_connection_loss() {
+    let mut s: Session<u32> = Session::new(cfg());
+    let (_, err) = s
+        .submit(Instant::now(), get_data("/a", false), 1, None)
+        .unwrap_err();
+    assert_eq!(err, Error::ConnectionLoss);
+    let mut r = Reader::new(&[]);
+    assert!(RequestHeader::decode(&mut r).is_err());
+}
+
+#[test]
+fn reconnect_restores_watches_before_new_requests() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    s.submit(t0, get_data("/d", true), 1, Some(WatcherId(1)))
+        .unwrap();
+    let exists = Request::Exists(ExistsRequest {
+        path: "/e".into(),
+        watch: true,
+    });
+    s.submit(t0, exists, 2, Some(WatcherId(2))).unwrap();
+    let kids = Request::GetChildren(GetChildrenRequest {
+        path: "/c".into(),
+        watch: true,
+    });
+    s.submit(t0, kids, 3, Some(WatcherId(3))).unwrap();
+    s.handle_frame(t0, &data_reply(1, 7, b"")).unwrap();
+    s.handle_frame(t0, &reply(2, 8, ErrorCode::NoNode, None))
+        .unwrap();
+    let body = GetChildrenResponse { children: vec![] };
+    s.handle_frame(t0, &reply(3, 9, ErrorCode::Ok, Some(&body)))
+        .unwrap();
+    sent(&mut s);
+    s.handle_disconnect(t0 + secs(1));
+    events(&mut s);
+
+    s.handle_connected(t0 + secs(2));
+    let req = ConnectRequest::decode_exact(&frames(&mut s)[0], "ConnectRequest").unwrap();
+    assert_eq!((req.session_id, req.last_zxid_seen), (0x11, 9));
+    s.handle_frame(t0 + secs(2), &connect_response(6000, 0x11))
+        .unwrap();
+    s.submit(t0 + secs(2), get_data("/new", false), 4, None)
+        .unwrap();
+    let out = sent(&mut s);
+    let expected = SetWatches {
+        relative_zxid: 9,
+        data_watches: vec!["/d".into()],
+        exist_watches: vec!["/e".into()],
+        child_watches: vec!["/c".into()],
+    };
+    assert_eq!(out[0], (xid::SET_WATCHES, Request::SetWatches(expected)));
+    assert_eq!(out[1], (4, get_data("/new", false)));
+    // A change made while away fires now.
+    s.handle_frame(
+        t0 + secs(2),
+        &reply(xid::SET_WATCHES, 9, ErrorCode::Ok, None),
+    )
+    .unwrap();
+    s.handle_frame(t0 + secs(2), &notification(EventType::NodeCreated, "/e"))
+        .unwrap();
+    let ev = events(&mut s);
+    assert!(matches!(
+        ev[0],
+        SessionEvent::State(SessionState::Connected)
+    ));
+    assert!(
+        matches!(
+            &ev[1],
+            SessionEvent::Watch {
+                id: WatcherId(2),
+                last: true,
+                ..
+            }
+        ),
+        "{ev:?}"
+    );
+}
+
+#[test]
+fn persistent_watches_are_restored_with_set_watches2_in_bounded_frames() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    let long = "x".repeat(1000);
+    let mut token = 0;
+    for i in 0..300 {
+        token += 1;
+        let path = format!("/{long}{i}");
+        s.submit(
+            t0,
+            get_data(&path, true),
+            token,
+            Some(WatcherId(token.into())),
+        )
+        .unwrap();
+        s.handle_frame(t0, &data_reply(i32::try_from(token).unwrap(), 5, b""))
+            .unwrap();
+    }
+    let add = Request::AddWatch(AddWatchRequest {
+        path: "/p".into(),
+        mode: AddWatchMode::Persistent,
+    });
+    s.submit(t0, add, 999, Some(WatcherId(999))).unwrap();
+    s.handle_frame(t0, &reply(301, 6, ErrorCode::Ok, None))
+        .unwrap();
+    sent(&mut s);
+    s.handle_disconnect(t0);
+    s.handle_connected(t0);
+    frames(&mut s);
+    s.handle_frame(t0, &connect_response(6000, 0x11)).unwrap();
+    let out = frames(&mut s);
+    assert!(
+        out.len() >= 3,
+        "300 KB of paths need several frames, got {}",
+        out.len()
+    );
+    let mut data = 0;
+    let mut persistent = Vec::new();
+    for f in &out {
+        assert!(f.len() < SET_WATCHES_MAX_BYTES + 2048);
+        match Request::decode_frame(f).unwrap() {
+            (h, Request::SetWatches2(w)) => {
+                assert_eq!(h.xid, xid::SET_WATCHES);
+                assert_eq!(w.relative_zxid, 6);
+                data += w.data_watches.len();
+                persistent.extend(w.persistent_watches);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!((data, persistent), (300, vec!["/p".to_owned()]));
+}

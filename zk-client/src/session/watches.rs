@@ -1,0 +1,342 @@
+//! [`WatchTable`]: which watchers wait on which path, and which of them an event fires.
+//!
+//! The rules are the Java client's (`ZKWatchManager.materialize`):
+//! - `NodeCreated`/`NodeDataChanged` fire the path's data and exists watches;
+//! - `NodeDeleted` fires its data, exists and child watches;
+//! - `NodeChildrenChanged` fires its child watches;
+//! - one-shot watches are removed as they fire; persistent watches on the path fire for every
+//!   event, and persistent-recursive watches on the path or any ancestor fire for every event
+//!   but `NodeChildrenChanged`.
+
+use std::collections::HashMap;
+
+use zk_proto::{EventType, WatcherType};
+
+/// Identifies one watcher: one registration by one caller. Several watchers on the same path
+/// each get the event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WatcherId(pub u64);
+
+/// The kinds of watch a request can leave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WatchKind {
+    /// Left by `getData`, or by `exists` on an existing node: fires once on data change or
+    /// delete.
+    Data,
+    /// Left by `exists` on a missing node: fires once on create.
+    Exists,
+    /// Left by `getChildren`: fires once on a child change or delete.
+    Child,
+    /// Left by `addWatch(Persistent)`: fires on every change of the node, until removed.
+    Persistent,
+    /// Left by `addWatch(PersistentRecursive)`: fires on every change of the node or a
+    /// descendant (not child-list changes), until removed.
+    PersistentRecursive,
+}
+
+impl WatchKind {
+    /// Whether the watch stays after firing.
+    pub fn is_persistent(self) -> bool {
+        matches!(self, WatchKind::Persistent | WatchKind::PersistentRecursive)
+    }
+}
+
+#[derive(Debug, Default)]
+struct PathWatches {
+    data: Vec<WatcherId>,
+    exists: Vec<WatcherId>,
+    child: Vec<WatcherId>,
+    persistent: Vec<WatcherId>,
+    recursive: Vec<WatcherId>,
+}
+
+impl PathWatches {
+    fn list(&mut self, kind: WatchKind) -> &mut Vec<WatcherId> {
+        match kind {
+            WatchKind::Data => &mut self.data,
+            WatchKind::Exists => &mut self.exists,
+            WatchKind::Child => &mut self.child,
+            WatchKind::Persistent => &mut self.persistent,
+            WatchKind::PersistentRecursive => &mut self.recursive,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.data.is_empty()
+            && self.exists.is_empty()
+            && self.child.is_empty()
+            && self.persistent.is_empty()
+            && self.recursive.is_empty()
+    }
+}
+
+/// A watcher chosen by an event, and whether this is its last event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fired {
+    /// The watcher.
+    pub id: WatcherId,
+    /// True for one-shot watches (and removed persistent ones): no event will follow.
+    pub last: bool,
+}
+
+/// The registered watches, by server-side path.
+#[derive(Debug, Default)]
+pub(crate) struct WatchTable {
+    paths: HashMap<String, PathWatches>,
+}
+
+/// The paths with each kind of watch, for `SetWatches2` after a reconnect.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct WatchedPaths {
+    pub data: Vec<String>,
+    pub exists: Vec<String>,
+    pub child: Vec<String>,
+    pub persistent: Vec<String>,
+    pub recursive: Vec<String>,
+}
+
+impl WatchTable {
+    pub(crate) fn add(&mut self, path: &str, kind: WatchKind, id: WatcherId) {
+        match self.paths.get_mut(path) {
+            Some(w) => w.list(kind).push(id),
+            None => {
+                let mut w = PathWatches::default();
+                w.list(kind).push(id);
+                self.paths.insert(path.to_owned(), w);
+            }
+        }
+    }
+
+    /// The watchers `event` on `path` fires, removing the one-shot ones.
+    pub(crate) fn fire(&mut self, event: EventType, path: &str) -> Vec<Fired> {
+        let mut fired = Vec::new();
+        let take: &[WatchKind] = match event {
+            EventType::NodeCreated | EventType::NodeDataChanged => {
+                &[WatchKind::Data, WatchKind::Exists]
+            }
+            EventType::NodeDeleted => &[WatchKind::Data, WatchKind::Exists, WatchKind::Child],
+            EventType::NodeChildrenChanged => &[WatchKind::Child],
+            _ => return fired,
+        };
+        if let Some(w) = self.paths.get_mut(path) {
+            for kind in take {
+                fired.extend(w.list(*kind).drain(..).map(|id| Fired { id, last: true }));
+            }
+            fired.extend(w.persistent.iter().map(|&id| Fired { id, last: false }));
+        }
+        if event != EventType::NodeChildrenChanged {
+            for ancestor in ancestors_and_self(path) {
+                if let Some(w) = self.paths.get(ancestor) {
+                    fired.extend(w.recursive.iter().map(|&id| Fired { id, last: false }));
+                }
+            }
+        }
+        self.prune(path);
+        fired
+    }
+
+    /// Removes the watches of `path` that `removeWatches(path, which)` removed on the server.
+    pub(crate) fn remove(&mut self, path: &str, which: WatcherType) -> Vec<(WatcherId, EventType)> {
+        let Some(w) = self.paths.get_mut(path) else {
+            return Vec::new();
+        };
+        let kinds: &[(WatchKind, EventType)] = match which {
+            WatcherType::Children => &[(WatchKind::Child, EventType::ChildWatchRemoved)],
+            WatcherType::Data => &[
+                (WatchKind::Data, EventType::DataWatchRemoved),
+                (WatchKind::Exists, EventType::DataWatchRemoved),
+            ],
+            WatcherType::Persistent => {
+                &[(WatchKind::Persistent, EventType::PersistentWatchRemoved)]
+            }
+            WatcherType::PersistentRecursive => &[(
+                WatchKind::PersistentRecursive,
+                EventType::PersistentWatchRemoved,
+            )],
+            WatcherType::Any => &[
+                (WatchKind::Child, EventType::ChildWatchRemoved),
+                (WatchKind::Data, EventType::DataWatchRemoved),
+                (WatchKind::Exists, EventType::DataWatchRemoved),
+                (WatchKind::Persistent, EventType::PersistentWatchRemoved),
+                (
+                    WatchKind::PersistentRecursive,
+                    EventType::PersistentWatchRemoved,
+                ),
+            ],
+        };
+        let mut removed = Vec::new();
+        for (kind, event) in kinds {
+            removed.extend(w.list(*kind).drain(..).map(|id| (id, *event)));
+        }
+        self.prune(path);
+        removed
+    }
+
+    /// Forgets one watcher wherever it is (its handle was dropped). The server-side watch
+    /// stays until it fires; the event then reaches nobody.
+    pub(crate) fn forget(&mut self, path: &str, id: WatcherId) {
+        if let Some(w) = self.paths.get_mut(path) {
+            for list in [
+                &mut w.data,
+                &mut w.exists,
+                &mut w.child,
+                &mut w.persistent,
+                &mut w.recursive,
+            ] {
+                list.retain(|x| *x != id);
+            }
+        }
+        self.prune(path);
+    }
+
+    /// Removes and returns every watcher (the session ended).
+    pub(crate) fn drain(&mut self) -> Vec<WatcherId> {
+        let mut all: Vec<WatcherId> = self
+            .paths
+            .drain()
+            .flat_map(|(_, w)| [w.data, w.exists, w.child, w.persistent, w.recursive])
+            .flatten()
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+
+    /// The watched paths by kind, sorted.
+    pub(crate) fn watched_paths(&self) -> WatchedPaths {
+        let mut out = WatchedPaths::default();
+        for (path, w) in &self.paths {
+            for (list, dest) in [
+                (&w.data, &mut out.data),
+                (&w.exists, &mut out.exists),
+                (&w.child, &mut out.child),
+                (&w.persistent, &mut out.persistent),
+                (&w.recursive, &mut out.recursive),
+            ] {
+                if !list.is_empty() {
+                    dest.push(path.clone());
+                }
+            }
+        }
+        for list in [
+            &mut out.data,
+            &mut out.exists,
+            &mut out.child,
+            &mut out.persistent,
+            &mut out.recursive,
+        ] {
+            list.sort_unstable();
+        }
+        out
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+
+    fn prune(&mut self, path: &str) {
+        if self.paths.get(path).is_some_and(PathWatches::is_empty) {
+            self.paths.remove(path);
+        }
+    }
+}
+
+/// `/a/b/c`, `/a/b`, `/a`, `/`.
+fn ancestors_and_self(path: &str) -> impl Iterator<Item = &str> {
+    let mut next = Some(path);
+    std::iter::from_fn(move || {
+        let current = next?;
+        next = match current.rfind('/') {
+            Some(0) if current.len() > 1 => Some("/"),
+            Some(0) | None => None,
+            Some(i) => current.get(..i),
+        };
+        Some(current)
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    const A: WatcherId = WatcherId(1);
+    const B: WatcherId = WatcherId(2);
+    const C: WatcherId = WatcherId(3);
+
+    fn ids(fired: &[Fired]) -> Vec<(u64, bool)> {
+        fired.iter().map(|f| (f.id.0, f.last)).collect()
+    }
+
+    #[test]
+    fn ancestors() {
+        assert_eq!(
+            ancestors_and_self("/a/b/c").collect::<Vec<_>>(),
+            ["/a/b/c", "/a/b", "/a", "/"]
+        );
+        assert_eq!(ancestors_and_self("/").collect::<Vec<_>>(), ["/"]);
+    }
+
+    #[test]
+    fn one_shot_watches_fire_once_and_every_registration_gets_it() {
+        let mut t = WatchTable::default();
+        t.add("/a", WatchKind::Data, A);
+        t.add("/a", WatchKind::Data, B);
+        t.add("/a", WatchKind::Child, C);
+        assert_eq!(
+            ids(&t.fire(EventType::NodeDataChanged, "/a")),
+            [(1, true), (2, true)]
+        );
+        assert_eq!(t.fire(EventType::NodeDataChanged, "/a"), []);
+        assert_eq!(ids(&t.fire(EventType::NodeDeleted, "/a")), [(3, true)]);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn exists_watches_fire_on_create_child_watches_not_on_data() {
+        let mut t = WatchTable::default();
+        t.add("/a", WatchKind::Exists, A);
+        t.add("/a", WatchKind::Child, B);
+        assert_eq!(ids(&t.fire(EventType::NodeCreated, "/a")), [(1, true)]);
+        assert_eq!(
+            ids(&t.fire(EventType::NodeChildrenChanged, "/a")),
+            [(2, true)]
+        );
+    }
+
+    #[test]
+    fn persistent_and_recursive_watches_stay() {
+        let mut t = WatchTable::default();
+        t.add("/a", WatchKind::Persistent, A);
+        t.add("/", WatchKind::PersistentRecursive, B);
+        assert_eq!(
+            ids(&t.fire(EventType::NodeDataChanged, "/a")),
+            [(1, false), (2, false)]
+        );
+        assert_eq!(
+            ids(&t.fire(EventType::NodeChildrenChanged, "/a")),
+            [(1, false)]
+        );
+        assert_eq!(ids(&t.fire(EventType::NodeCreated, "/a/b/c")), [(2, false)]);
+        assert_eq!(
+            t.remove("/a", WatcherType::Persistent),
+            [(A, EventType::PersistentWatchRemoved)]
+        );
+        assert_eq!(ids(&t.fire(EventType::NodeDeleted, "/a")), [(2, false)]);
+        assert_eq!(t.drain(), [B]);
+    }
+
+    #[test]
+    fn watched_paths_for_set_watches() {
+        let mut t = WatchTable::default();
+        t.add("/b", WatchKind::Data, A);
+        t.add("/a", WatchKind::Data, B);
+        t.add("/a", WatchKind::Exists, C);
+        let p = t.watched_paths();
+        assert_eq!(p.data, ["/a", "/b"]);
+        assert_eq!(p.exists, ["/a"]);
+        t.forget("/a", B);
+        t.forget("/a", C);
+        assert_eq!(t.watched_paths().data, ["/b"]);
+    }
+}
