@@ -223,8 +223,9 @@ pub enum Op {
 /// The result of one [`Op`] of a committed transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OpResult {
-    /// The created path (with its sequence number) and its `Stat`.
-    Created(String, Stat),
+    /// The created path (with its sequence number), and its `Stat` for container and TTL
+    /// nodes (ZooKeeper 3.8 reports no `Stat` for plain creates in a transaction).
+    Created(String, Option<Stat>),
     /// Deleted.
     Deleted,
     /// The node's new `Stat`.
@@ -352,15 +353,23 @@ impl Client {
         watch: Option<(WatcherId, WatchSink)>,
     ) -> Result<Response, Error> {
         let (reply, rx) = oneshot::channel();
-        self.inner
-            .tx
-            .send(Command::Submit {
-                request,
-                reply,
-                watch,
-            })
-            .map_err(|_| Error::Closed)?;
-        rx.await.unwrap_or(Err(Error::Closed))
+        let command = Command::Submit {
+            request,
+            reply,
+            watch,
+        };
+        if self.inner.tx.send(command).is_err() {
+            return Err(self.ended());
+        }
+        rx.await.unwrap_or_else(|_| Err(self.ended()))
+    }
+
+    /// The error for a call after the session task stopped: why the session ended.
+    fn ended(&self) -> Error {
+        match self.state() {
+            state if state.is_terminal() => state.error(),
+            _ => Error::Closed,
+        }
     }
 
     fn new_watcher(&self) -> WatcherId {
@@ -638,7 +647,7 @@ impl Client {
                 path,
                 data,
                 options,
-            } => match self.create_request(path, data, options, true)? {
+            } => match self.create_request(path, data, options, false)? {
                 Request::Create2(r) => MultiOp::Create2(r),
                 Request::CreateContainer(r) => MultiOp::CreateContainer(r),
                 Request::CreateTtl(r) => MultiOp::CreateTtl(r),
@@ -693,11 +702,10 @@ impl Client {
             .results
             .into_iter()
             .map(|r| match r {
-                MultiResult::Create(c) => Ok(OpResult::Created(
-                    self.client_path(&c.path),
-                    Stat::default(),
-                )),
-                MultiResult::Create2(c) => Ok(OpResult::Created(self.client_path(&c.path), c.stat)),
+                MultiResult::Create(c) => Ok(OpResult::Created(self.client_path(&c.path), None)),
+                MultiResult::Create2(c) => {
+                    Ok(OpResult::Created(self.client_path(&c.path), Some(c.stat)))
+                }
                 MultiResult::Delete => Ok(OpResult::Deleted),
                 MultiResult::SetData(s) => Ok(OpResult::DataSet(s.stat)),
                 MultiResult::Check => Ok(OpResult::Checked),
@@ -817,7 +825,12 @@ impl Client {
     }
 
     /// Removes this session's watches of `which` kind on `path`, on the server and here:
-    /// each removed watcher gets a last `*WatchRemoved` event.
+    /// each removed watcher gets a last `*WatchRemoved` event. [`Error::NoWatcher`] if there
+    /// was none.
+    ///
+    /// ZooKeeper 3.8 knows `Children`, `Data` and `Any`; `Any` removes persistent watches
+    /// too. `Persistent` and `PersistentRecursive` need 3.9 (3.8 answers
+    /// `Server(MarshallingError)`).
     pub async fn remove_watches(&self, path: &str, which: WatcherType) -> Result<(), Error> {
         let request = Request::RemoveWatches(RemoveWatchesRequest {
             path: self.path(path, false)?,

@@ -11,9 +11,11 @@ use crate::{Decode, DecodeError, OpCode, Reader, ReplyHeader, WatcherEvent, xid}
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Response {
-    /// No body: `delete`, `check`, `ping`, `setWatches`, `auth`, `addWatch`,
-    /// `removeWatches`, `checkWatches`, `closeSession`.
+    /// No body: `delete`, `ping`, `setWatches`, `auth`, `removeWatches`, `checkWatches`,
+    /// `closeSession`.
     Empty,
+    /// `addWatch`: ZooKeeper answers with an `ErrorResponse` body (always `Ok` in practice).
+    AddWatch(ErrorResponse),
     /// `create`.
     Create(CreateResponse),
     /// `create2`, `createContainer`, `createTTL`.
@@ -22,7 +24,7 @@ pub enum Response {
     Exists(ExistsResponse),
     /// `getData`, and `reconfig` (the new configuration).
     GetData(GetDataResponse),
-    /// `setData`.
+    /// `setData`, and a standalone `check` (the node's `Stat`).
     SetData(SetDataResponse),
     /// `getACL`.
     GetAcl(GetAclResponse),
@@ -58,7 +60,8 @@ impl Response {
             }
             O::Exists => Response::Exists(ExistsResponse::decode(r)?),
             O::GetData | O::Reconfig => Response::GetData(GetDataResponse::decode(r)?),
-            O::SetData => Response::SetData(SetDataResponse::decode(r)?),
+            O::SetData | O::Check => Response::SetData(SetDataResponse::decode(r)?),
+            O::AddWatch => Response::AddWatch(ErrorResponse::decode(r)?),
             O::GetAcl => Response::GetAcl(GetAclResponse::decode(r)?),
             O::SetAcl => Response::SetAcl(SetAclResponse::decode(r)?),
             O::GetChildren => Response::GetChildren(GetChildrenResponse::decode(r)?),
@@ -72,12 +75,10 @@ impl Response {
             }
             O::WhoAmI => Response::WhoAmI(WhoAmIResponse::decode(r)?),
             O::Delete
-            | O::Check
             | O::Ping
             | O::SetWatches
             | O::SetWatches2
             | O::Auth
-            | O::AddWatch
             | O::RemoveWatches
             | O::CheckWatches
             | O::CloseSession

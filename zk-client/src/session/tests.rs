@@ -348,8 +348,16 @@ fn persistent_watches_and_their_removal() {
         mode: AddWatchMode::PersistentRecursive,
     });
     s.submit(t0, add, 1, Some(WatcherId(1))).unwrap();
-    s.handle_frame(t0, &reply(1, 5, ErrorCode::Ok, None))
-        .unwrap();
+    s.handle_frame(
+        t0,
+        &reply(
+            1,
+            5,
+            ErrorCode::Ok,
+            Some(&ErrorResponse { err: ErrorCode::Ok }),
+        ),
+    )
+    .unwrap();
     s.handle_frame(t0, &notification(EventType::NodeCreated, "/p/a/b"))
         .unwrap();
     s.handle_frame(t0, &notification(EventType::NodeDeleted, "/p"))
@@ -621,8 +629,16 @@ fn persistent_watches_are_restored_with_set_watches2_in_bounded_frames() {
         mode: AddWatchMode::Persistent,
     });
     s.submit(t0, add, 999, Some(WatcherId(999))).unwrap();
-    s.handle_frame(t0, &reply(301, 6, ErrorCode::Ok, None))
-        .unwrap();
+    s.handle_frame(
+        t0,
+        &reply(
+            301,
+            6,
+            ErrorCode::Ok,
+            Some(&ErrorResponse { err: ErrorCode::Ok }),
+        ),
+    )
+    .unwrap();
     sent(&mut s);
     s.handle_disconnect(t0);
     s.handle_connected(t0);
