@@ -13,8 +13,10 @@ pub mod demo;
 pub mod deps;
 pub mod java;
 pub mod paths;
+pub mod proxy;
 pub mod suite;
 pub mod wire;
 pub mod zk;
 
+pub use proxy::FaultProxy;
 pub use zk::{DetachedEnsemble, Ensemble, Mode, ZkOptions, ZkServer, four_letter};

@@ -2,12 +2,12 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use zk_proto::records::*;
 use zk_proto::{
     AddWatchMode, CreateMode, MultiOp, MultiRequest, MultiResult, Request, Response, WatcherType,
@@ -15,7 +15,7 @@ use zk_proto::{
 };
 
 use crate::chroot::Chroot;
-use crate::io::{Command, SessionTask};
+use crate::io::{Command, Link, SessionTask};
 use crate::session::{Session, SessionConfig, SessionState, WatcherId};
 use crate::watcher::{OneshotWatcher, PersistentWatcher, WatchSink};
 use crate::{ConnectString, Error};
@@ -23,6 +23,30 @@ use crate::{ConnectString, Error};
 /// The default limit on node data: ZooKeeper's `jute.maxbuffer` (`0xfffff`) less room for
 /// the rest of the request.
 pub const DEFAULT_MAX_DATA_LEN: usize = 0xfffff - 1024;
+
+/// How many state changes a [`StateStream`] buffers before it skips to newer ones.
+const STATE_STREAM_CAPACITY: usize = 64;
+
+/// The session's state changes, in order: `Connected`, `Disconnected`, `Connected` again,
+/// `Lost`, `Expired`, ... (a stream of what [`Client::state`] says now).
+#[derive(Debug)]
+pub struct StateStream {
+    rx: broadcast::Receiver<SessionState>,
+}
+
+impl StateStream {
+    /// The next state change; `None` once the session task has stopped and every change was
+    /// taken. A reader that falls more than 64 changes behind skips the oldest.
+    pub async fn next(&mut self) -> Option<SessionState> {
+        loop {
+            match self.rx.recv().await {
+                Ok(state) => return Some(state),
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+}
 
 /// Builds a [`Client`]. See [`Client::builder`].
 #[derive(Debug, Clone)]
@@ -99,21 +123,27 @@ impl ClientBuilder {
         }
         let (tx, rx) = mpsc::unbounded_channel();
         let (state_tx, state_rx) = watch::channel(SessionState::Connecting);
-        let (ready_tx, ready_rx) = oneshot::channel::<Result<(i64, Duration), Error>>();
+        let (states, _) = broadcast::channel(STATE_STREAM_CAPACITY);
+        let (ready_tx, ready_rx) = oneshot::channel::<Result<(), Error>>();
         let chroot = Arc::new(Chroot::new(cs.chroot));
+        let link = Arc::new(Mutex::new(Link::default()));
+        crate::io::shuffle(&mut hosts);
         let task = SessionTask {
             session: Session::new(self.session),
             hosts,
             rx,
             state: state_tx,
+            states: states.clone(),
             chroot: chroot.clone(),
             sinks: HashMap::new(),
             ready: Some(ready_tx),
             closing: false,
+            link: link.clone(),
+            preferred: None,
         };
         let join = tokio::spawn(task.run());
-        let (session_id, session_timeout) = match ready_rx.await {
-            Ok(Ok(info)) => info,
+        match ready_rx.await {
+            Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(e),
             Err(_) => {
                 let _ = join.await;
@@ -124,10 +154,10 @@ impl ClientBuilder {
             inner: Arc::new(Inner {
                 tx,
                 state: state_rx,
+                states,
                 chroot,
                 max_data_len: self.max_data_len,
-                session_id,
-                session_timeout,
+                link,
                 next_watcher: AtomicU64::new(1),
             }),
         };
@@ -142,10 +172,10 @@ impl ClientBuilder {
 struct Inner {
     tx: mpsc::UnboundedSender<Command>,
     state: watch::Receiver<SessionState>,
+    states: broadcast::Sender<SessionState>,
     chroot: Arc<Chroot>,
     max_data_len: usize,
-    session_id: i64,
-    session_timeout: Duration,
+    link: Arc<Mutex<Link>>,
     next_watcher: AtomicU64,
 }
 
@@ -304,19 +334,35 @@ impl Client {
         .max_data_len(DEFAULT_MAX_DATA_LEN)
     }
 
+    /// The server this session is connected to now, if any.
+    pub fn server_addr(&self) -> Option<SocketAddr> {
+        self.link().server
+    }
+
     /// The session's id.
     pub fn session_id(&self) -> i64 {
-        self.inner.session_id
+        self.link().session_id
     }
 
     /// The session timeout the server granted.
     pub fn session_timeout(&self) -> Duration {
-        self.inner.session_timeout
+        self.link().timeout
+    }
+
+    fn link(&self) -> Link {
+        self.inner.link.lock().map(|l| *l).unwrap_or_default()
     }
 
     /// The session's current state.
     pub fn state(&self) -> SessionState {
         *self.inner.state.borrow()
+    }
+
+    /// Every state change from now on, in order (see [`StateStream`]).
+    pub fn state_stream(&self) -> StateStream {
+        StateStream {
+            rx: self.inner.states.subscribe(),
+        }
     }
 
     /// A receiver of the session's states: `borrow()` for the current one, `changed().await`

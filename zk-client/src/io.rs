@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -52,18 +52,146 @@ pub(crate) struct SessionTask {
     pub hosts: Vec<SocketAddr>,
     pub rx: mpsc::UnboundedReceiver<Command>,
     pub state: watch::Sender<SessionState>,
+    /// Every state change, for [`crate::StateStream`]s.
+    pub states: tokio::sync::broadcast::Sender<SessionState>,
     pub chroot: Arc<Chroot>,
     pub sinks: HashMap<WatcherId, WatchSink>,
     /// Told once: the first handshake's outcome.
-    pub ready: Option<oneshot::Sender<Result<(i64, std::time::Duration), Error>>>,
+    pub ready: Option<oneshot::Sender<Result<(), Error>>>,
     /// Set when every `Client` handle is gone: close the session and stop.
     pub closing: bool,
+    /// What clients can read about the connection and session.
+    pub link: Arc<Mutex<Link>>,
+    /// The host to try next, ahead of the rotation (a read-write server found while on a
+    /// read-only one).
+    pub preferred: Option<SocketAddr>,
+}
+
+/// While connected to a read-only server, looks for a read-write one in the background with
+/// the `isro` four-letter word (as the Java client does), at growing intervals.
+struct RwSearch {
+    next_at: Instant,
+    every: Duration,
+    pending: Option<oneshot::Receiver<Option<SocketAddr>>>,
+}
+
+impl RwSearch {
+    const FIRST: Duration = Duration::from_millis(100);
+    const MAX: Duration = Duration::from_secs(60);
+
+    fn new() -> Self {
+        Self {
+            next_at: Instant::now() + Self::FIRST,
+            every: Self::FIRST,
+            pending: None,
+        }
+    }
+
+    fn start_if_due(
+        &mut self,
+        state: SessionState,
+        hosts: &[SocketAddr],
+        current: Option<SocketAddr>,
+    ) {
+        if state != SessionState::ConnectedReadOnly || self.pending.is_some() || hosts.len() < 2 {
+            return;
+        }
+        if Instant::now() < self.next_at {
+            return;
+        }
+        let others: Vec<SocketAddr> = hosts
+            .iter()
+            .copied()
+            .filter(|h| Some(*h) != current)
+            .collect();
+        let (tx, rx) = oneshot::channel();
+        tokio::spawn(async move {
+            let _ = tx.send(find_rw_server(others).await);
+        });
+        self.pending = Some(rx);
+        self.every = (self.every * 2).min(Self::MAX);
+        self.next_at = Instant::now() + self.every;
+    }
+
+    /// When the next search is due, if one may start.
+    fn deadline(&self) -> Option<Instant> {
+        self.pending.is_none().then_some(self.next_at)
+    }
+
+    /// The outcome of the search under way; pending while none is.
+    async fn result(&mut self) -> Option<SocketAddr> {
+        let Some(rx) = self.pending.as_mut() else {
+            return std::future::pending().await;
+        };
+        let found = rx.await.unwrap_or(None);
+        self.pending = None;
+        found
+    }
+}
+
+/// The first of `hosts` that says it is read-write (`isro` answers `rw`).
+async fn find_rw_server(hosts: Vec<SocketAddr>) -> Option<SocketAddr> {
+    const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+    for addr in hosts {
+        let probe = async {
+            let mut stream = TcpStream::connect(addr).await?;
+            stream.write_all(b"isro").await?;
+            let mut answer = Vec::new();
+            stream.read_to_end(&mut answer).await?;
+            Ok::<_, std::io::Error>(answer)
+        };
+        if let Ok(Ok(answer)) = tokio::time::timeout(PROBE_TIMEOUT, probe).await {
+            if answer.starts_with(b"rw") {
+                return Some(addr);
+            }
+        }
+    }
+    None
+}
+
+/// The connection and session as `Client` getters report them.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Link {
+    /// The server of the current connection.
+    pub server: Option<SocketAddr>,
+    /// The session's id (it changes only when a session made by a read-only server moves to
+    /// a read-write one).
+    pub session_id: i64,
+    /// The negotiated session timeout.
+    pub timeout: Duration,
+}
+
+fn update(link: &Mutex<Link>, f: impl FnOnce(&mut Link)) {
+    if let Ok(mut link) = link.lock() {
+        f(&mut link);
+    }
+}
+
+/// Shuffles `hosts` (as the Java client does), so that clients spread over the ensemble.
+pub(crate) fn shuffle(hosts: &mut [SocketAddr]) {
+    use std::hash::{BuildHasher, Hasher};
+    let mut seed = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
+        | 1;
+    for i in (1..hosts.len()).rev() {
+        // xorshift64
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let j = usize::try_from(seed % (i as u64 + 1)).unwrap_or(0);
+        hosts.swap(i, j);
+    }
 }
 
 enum Ended {
     /// The connection is gone; the session may go on elsewhere. `handshaken` says whether
     /// the session was established on it (else it counts as a failed attempt).
-    Lost { handshaken: bool },
+    Lost {
+        handshaken: bool,
+        /// Why, when the session logic or the framing said so (else the socket just ended).
+        cause: Option<Error>,
+    },
     /// The session ended (closed, expired, auth failed) or nobody holds a handle any more.
     Done,
 }
@@ -71,64 +199,87 @@ enum Ended {
 impl SessionTask {
     /// Runs connections until the session ends.
     pub(crate) async fn run(mut self) {
-        let mut next_host = 0usize;
-        let mut failures = 0u32;
+        let hosts = self.hosts.len().max(1);
+        let mut attempt = 0usize;
+        // Failed attempts in a row; a round of failures over every host backs off.
+        let mut failures = 0usize;
+        // Why the last attempt failed, for the first connect's error.
+        let mut last_error: Option<Error> = None;
         loop {
-            if self.session.state().is_terminal()
-                || (self.closing && self.session.session_id() == 0)
-            {
+            if self.session.state().is_terminal() || self.closing {
                 break;
             }
-            let Some(addr) = self.hosts.get(next_host % self.hosts.len().max(1)).copied() else {
-                break;
+            let next = match self.preferred.take() {
+                Some(addr) => Some(addr),
+                None => {
+                    attempt += 1;
+                    self.hosts.get((attempt - 1) % hosts).copied()
+                }
             };
-            next_host += 1;
+            let Some(addr) = next else { break };
             let connect_timeout = self.session.config().connect_timeout;
-            if let Ok(Ok(stream)) =
-                tokio::time::timeout(connect_timeout, TcpStream::connect(addr)).await
-            {
-                let _ = stream.set_nodelay(true);
-                match self.connection(stream).await {
-                    Ended::Done => break,
-                    Ended::Lost { handshaken } => {
-                        if self.closing {
-                            break;
-                        }
-                        if handshaken {
-                            failures = 0;
+            let connect = tokio::time::timeout(connect_timeout, TcpStream::connect(addr));
+            match self.while_waiting(connect).await {
+                None => break,
+                Some(Ok(Ok(stream))) => {
+                    let _ = stream.set_nodelay(true);
+                    match self.connection(stream, addr).await {
+                        Ended::Done => break,
+                        Ended::Lost {
+                            handshaken: true, ..
+                        } => failures = 0,
+                        Ended::Lost {
+                            handshaken: false,
+                            cause,
+                        } => {
+                            failures += 1;
+                            last_error = cause.or(last_error);
                         }
                     }
                 }
+                Some(_) => failures += 1,
             }
-            if self.ready.is_some() && next_host >= self.hosts.len() {
-                // The first connection: one try per host, then report.
+            if self.ready.is_some() && attempt >= hosts {
+                // The first session: one try per host, then report.
                 if let Some(ready) = self.ready.take() {
-                    let _ = ready.send(Err(Error::ConnectTimeout));
+                    let _ = ready.send(Err(last_error.take().unwrap_or(Error::ConnectTimeout)));
                 }
                 break;
             }
-            failures = failures.saturating_add(1);
-            if failures >= self.hosts.len() as u32 {
+            if failures > 0 && failures % hosts == 0 {
                 // Every host failed in a row: back off before the next round, bounded.
+                let round = u32::try_from(failures / hosts).unwrap_or(u32::MAX).min(5);
                 let pause =
-                    Duration::from_millis(100u64 << failures.min(5)).min(Duration::from_secs(2));
-                self.idle(pause).await;
+                    (Duration::from_millis(50) * 2u32.pow(round)).min(Duration::from_secs(1));
+                if self
+                    .while_waiting(tokio::time::sleep(pause))
+                    .await
+                    .is_none()
+                {
+                    break;
+                }
             }
         }
         self.finish();
     }
 
-    /// Waits `pause` while answering commands (they fail: no connection).
-    async fn idle(&mut self, pause: Duration) {
-        let until = Instant::now() + pause;
+    /// Waits for `fut` while there is no connection, still running the session's timers
+    /// (a session with no server for its whole timeout is reported lost) and answering
+    /// commands (they fail at once: nothing can be sent). `None` when every `Client` is gone.
+    async fn while_waiting<F: std::future::Future>(&mut self, fut: F) -> Option<F::Output> {
+        tokio::pin!(fut);
         loop {
+            let deadline = self.session.poll_timeout().map(Instant::from_std);
             tokio::select! {
-                _ = tokio::time::sleep_until(until) => return,
+                out = &mut fut => return Some(out),
+                _ = sleep_until(deadline) => {
+                    let _ = self.session.handle_timeout(Instant::now().into_std());
+                }
                 cmd = self.rx.recv() => match cmd {
                     Some(cmd) => self.command(cmd),
                     None => {
                         self.closing = true;
-                        return;
+                        return None;
                     }
                 },
             }
@@ -156,13 +307,15 @@ impl SessionTask {
         }
     }
 
-    async fn connection(&mut self, stream: TcpStream) -> Ended {
+    async fn connection(&mut self, stream: TcpStream, addr: SocketAddr) -> Ended {
+        update(&self.link, |l| l.server = Some(addr));
         let (mut reader, mut writer) = stream.into_split();
         self.session.handle_connected(Instant::now().into_std());
         let mut ended = self.pump(&mut reader, &mut writer).await;
-        if let Ended::Lost { handshaken } = &mut ended {
+        if let Ended::Lost { handshaken, .. } = &mut ended {
             *handshaken = self.session.state().is_connected();
         }
+        update(&self.link, |l| l.server = None);
         self.session.handle_disconnect(Instant::now().into_std());
         self.drain_events();
         let _ = writer.shutdown().await;
@@ -175,6 +328,7 @@ impl SessionTask {
         };
         let mut rbuf = BytesMut::with_capacity(READ_BUFFER);
         let mut wbuf = BytesMut::new();
+        let mut rw_search = RwSearch::new();
         loop {
             self.drain_events();
             if let Some(bytes) = self.session.poll_transmit() {
@@ -190,24 +344,25 @@ impl SessionTask {
                 return Ended::Done;
             }
             let deadline = self.session.poll_timeout().map(Instant::from_std);
+            rw_search.start_if_due(self.session.state(), &self.hosts, reader.peer_addr().ok());
             tokio::select! {
                 biased;
                 read = reader.read_buf(&mut rbuf) => match read {
-                    Ok(0) | Err(_) => return Ended::Lost { handshaken: false },
+                    Ok(0) | Err(_) => return Ended::Lost { handshaken: false, cause: None },
                     Ok(_) => loop {
                         match codec.decode(&mut rbuf) {
                             Ok(Some(frame)) => {
-                                if self.session.handle_frame(Instant::now().into_std(), &frame).is_err() {
-                                    return self.lost_or_done();
+                                if let Err(e) = self.session.handle_frame(Instant::now().into_std(), &frame) {
+                                    return self.lost_or_done(e);
                                 }
                             }
                             Ok(None) => break,
-                            Err(_) => return Ended::Lost { handshaken: false },
+                            Err(e) => return Ended::Lost { handshaken: false, cause: Some(e) },
                         }
                     },
                 },
                 written = writer.write(&wbuf), if !wbuf.is_empty() => match written {
-                    Ok(0) | Err(_) => return Ended::Lost { handshaken: false },
+                    Ok(0) | Err(_) => return Ended::Lost { handshaken: false, cause: None },
                     Ok(n) => {
                         let _ = wbuf.split_to(n.min(wbuf.len()));
                     }
@@ -229,20 +384,30 @@ impl SessionTask {
                         let _ = self.session.submit(now, Request::CloseSession, None, None);
                     }
                 },
-                _ = sleep_until(deadline) => {
-                    if self.session.handle_timeout(Instant::now().into_std()).is_err() {
-                        return self.lost_or_done();
+                _ = sleep_until(earliest(deadline, rw_search.deadline())) => {
+                    if let Err(e) = self.session.handle_timeout(Instant::now().into_std()) {
+                        return self.lost_or_done(e);
+                    }
+                },
+                found = rw_search.result() => {
+                    if let Some(addr) = found {
+                        // Leave the read-only server for the read-write one.
+                        self.preferred = Some(addr);
+                        return Ended::Lost { handshaken: true, cause: None };
                     }
                 },
             }
         }
     }
 
-    fn lost_or_done(&self) -> Ended {
+    fn lost_or_done(&self, cause: Error) -> Ended {
         if self.session.state().is_terminal() {
             Ended::Done
         } else {
-            Ended::Lost { handshaken: false }
+            Ended::Lost {
+                handshaken: false,
+                cause: Some(cause),
+            }
         }
     }
 
@@ -311,17 +476,34 @@ impl SessionTask {
                     self.sinks.remove(&id);
                 }
                 SessionEvent::State(state) => {
+                    // What the getters report first, so that whoever sees the new state
+                    // reads the new session's id and timeout.
+                    if state.is_connected() {
+                        let (id, timeout) =
+                            (self.session.session_id(), self.session.negotiated_timeout());
+                        update(&self.link, |l| {
+                            l.session_id = id;
+                            l.timeout = timeout;
+                        });
+                    }
                     self.state.send_replace(state);
+                    let _ = self.states.send(state);
                     if state.is_connected() {
                         if let Some(ready) = self.ready.take() {
-                            let info =
-                                (self.session.session_id(), self.session.negotiated_timeout());
-                            let _ = ready.send(Ok(info));
+                            let _ = ready.send(Ok(()));
                         }
                     }
                 }
             }
         }
+    }
+}
+
+/// The earlier of two optional deadlines.
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 

@@ -35,6 +35,7 @@ mod watcher;
 
 pub use client::{
     Client, ClientBuilder, CreateOptions, DEFAULT_MAX_DATA_LEN, Op, OpResult, ReadOp, ReadResult,
+    StateStream,
 };
 pub use error::{Error, IoError, ProtocolError};
 pub use hosts::ConnectString;

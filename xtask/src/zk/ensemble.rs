@@ -138,6 +138,7 @@ impl Ensemble {
             launcher_dir,
             main_class: if n == 1 { STANDALONE_MAIN } else { QUORUM_MAIN },
             heap_mb: opts.jvm_heap_mb,
+            system_properties: opts.system_properties.clone(),
         };
         let mut attempt = 1;
         loop {

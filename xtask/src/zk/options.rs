@@ -35,6 +35,9 @@ pub struct ZkOptions {
     pub jvm_heap_mb: u32,
     /// More `key=value` lines for `zoo.cfg`, written after xtask's own (a later line wins).
     pub extra_config: Vec<(String, String)>,
+    /// More JVM system properties (`-Dkey=value`), for settings ZooKeeper reads only from
+    /// there, such as `readonlymode.enabled`.
+    pub system_properties: Vec<(String, String)>,
     /// `forceSync`: whether the transaction log is fsynced before a write is acknowledged.
     /// Default true, as in production; false makes writes faster on slow disks.
     pub force_sync: bool,
@@ -53,6 +56,7 @@ impl Default for ZkOptions {
             max_session_timeout_ms: None,
             jvm_heap_mb: 256,
             extra_config: Vec::new(),
+            system_properties: Vec::new(),
             force_sync: true,
             port: None,
             start_timeout: Duration::from_secs(60),
@@ -61,6 +65,12 @@ impl Default for ZkOptions {
 }
 
 impl ZkOptions {
+    /// Adds a JVM system property; see [`system_properties`](Self::system_properties).
+    pub fn system_property(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.system_properties.push((key.into(), value.into()));
+        self
+    }
+
     /// Sets [`tick_time_ms`](Self::tick_time_ms).
     pub fn tick_time_ms(mut self, ms: u32) -> Self {
         self.tick_time_ms = ms;

@@ -29,6 +29,8 @@ pub(crate) struct Jvm {
     pub main_class: &'static str,
     /// `-Xmx` in MiB.
     pub heap_mb: u32,
+    /// More `-Dkey=value` system properties.
+    pub system_properties: Vec<(String, String)>,
 }
 
 /// A running JVM and, when watched, the stdin pipe that keeps it alive.
@@ -116,6 +118,7 @@ impl Member {
                 "-Dorg.slf4j.simpleLogger.showDateTime=true",
                 "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
             ])
+            .args(jvm.system_properties.iter().map(|(k, v)| format!("-D{k}={v}")))
             .arg("-cp")
             .arg(classpath(&jvm.launcher_dir))
             .arg("ZkLauncher");

@@ -71,6 +71,11 @@ pub enum SessionState {
     /// The connection was lost. The session may still be alive on the ensemble; no one can be
     /// sure of anything it holds until it connects again.
     Disconnected,
+    /// No server has answered for longer than the negotiated session timeout: the ensemble
+    /// has almost certainly expired the session, though no server could say so (Curator's
+    /// LOST). Treat ephemeral nodes and locks as gone. The client keeps trying; a server will
+    /// most likely answer `Expired`, or, if the session survived after all, `Connected`.
+    Lost,
     /// The server rejected our credentials. Terminal.
     AuthFailed,
     /// The ensemble expired the session: its ephemeral nodes and watches are gone. Terminal.
@@ -98,7 +103,9 @@ impl SessionState {
 
     fn keeper_state(self) -> KeeperState {
         match self {
-            SessionState::Connecting | SessionState::Disconnected => KeeperState::Disconnected,
+            SessionState::Connecting | SessionState::Disconnected | SessionState::Lost => {
+                KeeperState::Disconnected
+            }
             SessionState::Connected => KeeperState::SyncConnected,
             SessionState::ConnectedReadOnly => KeeperState::ConnectedReadOnly,
             SessionState::AuthFailed => KeeperState::AuthFailed,
@@ -205,6 +212,10 @@ pub struct Session<T> {
     timers: Timers,
     events: VecDeque<SessionEvent<T>>,
     closing: bool,
+    /// When a server last answered (any frame), once a session exists.
+    last_heard: Option<Instant>,
+    /// Whether a read-write server has granted this session (see `handle_connected`).
+    seen_rw_server: bool,
 }
 
 impl<T> Session<T> {
@@ -226,6 +237,8 @@ impl<T> Session<T> {
             timers: Timers::default(),
             events: VecDeque::new(),
             closing: false,
+            last_heard: None,
+            seen_rw_server: false,
         }
     }
 
@@ -265,23 +278,26 @@ impl<T> Session<T> {
         if self.state.is_terminal() {
             return;
         }
+        // A session made by a read-only server is known to no read-write one: until a
+        // read-write server has seen us, every connection asks for a new session (as the Java
+        // client does).
+        let (session_id, passwd) = match (&self.passwd, self.seen_rw_server) {
+            (Some(passwd), true) => (self.session_id, passwd.clone()),
+            _ => (0, Bytes::from_static(&[0; 16])),
+        };
         let request = ConnectRequest {
             protocol_version: 0,
             last_zxid_seen: self.last_zxid,
             time_out: i32::try_from(self.cfg.session_timeout.as_millis()).unwrap_or(i32::MAX),
-            session_id: self.session_id,
-            passwd: Some(
-                self.passwd
-                    .clone()
-                    .unwrap_or_else(|| Bytes::from_static(&[0; 16])),
-            ),
+            session_id,
+            passwd: Some(passwd),
             read_only: Some(self.cfg.can_be_read_only),
         };
         self.out.clear();
         // A handshake is a few dozen bytes: it always fits the frame limit.
         let _ = encode_frame(&request, &mut self.out, usize::MAX);
         self.phase = Phase::Handshaking;
-        self.timers.clear();
+        self.timers.clear_connection();
         self.timers.connect = Some(now + self.cfg.connect_timeout);
     }
 
@@ -349,6 +365,12 @@ impl<T> Session<T> {
     /// A watcher's handle was dropped: stop routing events to it.
     pub fn forget_watch(&mut self, path: &str, id: WatcherId) {
         self.watches.forget(path, id);
+        // Its request may still be in flight: then its reply must not register it.
+        for p in &mut self.pending {
+            if matches!(&p.effect, Effect::Watch { id: w, .. } if *w == id) {
+                p.effect = Effect::None;
+            }
+        }
     }
 
     fn sent(&mut self, now: Instant) {
@@ -359,6 +381,9 @@ impl<T> Session<T> {
 
     /// Handles one frame from the server. An error means the connection must be closed.
     pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) -> Result<(), Error> {
+        if self.phase != Phase::Down && self.session_id != 0 {
+            self.last_heard = Some(now);
+        }
         match self.phase {
             Phase::Down => Err(ProtocolError::Unexpected("frame while not connected").into()),
             Phase::Handshaking => self.handle_handshake(now, frame),
@@ -370,24 +395,29 @@ impl<T> Session<T> {
     }
 
     fn handle_handshake(&mut self, now: Instant, frame: &[u8]) -> Result<(), Error> {
-        let resp = ConnectResponse::decode_exact(frame, "ConnectResponse")?;
+        let resp = match ConnectResponse::decode_exact(frame, "ConnectResponse") {
+            Ok(resp) => resp,
+            Err(e) => return Err(refused_handshake(frame).unwrap_or(e.into())),
+        };
         if resp.time_out <= 0 {
             self.end(SessionState::Expired);
             return Err(Error::SessionExpired);
         }
-        if self.session_id != 0 && resp.session_id != self.session_id {
+        if self.seen_rw_server && resp.session_id != self.session_id {
             return Err(ProtocolError::Unexpected("server answered with another session").into());
         }
         self.session_id = resp.session_id;
         self.passwd = resp.passwd;
         self.negotiated = Duration::from_millis(u64::try_from(resp.time_out).unwrap_or(0));
         self.phase = Phase::Open;
+        self.last_heard = Some(now);
         self.timers.clear();
         self.timers.read = Some(now + self.negotiated * 2 / 3);
         self.timers.ping = Some(now + self.negotiated / 3);
         let state = if resp.read_only == Some(true) {
             SessionState::ConnectedReadOnly
         } else {
+            self.seen_rw_server = true;
             SessionState::Connected
         };
         self.set_state(state);
@@ -594,6 +624,13 @@ impl<T> Session<T> {
     /// it, or the handshake took longer than the connect timeout.
     pub fn handle_timeout(&mut self, now: Instant) -> Result<(), Error> {
         match self.phase {
+            Phase::Down | Phase::Handshaking if expired(self.timers.lost, now) => {
+                self.timers.lost = None;
+                if !self.state.is_terminal() {
+                    self.set_state(SessionState::Lost);
+                }
+                Ok(())
+            }
             Phase::Down => Ok(()),
             Phase::Handshaking => {
                 if expired(self.timers.connect, now) {
@@ -617,12 +654,18 @@ impl<T> Session<T> {
 
     /// The connection is gone. Every request sent on it fails with `ConnectionLoss` (it may
     /// or may not have been applied); watches stay registered for a later reconnect.
+    ///
+    /// From then on, if no server answers for the negotiated session timeout (counted from
+    /// the last frame heard), [`Session::handle_timeout`] reports [`SessionState::Lost`].
     pub fn handle_disconnect(&mut self, _now: Instant) {
         if self.phase == Phase::Down && self.pending.is_empty() && self.auths.is_empty() {
             return;
         }
         self.phase = Phase::Down;
-        self.timers.clear();
+        self.timers.clear_connection();
+        if self.state.is_connected() {
+            self.timers.lost = self.last_heard.map(|heard| heard + self.negotiated);
+        }
         self.out.clear();
         let err = if self.state.is_terminal() {
             self.state.error()
@@ -632,7 +675,7 @@ impl<T> Session<T> {
         self.fail_pending(&err);
         if self.closing {
             self.end(SessionState::Closed);
-        } else if !self.state.is_terminal() && self.state != SessionState::Connecting {
+        } else if self.state.is_connected() {
             self.set_state(SessionState::Disconnected);
         }
     }
@@ -698,6 +741,14 @@ impl<T> Session<T> {
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.timers.earliest()
     }
+}
+
+/// A read-only server that cannot create a session (it would be a write, unless the servers
+/// run with `localSessionsEnabled`) answers the handshake with a bare `ReplyHeader` carrying
+/// `NotReadOnly` instead of a `ConnectResponse`. Recognise that, and any other such refusal.
+fn refused_handshake(frame: &[u8]) -> Option<Error> {
+    let header = ReplyHeader::decode_exact(frame, "ReplyHeader").ok()?;
+    Error::from_code(header.err)
 }
 
 /// The kind of watch a request of this opcode leaves (for `exists`: when the node exists).

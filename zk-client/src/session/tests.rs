@@ -157,7 +157,8 @@ fn handshake_then_ping_after_a_third_and_dead_after_two_thirds() {
         events(&mut s)[..],
         [SessionEvent::State(SessionState::Disconnected)]
     ));
-    assert_eq!(s.poll_timeout(), None);
+    // Only the lost deadline is left: the session timeout after the last frame heard.
+    assert_eq!(s.poll_timeout(), Some(t0 + secs(3) + secs(6)));
 }
 
 #[test]
@@ -665,4 +666,117 @@ fn persistent_watches_are_restored_with_set_watches2_in_bounded_frames() {
         }
     }
     assert_eq!((data, persistent), (300, vec!["/p".to_owned()]));
+}
+
+#[test]
+fn no_server_for_the_session_timeout_means_lost_and_a_late_answer_is_expired() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    s.handle_frame(t0 + secs(1), &reply(xid::PING, 0, ErrorCode::Ok, None))
+        .unwrap();
+    s.handle_disconnect(t0 + secs(2));
+    assert!(matches!(
+        events(&mut s)[..],
+        [SessionEvent::State(SessionState::Disconnected)]
+    ));
+    // Lost 6 s after the last frame heard (t0 + 1 s), whatever the reconnect attempts do.
+    assert_eq!(s.poll_timeout(), Some(t0 + secs(7)));
+    s.handle_connected(t0 + secs(3));
+    frames(&mut s);
+    assert_eq!(s.poll_timeout(), Some(t0 + secs(5))); // this attempt's connect deadline
+    assert_eq!(s.handle_timeout(t0 + secs(5)), Err(Error::ConnectTimeout));
+    s.handle_disconnect(t0 + secs(5));
+    assert!(events(&mut s).is_empty(), "still Disconnected, not again");
+    s.handle_timeout(t0 + ms(6999)).unwrap();
+    assert!(events(&mut s).is_empty());
+    s.handle_timeout(t0 + secs(7)).unwrap();
+    assert!(matches!(
+        events(&mut s)[..],
+        [SessionEvent::State(SessionState::Lost)]
+    ));
+    assert_eq!(s.poll_timeout(), None);
+    // A server answers at last: the session is gone.
+    s.handle_connected(t0 + secs(20));
+    frames(&mut s);
+    assert_eq!(
+        s.handle_frame(t0 + secs(20), &connect_response(0, 0)),
+        Err(Error::SessionExpired)
+    );
+    assert!(matches!(
+        events(&mut s)[..],
+        [SessionEvent::State(SessionState::Expired)]
+    ));
+}
+
+#[test]
+fn a_reconnect_within_the_timeout_is_connected_again_and_not_lost() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    s.handle_disconnect(t0 + secs(1));
+    s.handle_connected(t0 + secs(2));
+    frames(&mut s);
+    s.handle_frame(t0 + secs(2), &connect_response(6000, 0x11))
+        .unwrap();
+    let ev = events(&mut s);
+    assert!(matches!(
+        ev[..],
+        [
+            SessionEvent::State(SessionState::Disconnected),
+            SessionEvent::State(SessionState::Connected)
+        ]
+    ));
+    // Only the connection's timers are left: no Lost later.
+    assert_eq!(s.poll_timeout(), Some(t0 + secs(4)));
+    s.handle_timeout(t0 + secs(4)).unwrap();
+    assert!(events(&mut s).is_empty());
+}
+
+#[test]
+fn a_read_only_server_refusing_a_new_session_says_not_read_only() {
+    let t0 = Instant::now();
+    let mut s: Session<u32> = Session::new(SessionConfig {
+        can_be_read_only: true,
+        ..cfg()
+    });
+    s.handle_connected(t0);
+    frames(&mut s);
+    // What ZooKeeper 3.8's ReadOnlyRequestProcessor sends for a createSession.
+    let refusal = reply(0, 0, ErrorCode::NotReadOnly, None);
+    assert_eq!(s.handle_frame(t0, &refusal), Err(Error::NotReadOnly));
+}
+
+#[test]
+fn a_session_from_a_read_only_server_is_replaced_by_a_read_write_one() {
+    let t0 = Instant::now();
+    let mut s: Session<u32> = Session::new(SessionConfig {
+        can_be_read_only: true,
+        ..cfg()
+    });
+    s.handle_connected(t0);
+    frames(&mut s);
+    let ro = ConnectResponse {
+        protocol_version: 0,
+        time_out: 6000,
+        session_id: 0x77,
+        passwd: Some(Bytes::from_static(&[1; 16])),
+        read_only: Some(true),
+    };
+    s.handle_frame(t0, &ro.to_bytes().unwrap()).unwrap();
+    assert!(matches!(
+        events(&mut s)[..],
+        [SessionEvent::State(SessionState::ConnectedReadOnly)]
+    ));
+    s.handle_disconnect(t0);
+    // Never seen by a read-write server: ask for a new session, accept a new id.
+    s.handle_connected(t0);
+    let req = ConnectRequest::decode_exact(&frames(&mut s)[0], "ConnectRequest").unwrap();
+    assert_eq!(req.session_id, 0);
+    s.handle_frame(t0, &connect_response(6000, 0x88)).unwrap();
+    assert_eq!(s.session_id(), 0x88);
+    s.handle_disconnect(t0);
+    // From now on the session is resumed, and only this one is accepted.
+    s.handle_connected(t0);
+    let req = ConnectRequest::decode_exact(&frames(&mut s)[0], "ConnectRequest").unwrap();
+    assert_eq!(req.session_id, 0x88);
+    assert!(s.handle_frame(t0, &connect_response(6000, 0x99)).is_err());
 }

@@ -13,14 +13,25 @@ pub(crate) struct Timers {
     pub read: Option<Instant>,
     /// Give up on the handshake.
     pub connect: Option<Instant>,
+    /// Report the session lost: no server has answered for the whole session timeout, so the
+    /// ensemble has expired it (it cannot tell us while we cannot reach it).
+    pub lost: Option<Instant>,
 }
 
 impl Timers {
     pub(crate) fn earliest(&self) -> Option<Instant> {
-        [self.ping, self.read, self.connect]
+        [self.ping, self.read, self.connect, self.lost]
             .into_iter()
             .flatten()
             .min()
+    }
+
+    /// Clears the connection's deadlines; the lost deadline outlives connections.
+    pub(crate) fn clear_connection(&mut self) {
+        *self = Timers {
+            lost: self.lost,
+            ..Timers::default()
+        };
     }
 
     pub(crate) fn clear(&mut self) {
