@@ -1,0 +1,147 @@
+//! Lock-node names: Curator's protection prefix, the lock name, the 10-digit sequence.
+//!
+//! A lock node is `<base>/_c_<uuid>-<lockName><seq>`: `_c_` + a lowercase 8-4-4-4-12 UUID + `-`
+//! (Curator's protection mode, 40 characters) before the lock name, and the 10-digit sequence
+//! the server appends.
+
+/// Curator's protection prefix.
+pub const PROTECTED_PREFIX: &str = "_c_";
+
+/// Length of `_c_<uuid>-`.
+pub const PROTECTED_PREFIX_LEN: usize = 40;
+
+/// The lock name of `InterProcessMutex` (and of the semaphore's inner lock).
+pub const MUTEX_LOCK_NAME: &str = "lock-";
+
+/// The name (not the path) of the node to create for lock `lock_name` with protection id
+/// `uuid`: the server appends the sequence.
+///
+/// # Examples
+///
+/// ```
+/// let name = recipes_core::name::node_prefix("3f0c6a52-8f7e-4b1e-9a53-2d6f0e1c9b7a", "lock-");
+/// assert_eq!(name, "_c_3f0c6a52-8f7e-4b1e-9a53-2d6f0e1c9b7a-lock-");
+/// ```
+pub fn node_prefix(uuid: &str, lock_name: &str) -> String {
+    format!("{PROTECTED_PREFIX}{uuid}-{lock_name}")
+}
+
+/// The protection prefix `_c_<uuid>-` that finds our node after a lost create reply.
+pub fn protection_prefix(uuid: &str) -> String {
+    format!("{PROTECTED_PREFIX}{uuid}-")
+}
+
+/// Whether `name` carries a protection prefix as Curator checks it (`_c_`, a UUID, `-` at
+/// index 39).
+pub fn is_protected(name: &str) -> bool {
+    name.len() > PROTECTED_PREFIX_LEN
+        && name.starts_with(PROTECTED_PREFIX)
+        && name.as_bytes().get(PROTECTED_PREFIX_LEN - 1) == Some(&b'-')
+        && name.get(3..PROTECTED_PREFIX_LEN - 1).is_some_and(is_uuid)
+}
+
+fn is_uuid(s: &str) -> bool {
+    let groups: Vec<&str> = s.split('-').collect();
+    groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Curator's sort key: what follows the **last** occurrence of `lock_name`, or the whole name
+/// if it has none (`StandardLockInternalsDriver.fixForSorting`).
+///
+/// # Examples
+///
+/// ```
+/// use recipes_core::name::sort_key;
+///
+/// assert_eq!(sort_key("_c_3f0c6a52-8f7e-4b1e-9a53-2d6f0e1c9b7a-lock-0000000007", "lock-"), "0000000007");
+/// assert_eq!(sort_key("foreign", "lock-"), "foreign");
+/// ```
+pub fn sort_key<'a>(name: &'a str, lock_name: &str) -> &'a str {
+    match name.rfind(lock_name) {
+        Some(i) => name.get(i + lock_name.len()..).unwrap_or(""),
+        None => name,
+    }
+}
+
+/// Sorts child names as Curator does: a stable sort by [`sort_key`], comparing keys as Java
+/// strings (by UTF-16 code units).
+pub fn sort_children(children: &mut [String], lock_name: &str) {
+    children.sort_by(|a, b| java_cmp(sort_key(a, lock_name), sort_key(b, lock_name)));
+}
+
+/// Java's `String.compareTo`: lexicographic over UTF-16 code units (which differs from
+/// Rust's byte order only for characters outside the Basic Multilingual Plane).
+pub fn java_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    a.encode_utf16().cmp(b.encode_utf16())
+}
+
+/// The 10-digit sequence of a lock node, if its name ends with one after `lock_name`.
+pub fn sequence(name: &str, lock_name: &str) -> Option<i64> {
+    let key = sort_key(name, lock_name);
+    (key.len() == 10 && name.len() > key.len())
+        .then(|| key.parse().ok())
+        .flatten()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    const U1: &str = "3f0c6a52-8f7e-4b1e-9a53-2d6f0e1c9b7a";
+
+    #[test]
+    fn protected_names() {
+        let n = format!("{}0000000042", node_prefix(U1, MUTEX_LOCK_NAME));
+        assert!(is_protected(&n));
+        assert_eq!(n.len(), PROTECTED_PREFIX_LEN + "lock-".len() + 10);
+        assert!(n.starts_with(&protection_prefix(U1)));
+        assert!(!is_protected("lock-0000000001"));
+        assert!(!is_protected(
+            "_c_not-a-uuid-at-all-but-long-enough-xx-lock-"
+        ));
+        assert_eq!(sequence(&n, "lock-"), Some(42));
+        assert_eq!(sequence("foo", "lock-"), None);
+    }
+
+    #[test]
+    fn curator_sort_rule() {
+        // By the key after the LAST lock name; stable; foreign names keep their whole name,
+        // and sort after digits ('f' and '_' > '9') or before them ('-' < '0').
+        let mut kids: Vec<String> = [
+            format!("_c_{U1}-lock-0000000010"),
+            "foreign".to_owned(),
+            format!("_c_{U1}-lock-0000000002"),
+            "-early".to_owned(),
+            "x-lock-lock-0000000005".to_owned(),
+            format!("_c_{U1}-lock-"),
+        ]
+        .into();
+        sort_children(&mut kids, "lock-");
+        let keys: Vec<&str> = kids.iter().map(|k| sort_key(k, "lock-")).collect();
+        assert_eq!(
+            keys,
+            [
+                "",
+                "-early",
+                "0000000002",
+                "0000000005",
+                "0000000010",
+                "foreign"
+            ]
+        );
+    }
+
+    #[test]
+    fn java_order_is_utf16_order() {
+        use std::cmp::Ordering::*;
+        assert_eq!(java_cmp("a", "b"), Less);
+        // U+FF61 > U+1F600 in UTF-16 (0xFF61 > 0xD83D), unlike in UTF-8 bytes.
+        assert_eq!(java_cmp("\u{ff61}", "\u{1f600}"), Greater);
+        assert_eq!("\u{ff61}".cmp("\u{1f600}"), Less);
+    }
+}
