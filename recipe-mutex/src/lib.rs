@@ -1,0 +1,25 @@
+//! Apache Curator's `InterProcessMutex` for Rust, wire-compatible with Curator 5.4, and the
+//! async lock driver that the other recipes (`recipe-rwlock`, `recipe-semaphore`,
+//! `recipe-multilock`) reuse.
+//!
+//! It is not a ZooKeeper client (that is `zk-client`) and holds no lock logic of its own: the
+//! rules are `recipes-core`'s; this crate runs them against a session ([`driver`]) and gives
+//! them a lock's API ([`InterProcessMutex`], [`MutexGuard`]).
+//!
+//! Beyond Curator: one round trip to take a free lock, a fencing token, a lost-lock signal,
+//! cancel-safe acquires (dropping an acquire leaves no node), guaranteed releases, and a
+//! revocation check that does not miss a revoke written before the watch.
+
+mod cleanup;
+pub mod driver;
+mod error;
+mod mutex;
+mod owner;
+mod revoke;
+mod uuid;
+
+pub use error::Error;
+pub use mutex::{InterProcessMutex, Loss, MutexGuard};
+pub use owner::Owner;
+pub use revoke::{REVOKE_MESSAGE, RevocationListener, revoke};
+pub use uuid::random_uuid;

@@ -1,0 +1,456 @@
+//! InterProcessMutex against real ZooKeeper servers started by the tests: the behaviours of
+//! Curator's TestInterProcessMutex(Base) that apply, fairness, no herd, faults while waiting
+//! and holding, revocation, cancellation, fencing and bad input.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex as StdMutex, OnceLock};
+use std::time::Duration;
+
+use recipe_mutex::{Error, InterProcessMutex, Loss};
+use xtask::{FaultProxy, ZkServer};
+use zk_client::{Client, SessionState};
+
+const BOUND: Duration = Duration::from_secs(60);
+
+fn server() -> &'static ZkServer {
+    static SERVER: OnceLock<ZkServer> = OnceLock::new();
+    SERVER.get_or_init(|| ZkServer::start().expect("start ZooKeeper"))
+}
+
+async fn client_at(hosts: &str, timeout: Duration) -> Client {
+    Client::builder()
+        .hosts(hosts)
+        .session_timeout(timeout)
+        .connect()
+        .await
+        .unwrap()
+}
+
+async fn client() -> Client {
+    client_at(&server().connect_string(), Duration::from_secs(10)).await
+}
+
+async fn bounded<F: std::future::Future>(f: F) -> F::Output {
+    tokio::time::timeout(BOUND, f).await.expect("timed out")
+}
+
+/// Waits until `path` has `n` children (as the lock queue grows or drains).
+async fn wait_children(c: &Client, path: &str, n: usize) {
+    bounded(async {
+        loop {
+            let (kids, watcher) = match c.get_children_and_watch(path).await {
+                Ok(r) => r,
+                Err(zk_client::Error::NoNode) if n == 0 => return,
+                Err(e) => panic!("{e}"),
+            };
+            if kids.len() == n {
+                return;
+            }
+            watcher.await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_clients_exclude_each_other_and_tokens_increase() {
+    let path = "/t/two-clients";
+    let busy = Arc::new(AtomicBool::new(false));
+    let tokens = Arc::new(StdMutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let (busy, tokens) = (busy.clone(), tokens.clone());
+        let m = InterProcessMutex::new(client().await, path).unwrap();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..25 {
+                let g = m.lock().await.unwrap();
+                assert!(!busy.swap(true, Ordering::SeqCst), "two holders");
+                tokens.lock().unwrap().push(g.fencing_token());
+                tokio::task::yield_now().await;
+                busy.store(false, Ordering::SeqCst);
+                g.release().await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        bounded(t).await.unwrap();
+    }
+    let tokens = tokens.lock().unwrap().clone();
+    assert_eq!(tokens.len(), 100);
+    assert!(
+        tokens.windows(2).all(|w| w[0] < w[1]),
+        "fencing tokens strictly increase"
+    );
+    wait_children(&client().await, path, 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reentrant_per_task_and_other_tasks_queue() {
+    let c = client().await;
+    let m = InterProcessMutex::new(c.clone(), "/t/reentrant").unwrap();
+    m.acquire().await.unwrap();
+    m.acquire().await.unwrap();
+    let g = m.lock().await.unwrap();
+    assert!(m.is_owned_by_current_task() && m.is_acquired_in_this_process());
+    assert_eq!(
+        m.participant_nodes().await.unwrap().len(),
+        1,
+        "re-entry creates no node"
+    );
+    // Another task of this process, same mutex: it queues and times out.
+    let other = m.clone();
+    let got = tokio::spawn(async move {
+        (
+            other.is_owned_by_current_task(),
+            other
+                .acquire_timeout(Duration::from_millis(300))
+                .await
+                .unwrap(),
+        )
+    });
+    assert_eq!(bounded(got).await.unwrap(), (false, false));
+    g.release().await.unwrap();
+    m.release().await.unwrap();
+    assert!(
+        m.is_owned_by_current_task(),
+        "held until the outermost release"
+    );
+    m.release().await.unwrap();
+    assert!(!m.is_acquired_in_this_process());
+    assert_eq!(
+        m.release().await,
+        Err(Error::NotOwner {
+            path: "/t/reentrant".into()
+        })
+    );
+    // Now the other task gets it.
+    let other = m.clone();
+    assert!(
+        bounded(tokio::spawn(async move {
+            other.acquire_timeout(Duration::from_secs(5)).await
+        }))
+        .await
+        .unwrap()
+        .unwrap()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_by_a_task_that_does_not_hold_is_refused() {
+    let m = InterProcessMutex::new(client().await, "/t/not-owner").unwrap();
+    m.acquire().await.unwrap();
+    let m2 = m.clone();
+    let r = bounded(tokio::spawn(async move { m2.release().await }))
+        .await
+        .unwrap();
+    assert_eq!(
+        r,
+        Err(Error::NotOwner {
+            path: "/t/not-owner".into()
+        })
+    );
+    // A guard may be released from any task: it is the proof.
+    let g = m.lock().await.unwrap();
+    bounded(tokio::spawn(async move { g.release().await }))
+        .await
+        .unwrap()
+        .unwrap();
+    m.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_get_the_lock_in_fifo_order() {
+    let path = "/t/fifo";
+    let observer = client().await;
+    let holder = InterProcessMutex::new(client().await, path)
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
+    let order = Arc::new(StdMutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let m = InterProcessMutex::new(client().await, path).unwrap();
+        let order = order.clone();
+        tasks.push(tokio::spawn(async move {
+            let g = m.lock().await.unwrap();
+            order.lock().unwrap().push(i);
+            g.release().await.unwrap();
+        }));
+        // Queue them one after the other.
+        wait_children(&observer, path, i + 2).await;
+    }
+    holder.release().await.unwrap();
+    for t in tasks {
+        bounded(t).await.unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), (0..8).collect::<Vec<_>>());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_waiters_no_herd_one_wakeup_per_hand_off() {
+    // A dedicated server, so its packet counter is ours alone; long sessions, so that no
+    // ping falls in the measurement.
+    let opts = xtask::ZkOptions::default().session_timeouts_ms(1_000, 300_000);
+    let zk = tokio::task::block_in_place(|| ZkServer::start_with(opts)).unwrap();
+    let path = "/t/herd";
+    let long = Duration::from_secs(300);
+    let observer = client_at(&zk.connect_string(), long).await;
+    let holder = InterProcessMutex::new(observer.clone(), path)
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
+    const WAITERS: usize = 50;
+    let mut tasks = Vec::new();
+    let (release_tx, _) = tokio::sync::broadcast::channel::<()>(1);
+    let done = Arc::new(AtomicUsize::new(0));
+    // Kept until after the count: a client dropped earlier would send its closeSession.
+    let mut keep = Vec::new();
+    for _ in 0..WAITERS {
+        let m = InterProcessMutex::new(client_at(&zk.connect_string(), long).await, path).unwrap();
+        keep.push(m.clone());
+        let done = done.clone();
+        tasks.push(tokio::spawn(async move {
+            let g = m.lock().await.unwrap();
+            done.fetch_add(1, Ordering::SeqCst);
+            g.release().await.unwrap();
+        }));
+    }
+    drop(release_tx);
+    wait_children(&observer, path, WAITERS + 1).await;
+    // Every waiter has set its watch (one each, on its predecessor) before we count.
+    let total_watches = |zk: &ZkServer| -> usize {
+        let wchs = zk.four_letter("wchs").unwrap();
+        wchs.lines()
+            .find_map(|l| l.strip_prefix("Total watches:"))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    bounded(async {
+        while tokio::task::block_in_place(|| total_watches(&zk)) < WAITERS {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let packets = |zk: &ZkServer| -> u64 {
+        zk.mntr()
+            .unwrap()
+            .get("zk_packets_received")
+            .and_then(|v| v.parse().ok())
+            .unwrap()
+    };
+    let before = tokio::task::block_in_place(|| packets(&zk));
+    holder.release().await.unwrap();
+    for t in tasks {
+        bounded(t).await.unwrap();
+    }
+    let after = tokio::task::block_in_place(|| packets(&zk));
+    let per_hand_off = (after - before) as f64 / WAITERS as f64;
+    eprintln!(
+        "FIGURE herd: {} packets for {WAITERS} hand-offs ({per_hand_off:.2} each)",
+        after - before
+    );
+    // Each hand-off: the holder's delete, then only the next waiter lists again (and, here,
+    // releases at once). A herd would have every waiter list again on each hand-off (about
+    // 25 per hand-off here).
+    assert!(per_hand_off <= 2.1, "{per_hand_off} packets per hand-off");
+    drop(keep);
+    assert_eq!(done.load(Ordering::SeqCst), WAITERS);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_holder_is_replaced_once_its_session_expires() {
+    let proxy = FaultProxy::start(server().addr()).unwrap();
+    let path = "/t/dead-holder";
+    // The holder's process "dies": its connection goes silent (no close, no pings).
+    let doomed = client_at(&proxy.addr().to_string(), Duration::from_secs(2)).await;
+    let g = InterProcessMutex::new(doomed.clone(), path)
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
+    let old_token = g.fencing_token();
+    let waiter = InterProcessMutex::new(client().await, path).unwrap();
+    let start = tokio::time::Instant::now();
+    proxy.stall();
+    let acquiring = tokio::spawn(async move { waiter.lock().await });
+    // The old holder learns first that it can no longer be sure...
+    assert_eq!(bounded(g.lost()).await, Loss::Unsure);
+    let g2 = bounded(acquiring).await.unwrap().unwrap();
+    assert!(g2.fencing_token() > old_token);
+    eprintln!(
+        "FIGURE dead holder replaced after {:?} (session timeout 2 s)",
+        start.elapsed()
+    );
+    // ...then that the lock is gone.
+    let mut states = doomed.state_watch();
+    bounded(states.wait_for(|s| *s == SessionState::Lost))
+        .await
+        .unwrap();
+    assert_eq!(bounded(g.lost()).await, Loss::Lost);
+    assert!(!g.is_valid());
+    g2.release().await.unwrap();
+    drop(g);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_expiry_while_waiting_ends_the_attempt_with_no_node_left() {
+    let proxy = FaultProxy::start(server().addr()).unwrap();
+    let path = "/t/expire-waiting";
+    let observer = client().await;
+    let holder = InterProcessMutex::new(observer.clone(), path)
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
+    let waiter_client = client_at(&proxy.addr().to_string(), Duration::from_secs(2)).await;
+    let waiter = InterProcessMutex::new(waiter_client.clone(), path).unwrap();
+    let attempt = tokio::spawn(async move { waiter.lock().await.map(|g| g.fencing_token()) });
+    wait_children(&observer, path, 2).await;
+    proxy.stall();
+    assert_eq!(bounded(attempt).await.unwrap(), Err(Error::SessionLost));
+    // The server expired the waiter's session: its node is gone.
+    wait_children(&observer, path, 1).await;
+    proxy.pass();
+    let mut states = waiter_client.state_watch();
+    bounded(states.wait_for(|s| *s == SessionState::Expired))
+        .await
+        .unwrap();
+    let again = InterProcessMutex::new(waiter_client, path).unwrap();
+    assert_eq!(again.lock().await.err(), Some(Error::SessionExpired));
+    holder.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revocation_asks_the_holder_to_release() {
+    let path = "/t/revoke";
+    let c = client().await;
+    let m = InterProcessMutex::new(c.clone(), path).unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    m.make_revocable(move || {
+        let _ = tx.send(());
+    });
+    let g = m.lock().await.unwrap();
+    let other = InterProcessMutex::new(client().await, path).unwrap();
+    let nodes = other.participant_nodes().await.unwrap();
+    assert_eq!(nodes, [g.node_path().to_owned()]);
+    assert_eq!(
+        c.get_data(g.node_path()).await.unwrap().0.len(),
+        0,
+        "revocable nodes are empty"
+    );
+    let revoker = client().await;
+    recipe_mutex::revoke(&revoker, &nodes[0]).await.unwrap();
+    bounded(rx.recv()).await.unwrap();
+    g.release().await.unwrap();
+    let g2 = bounded(other.lock()).await.unwrap();
+    g2.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_acquires_leave_no_node() {
+    let path = "/t/cancel";
+    let observer = client().await;
+    let holder = InterProcessMutex::new(observer.clone(), path)
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
+    let c = client().await;
+    // Abort attempts at many points: before sending, with the create in flight, while
+    // waiting.
+    for i in 0..40u64 {
+        let m = InterProcessMutex::new(c.clone(), path).unwrap();
+        let t = tokio::spawn(async move { m.lock().await });
+        tokio::time::sleep(Duration::from_micros(i * 150)).await;
+        t.abort();
+        let _ = t.await;
+    }
+    // Only the holder's node is left once the background cleanups ran.
+    wait_children(&observer, path, 1).await;
+    holder.release().await.unwrap();
+    wait_children(&observer, path, 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_guard_releases_in_the_background() {
+    let path = "/t/drop-guard";
+    let c = client().await;
+    let m = InterProcessMutex::new(c.clone(), path).unwrap();
+    let g = m.lock().await.unwrap();
+    let other = InterProcessMutex::new(client().await, path).unwrap();
+    let waiting = tokio::spawn(async move { other.lock().await.unwrap().release().await });
+    drop(g);
+    bounded(waiting).await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_op_commits_writes_only_while_held() {
+    let path = "/t/fenced";
+    let c = client().await;
+    c.create(
+        "/fenced-data",
+        b"0",
+        &zk_client::CreateOptions::new(zk_client::CreateMode::Persistent),
+    )
+    .await
+    .unwrap();
+    let m = InterProcessMutex::new(c.clone(), path).unwrap();
+    let g = m.lock().await.unwrap();
+    let write = |v: &'static [u8]| zk_client::Op::SetData {
+        path: "/fenced-data".into(),
+        data: bytes::Bytes::from_static(v),
+        version: None,
+    };
+    c.multi(&[g.check_op(), write(b"1")]).await.unwrap();
+    let check = g.check_op();
+    g.release().await.unwrap();
+    let late = c.multi(&[check, write(b"2")]).await;
+    assert_eq!(
+        late,
+        Err(zk_client::Error::MultiFailed {
+            index: 0,
+            source: Box::new(zk_client::Error::NoNode)
+        })
+    );
+    assert_eq!(&c.get_data("/fenced-data").await.unwrap().0[..], b"1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_and_ended_sessions_are_typed_errors() {
+    assert!(matches!(
+        InterProcessMutex::new(client().await, "no/slash"),
+        Err(Error::InvalidPath(_))
+    ));
+    assert!(matches!(
+        InterProcessMutex::new(client().await, "/a/"),
+        Err(Error::InvalidPath(_))
+    ));
+    let c = client().await;
+    let m = InterProcessMutex::new(c.clone(), "/t/closed").unwrap();
+    c.close().await.unwrap();
+    assert_eq!(m.lock().await.err(), Some(Error::SessionExpired));
+    assert_eq!(
+        m.acquire_timeout(Duration::ZERO).await,
+        Err(Error::SessionExpired)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parents_are_containers_created_on_demand_and_a_zero_timeout_takes_a_free_lock() {
+    let c = client().await;
+    let m = InterProcessMutex::new(c.clone(), "/t/deep/er/lock").unwrap();
+    assert!(m.acquire_timeout(Duration::ZERO).await.unwrap());
+    assert!(c.exists("/t/deep/er").await.unwrap().is_some());
+    let other = InterProcessMutex::new(client().await, "/t/deep/er/lock").unwrap();
+    assert!(!other.acquire_timeout(Duration::ZERO).await.unwrap());
+    assert_eq!(
+        other.participant_nodes().await.unwrap().len(),
+        1,
+        "the loser's node is gone"
+    );
+    m.release().await.unwrap();
+}
