@@ -118,7 +118,11 @@ impl Member {
                 "-Dorg.slf4j.simpleLogger.showDateTime=true",
                 "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
             ])
-            .args(jvm.system_properties.iter().map(|(k, v)| format!("-D{k}={v}")))
+            .args(
+                jvm.system_properties
+                    .iter()
+                    .map(|(k, v)| format!("-D{k}={v}")),
+            )
             .arg("-cp")
             .arg(classpath(&jvm.launcher_dir))
             .arg("ZkLauncher");
