@@ -113,9 +113,10 @@ impl RwSearch {
         self.next_at = Instant::now() + self.every;
     }
 
-    /// When the next search is due, if one may start.
-    fn deadline(&self) -> Option<Instant> {
-        self.pending.is_none().then_some(self.next_at)
+    /// When the next search is due: only while read-only and no search is under way (else
+    /// the pump would wake for nothing).
+    fn deadline(&self, state: SessionState) -> Option<Instant> {
+        (state == SessionState::ConnectedReadOnly && self.pending.is_none()).then_some(self.next_at)
     }
 
     /// The outcome of the search under way; pending while none is.
@@ -329,6 +330,7 @@ impl SessionTask {
         let mut rbuf = BytesMut::with_capacity(READ_BUFFER);
         let mut wbuf = BytesMut::new();
         let mut rw_search = RwSearch::new();
+        let peer = reader.peer_addr().ok();
         loop {
             self.drain_events();
             if let Some(bytes) = self.session.poll_transmit() {
@@ -344,7 +346,7 @@ impl SessionTask {
                 return Ended::Done;
             }
             let deadline = self.session.poll_timeout().map(Instant::from_std);
-            rw_search.start_if_due(self.session.state(), &self.hosts, reader.peer_addr().ok());
+            rw_search.start_if_due(self.session.state(), &self.hosts, peer);
             tokio::select! {
                 biased;
                 read = reader.read_buf(&mut rbuf) => match read {
@@ -384,7 +386,7 @@ impl SessionTask {
                         let _ = self.session.submit(now, Request::CloseSession, None, None);
                     }
                 },
-                _ = sleep_until(earliest(deadline, rw_search.deadline())) => {
+                _ = sleep_until(earliest(deadline, rw_search.deadline(self.session.state()))) => {
                     if let Err(e) = self.session.handle_timeout(Instant::now().into_std()) {
                         return self.lost_or_done(e);
                     }
