@@ -8,9 +8,11 @@
 //! project's tests need are present ([`deps`]). It is not part of what users of the recipes
 //! compile, and it is not a ZooKeeper client.
 
+pub mod bench;
 pub mod conformance;
 pub mod demo;
 pub mod deps;
+pub mod interop;
 pub mod java;
 pub mod paths;
 pub mod proxy;

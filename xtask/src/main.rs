@@ -23,6 +23,17 @@ Commands:
   demo           start a local ZooKeeper and show the project at work
   test [ARGS]    the whole suite: cargo test --workspace [ARGS], then conformance
   conformance    check the jute codec against ZooKeeper's Java classes
+  bench client [--seconds N] [--rounds R] [--rust-warmup S] [--java-warmup S]
+               [--server-warmup S]
+                 zk-client against the Java client on one fresh server: sequential
+                 create+delete and 100-deep pipelined get_data, N s each (default 10),
+                 R rounds (default 1) in alternating order, ratios of the medians
+  interop mutex [--seconds N] [--java-clients N] [--rust-clients N] [--path P]
+                [--in-process] [--java-path P]
+                 our InterProcessMutex against Curator 5.4's on one path, in separate
+                 processes on one fresh server for N s (default 20, 2+2 sessions); fails
+                 on any overlap; last line `violations=N`. --java-path gives Curator
+                 another path: a negative control that must report overlaps
   deps           install what the demo, tests and benchmarks need (Debian packages)
   help           show this help
 ";
@@ -51,6 +62,8 @@ fn run(args: &[String]) -> Result {
         "demo" => xtask::demo::run(rest),
         "test" => xtask::suite::run(rest),
         "conformance" => xtask::conformance::run(rest),
+        "bench" => xtask::bench::run(rest),
+        "interop" => xtask::interop::run(rest),
         "deps" => no_args("deps", rest).and_then(|()| {
             deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator, Need::Kazoo])?;
             println!("Java, ZooKeeper, Curator and kazoo are installed");

@@ -1,0 +1,588 @@
+//! `cargo xtask bench client`: zk-client against the plain Java ZooKeeper client, on one fresh
+//! standalone server (default options: `forceSync` on, as in production).
+//!
+//! Two workloads, each run by each client in a worker process of its own, one after another:
+//!
+//! - (a) sequential create + delete round trips of a persistent node (one op = one pair);
+//! - (b) `get_data` of a 1 KiB node with 100 requests in flight at all times.
+//!
+//! Ours is `zk-bench-worker` (built here in release mode; a current-thread tokio runtime),
+//! Java's is `java/JavaClientBench.java` (the async API, JVM defaults). Each warms up
+//! unmeasured (Java longer, for its JIT), then measures for `--seconds`; before all that, the
+//! server's own JVM is warmed up with each workload, so that going first costs nothing. With
+//! `--rounds R` every worker runs R times, the order alternating, and the ratios use medians:
+//! on a small machine the server and its disk drift more between runs than the clients differ. Each worker reports
+//! a [`Sample`]: ops/s, p50 and p99 latency, its own CPU time in the window (from
+//! `/proc/self/stat`) and its peak RSS (`VmHWM`). The table shows both clients and the ratios
+//! ours/Java, against the targets: (b) ops/s at least 1.2× Java's, (a) p50 no worse, CPU per
+//! op at most half, peak RSS at most a tenth. Nothing is asserted: this reports.
+
+use std::error::Error;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::procfs;
+use super::sample::Sample;
+use crate::deps::{self, Need};
+use crate::java;
+use crate::paths::{target_dir, workspace_root};
+use crate::zk::{ZkOptions, ZkServer};
+
+type Result<T> = std::result::Result<T, Box<dyn Error>>;
+
+/// The classpath of the Java client: ZooKeeper's client, jute, and a silent SLF4J binding.
+const JAVA_JARS: [&str; 4] = ["zookeeper", "zookeeper-jute", "slf4j-api", "slf4j-nop"];
+
+/// How long a worker may take beyond its warm-up and window (start, connect, drain, close).
+const WORKER_SLACK: Duration = Duration::from_secs(90);
+
+/// The command line of `bench client`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// The measured window of each worker, in seconds (`--seconds`, default 10).
+    pub seconds: f64,
+    /// Our worker's unmeasured warm-up, in seconds (`--rust-warmup`, default 1).
+    pub rust_warmup: f64,
+    /// Java's unmeasured warm-up, in seconds (`--java-warmup`, default 3: JIT compilation).
+    pub java_warmup: f64,
+    /// Before any measurement, our worker runs each workload this long, unmeasured, so that
+    /// the server's JVM is warmed up for whichever client goes first (`--server-warmup`,
+    /// default 3).
+    pub server_warmup: f64,
+    /// How many times each client runs each workload (`--rounds`, default 1). Rounds
+    /// alternate which client goes first, and the ratios use each metric's median, which
+    /// tames the server's and the disk's drift over a run.
+    pub rounds: u32,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            seconds: 10.0,
+            rust_warmup: 1.0,
+            java_warmup: 3.0,
+            server_warmup: 3.0,
+            rounds: 1,
+        }
+    }
+}
+
+impl Options {
+    /// Parses `[--seconds N] [--rust-warmup S] [--java-warmup S] [--server-warmup S]
+    /// [--rounds R]` (also `--flag=value`).
+    ///
+    /// # Errors
+    /// An unknown flag, a missing value, or a value out of range: a window above 0 and at
+    /// most an hour, warm-ups from 0 to 60 s, 1 to 20 rounds.
+    pub fn parse(args: &[String]) -> Result<Options> {
+        let mut opts = Options::default();
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            let (flag, inline) = match arg.split_once('=') {
+                Some((flag, value)) => (flag, Some(value.to_owned())),
+                None => (arg.as_str(), None),
+            };
+            if flag == "--rounds" {
+                let value = inline
+                    .or_else(|| args.next().cloned())
+                    .ok_or("`--rounds` needs a value")?;
+                opts.rounds = value
+                    .parse()
+                    .ok()
+                    .filter(|r| (1..=20).contains(r))
+                    .ok_or_else(|| format!("`--rounds` wants 1 to 20, got `{value}`"))?;
+                continue;
+            }
+            let (slot, range) = match flag {
+                "--seconds" => (&mut opts.seconds, 0.001..=3600.0),
+                "--rust-warmup" => (&mut opts.rust_warmup, 0.0..=60.0),
+                "--java-warmup" => (&mut opts.java_warmup, 0.0..=60.0),
+                "--server-warmup" => (&mut opts.server_warmup, 0.0..=60.0),
+                _ => return Err(format!("`bench client`: unknown argument `{arg}`").into()),
+            };
+            let value = inline
+                .or_else(|| args.next().cloned())
+                .ok_or_else(|| format!("`{flag}` needs a value"))?;
+            *slot = value
+                .parse()
+                .ok()
+                .filter(|v| range.contains(v))
+                .ok_or_else(|| format!("`{flag}` wants seconds in {range:?}, got `{value}`"))?;
+        }
+        Ok(opts)
+    }
+}
+
+/// Which client a worker runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Ours,
+    Java,
+}
+
+impl Side {
+    fn name(self) -> &'static str {
+        match self {
+            Side::Ours => "ours",
+            Side::Java => "java",
+        }
+    }
+}
+
+/// The two workloads: the worker's argument and the table's label.
+const WORKLOADS: [(&str, &str); 2] = [
+    ("create", "(a) create+delete, sequential"),
+    ("get", "(b) get_data 1 KiB, 100 in flight"),
+];
+
+/// Runs `cargo xtask bench client [options]`.
+///
+/// # Errors
+/// Bad arguments, missing Java or ZooKeeper, a failed build or compile, a server that does
+/// not start, or a worker that fails or overruns (it is killed).
+pub fn run(args: &[String]) -> Result<()> {
+    let opts = Options::parse(args)?;
+    deps::ensure(&[Need::Java, Need::ZooKeeper])?;
+
+    eprintln!("bench client: building zk-bench-worker (release)...");
+    let rust_worker = build_rust_worker()?;
+    let classpath = java::jars(&JAVA_JARS);
+    let classes = java::compile(
+        "JavaClientBench",
+        &[java::java_dir().join("JavaClientBench.java")],
+        &classpath,
+    )?;
+    let java_classpath = format!("{}:{classpath}", classes.display());
+
+    eprintln!("bench client: starting ZooKeeper (forceSync on)...");
+    let server = ZkServer::start_with(ZkOptions::default())?;
+    let srvr = server.four_letter("srvr")?;
+    let version = srvr
+        .lines()
+        .find_map(|line| line.strip_prefix("Zookeeper version: "))
+        .unwrap_or("unknown")
+        .to_owned();
+    let hz = procfs::clock_ticks_per_second();
+
+    if opts.server_warmup > 0.0 {
+        for (workload, label) in WORKLOADS {
+            eprintln!(
+                "bench client: {label}: warming the server up ({} s, not measured)...",
+                opts.server_warmup
+            );
+            let mut cmd = Command::new(&rust_worker);
+            cmd.arg(server.connect_string())
+                .arg(workload)
+                .arg("0")
+                .arg(millis(opts.server_warmup).to_string())
+                .arg(format!("/bench-warmup-{workload}"));
+            let budget = Duration::from_secs_f64(opts.server_warmup) + WORKER_SLACK;
+            run_worker(cmd, budget).map_err(|e| format!("{label}, server warm-up: {e}"))?;
+        }
+    }
+
+    let mut results: Vec<Run> = Vec::new();
+    for (round, (workload, label)) in
+        (1..=opts.rounds).flat_map(|round| WORKLOADS.into_iter().map(move |w| (round, w)))
+    {
+        let order = if round % 2 == 1 {
+            [Side::Ours, Side::Java]
+        } else {
+            [Side::Java, Side::Ours]
+        };
+        for side in order {
+            let path = format!("/bench-{}-{workload}", side.name());
+            let (warmup, mut cmd) = match side {
+                Side::Ours => (opts.rust_warmup, Command::new(&rust_worker)),
+                Side::Java => {
+                    let mut cmd = Command::new("java");
+                    cmd.arg("-cp").arg(&java_classpath).arg("JavaClientBench");
+                    (opts.java_warmup, cmd)
+                }
+            };
+            cmd.arg(server.connect_string())
+                .arg(workload)
+                .arg(millis(warmup).to_string())
+                .arg(millis(opts.seconds).to_string())
+                .arg(&path);
+            eprintln!(
+                "bench client: round {round}/{}: {label}: {} ({warmup} s warm-up, {} s measured)...",
+                opts.rounds,
+                side.name(),
+                opts.seconds
+            );
+            let budget = Duration::from_secs_f64(warmup + opts.seconds) + WORKER_SLACK;
+            let sample = run_worker(cmd, budget)
+                .map_err(|e| format!("{label}, {} worker: {e}", side.name()))?;
+            results.push(Run {
+                label,
+                side,
+                round,
+                sample,
+            });
+        }
+    }
+    drop(server);
+
+    let cpus = thread::available_parallelism().map_or(0, |n| n.get());
+    let model = cpu_model().unwrap_or_else(|| "unknown CPU".to_owned());
+    println!();
+    println!("machine: {cpus} CPUs (nproc), {model}");
+    println!("server:  ZooKeeper {version}, standalone, forceSync=yes, one fresh server");
+    println!("ours:    zk-client, tokio current-thread runtime, release build");
+    println!(
+        "java:    {} client (async API), {}, JVM defaults",
+        version.split('-').next().unwrap_or(&version),
+        java_version()
+    );
+    println!(
+        "window:  {} s measured per worker; warm-up {} s ours, {} s Java; one process each; \
+         server warmed up {} s per workload first; {} round(s), order alternating",
+        opts.seconds, opts.rust_warmup, opts.java_warmup, opts.server_warmup, opts.rounds
+    );
+    println!();
+    print!("{}", table(&results, opts.rounds, hz));
+    println!();
+    print!("{}", ratios(&results, hz));
+    Ok(())
+}
+
+fn millis(seconds: f64) -> u64 {
+    Duration::from_secs_f64(seconds)
+        .as_millis()
+        .try_into()
+        .unwrap_or(u64::MAX)
+}
+
+/// Builds `zk-bench-worker` in release mode with the Cargo running us, and returns its path.
+fn build_rust_worker() -> Result<PathBuf> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .current_dir(workspace_root())
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "xtask",
+            "--bin",
+            "zk-bench-worker",
+        ])
+        .status()?;
+    if !status.success() {
+        return Err(format!("building zk-bench-worker failed ({status})").into());
+    }
+    Ok(target_dir().join("release").join("zk-bench-worker"))
+}
+
+/// A worker process; dropping it kills it (if still running) and reaps it.
+struct Worker {
+    child: Child,
+    /// Held open: the worker exits when it closes.
+    _stdin: Option<ChildStdin>,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs one worker to its `RESULT` line within `budget`, and waits for it to exit.
+fn run_worker(mut cmd: Command, budget: Duration) -> Result<Sample> {
+    let deadline = Instant::now() + budget;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let stdout = child.stdout.take().ok_or("no stdout pipe")?;
+    let mut worker = Worker {
+        _stdin: child.stdin.take(),
+        child,
+    };
+    let (tx, lines) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let sample = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) if line.starts_with("RESULT ") => break Sample::parse(&line)?,
+            Ok(line) if line.starts_with("ERROR") => return Err(line.into()),
+            Ok(line) => eprintln!("  worker: {line}"),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                return Err(format!("no result within {budget:?}; killed").into());
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let status = worker.child.wait()?;
+                return Err(format!("exited ({status}) without a result").into());
+            }
+        }
+    };
+    loop {
+        if let Some(status) = worker.child.try_wait()? {
+            if !status.success() {
+                return Err(format!("exited with {status} after its result").into());
+            }
+            return Ok(sample);
+        }
+        if Instant::now() >= deadline {
+            return Err("did not exit after its result; killed".into());
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// One worker's outcome.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    label: &'static str,
+    side: Side,
+    round: u32,
+    sample: Sample,
+}
+
+/// A [`Sample`] in the table's units.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Summary {
+    ops_per_sec: f64,
+    p50_us: f64,
+    p99_us: f64,
+    cpu_s: f64,
+    cpu_us_per_op: f64,
+    cpu_total_s: f64,
+    rss_mib: f64,
+}
+
+impl Summary {
+    fn of(s: &Sample, hz: u64) -> Summary {
+        let ticks = hz as f64;
+        Summary {
+            ops_per_sec: s.ops_per_sec(),
+            p50_us: s.p50_ns as f64 / 1e3,
+            p99_us: s.p99_ns as f64 / 1e3,
+            cpu_s: s.cpu_window_ticks as f64 / ticks,
+            cpu_us_per_op: s.cpu_us_per_op(hz),
+            cpu_total_s: s.cpu_total_ticks as f64 / ticks,
+            rss_mib: s.hwm_kib as f64 / 1024.0,
+        }
+    }
+}
+
+/// The median of each field over `all` (the upper one for an even count), so that one slow
+/// round does not decide; `None` when empty. Each field's median may come from another round.
+fn median(all: &[Summary]) -> Option<Summary> {
+    let pick = |field: fn(&Summary) -> f64| {
+        let mut values: Vec<f64> = all.iter().map(field).collect();
+        values.sort_unstable_by(f64::total_cmp);
+        values.get(values.len() / 2).copied()
+    };
+    Some(Summary {
+        ops_per_sec: pick(|s| s.ops_per_sec)?,
+        p50_us: pick(|s| s.p50_us)?,
+        p99_us: pick(|s| s.p99_us)?,
+        cpu_s: pick(|s| s.cpu_s)?,
+        cpu_us_per_op: pick(|s| s.cpu_us_per_op)?,
+        cpu_total_s: pick(|s| s.cpu_total_s)?,
+        rss_mib: pick(|s| s.rss_mib)?,
+    })
+}
+
+/// The summaries of one workload and client, in round order.
+fn summaries(results: &[Run], label: &str, side: Side, hz: u64) -> Vec<Summary> {
+    results
+        .iter()
+        .filter(|r| r.label == label && r.side == side)
+        .map(|r| Summary::of(&r.sample, hz))
+        .collect()
+}
+
+/// One table row.
+fn row(label: &str, client: &str, s: &Summary) -> String {
+    format!(
+        "{:<34} {:<7} {:>10.0} {:>9.1} {:>9.1} {:>8.2} {:>9.2} {:>10.2} {:>9.1}\n",
+        label,
+        client,
+        s.ops_per_sec,
+        s.p50_us,
+        s.p99_us,
+        s.cpu_s,
+        s.cpu_us_per_op,
+        s.cpu_total_s,
+        s.rss_mib,
+    )
+}
+
+/// The results table: per workload and client, one row per round, then (with several
+/// rounds) the medians.
+fn table(results: &[Run], rounds: u32, hz: u64) -> String {
+    let mut out = format!(
+        "{:<34} {:<7} {:>10} {:>9} {:>9} {:>8} {:>9} {:>10} {:>9}\n",
+        "workload",
+        "client",
+        "ops/s",
+        "p50 µs",
+        "p99 µs",
+        "CPU s",
+        "CPU µs/op",
+        "CPU tot s",
+        "RSS MiB"
+    );
+    for (_, label) in WORKLOADS {
+        for side in [Side::Ours, Side::Java] {
+            for run in results
+                .iter()
+                .filter(|r| r.label == label && r.side == side)
+            {
+                let client = if rounds > 1 {
+                    format!("{} #{}", side.name(), run.round)
+                } else {
+                    side.name().to_owned()
+                };
+                out.push_str(&row(label, &client, &Summary::of(&run.sample, hz)));
+            }
+            if rounds > 1 {
+                if let Some(m) = median(&summaries(results, label, side, hz)) {
+                    out.push_str(&row(label, &format!("{} med", side.name()), &m));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The ratios ours/Java per workload (of the medians), and whether each target is met.
+fn ratios(results: &[Run], hz: u64) -> String {
+    let mut out = format!(
+        "{:<34} {:>9} {:>9} {:>9} {:>12} {:>9}\n",
+        "ratio ours/java", "ops/s", "p50", "p99", "CPU µs/op", "RSS"
+    );
+    let mut verdicts = Vec::new();
+    for (i, (_, label)) in WORKLOADS.iter().enumerate() {
+        let (Some(ours), Some(theirs)) = (
+            median(&summaries(results, label, Side::Ours, hz)),
+            median(&summaries(results, label, Side::Java, hz)),
+        ) else {
+            continue;
+        };
+        let ops = ours.ops_per_sec / theirs.ops_per_sec;
+        let p50 = ours.p50_us / theirs.p50_us;
+        let p99 = ours.p99_us / theirs.p99_us;
+        let cpu = ours.cpu_us_per_op / theirs.cpu_us_per_op;
+        let rss = ours.rss_mib / theirs.rss_mib;
+        out.push_str(&format!(
+            "{label:<34} {ops:>8.2}x {p50:>8.2}x {p99:>8.2}x {cpu:>11.2}x {rss:>8.3}x\n"
+        ));
+        let tag = if i == 0 { "(a)" } else { "(b)" };
+        if i == 1 {
+            verdicts.push(target(
+                &format!("{tag} ops/s >= 1.2x Java"),
+                ops,
+                ops >= 1.2,
+            ));
+        } else {
+            verdicts.push(target(&format!("{tag} p50 <= Java"), p50, p50 <= 1.0));
+        }
+        verdicts.push(target(
+            &format!("{tag} CPU/op <= 0.5x Java"),
+            cpu,
+            cpu <= 0.5,
+        ));
+        verdicts.push(target(
+            &format!("{tag} peak RSS <= 0.1x Java"),
+            rss,
+            rss <= 0.1,
+        ));
+    }
+    out.push_str("\ntargets:\n");
+    for verdict in verdicts {
+        out.push_str(&verdict);
+    }
+    out
+}
+
+fn target(what: &str, ratio: f64, met: bool) -> String {
+    let verdict = if met { "met" } else { "NOT met" };
+    format!("  {what:<30} {ratio:>7.3}x  {verdict}\n")
+}
+
+/// The CPU model from `/proc/cpuinfo`.
+fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    info.lines()
+        .find_map(|line| line.strip_prefix("model name"))
+        .and_then(|rest| rest.split_once(':'))
+        .map(|(_, model)| model.trim().to_owned())
+}
+
+/// The first line of `java -version`.
+fn java_version() -> String {
+    Command::new("java")
+        .arg("-version")
+        .output()
+        .ok()
+        .and_then(|out| {
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .next()
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| "java".to_owned())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn options_parse() {
+        assert_eq!(Options::parse(&[]).unwrap(), Options::default());
+        let o = Options::parse(&args(&["--seconds", "3", "--java-warmup=5"])).unwrap();
+        assert_eq!((o.seconds, o.rust_warmup, o.java_warmup), (3.0, 1.0, 5.0));
+        assert_eq!(Options::parse(&args(&["--rounds=3"])).unwrap().rounds, 3);
+        assert!(Options::parse(&args(&["--rounds", "0"])).is_err());
+        assert!(Options::parse(&args(&["--seconds", "0"])).is_err());
+        assert!(Options::parse(&args(&["--seconds"])).is_err());
+        assert!(Options::parse(&args(&["--fast"])).is_err());
+    }
+
+    #[test]
+    fn medians_are_taken_field_by_field() {
+        let s = |ops, p50_ns, cpu_window_ticks| {
+            let sample = Sample {
+                ops,
+                measure_ms: 1000,
+                p50_ns,
+                cpu_window_ticks,
+                ..Sample::default()
+            };
+            Summary::of(&sample, 100)
+        };
+        // CPU per op: 10 ms / 10, 40 ms / 40, 60 ms / 20 = 1000, 1000, 3000 µs.
+        let m = median(&[s(10, 300, 1), s(40, 100, 4), s(20, 200, 6)]).unwrap();
+        assert_eq!(
+            (m.ops_per_sec, m.p50_us, m.cpu_us_per_op),
+            (20.0, 0.2, 1000.0)
+        );
+        assert_eq!(median(&[s(1, 1, 0), s(3, 3, 0)]).unwrap().ops_per_sec, 3.0);
+        assert_eq!(median(&[]), None);
+    }
+}

@@ -1,0 +1,26 @@
+//! `cargo xtask bench <what>`: benchmarks against local ZooKeeper servers.
+//!
+//! - [`client`]: zk-client against the plain Java ZooKeeper client, one workload per worker
+//!   process on one fresh server, with throughput, latency, CPU and memory side by side.
+//!
+//! The workers print one [`sample::Sample`] line each; [`procfs`] reads their CPU time and
+//! peak memory. Nothing here asserts on timing: benchmarks report, they do not pass or fail.
+
+pub mod client;
+pub mod histogram;
+pub mod procfs;
+pub mod sample;
+
+use std::error::Error;
+
+/// Runs `cargo xtask bench <args>`.
+///
+/// # Errors
+/// An unknown benchmark, or the benchmark's own failure.
+pub fn run(args: &[String]) -> Result<(), Box<dyn Error>> {
+    match args.split_first() {
+        Some((what, rest)) if what == "client" => client::run(rest),
+        Some((what, _)) => Err(format!("unknown benchmark `{what}`: use `client`").into()),
+        None => Err("`cargo xtask bench` needs a benchmark: `client`".into()),
+    }
+}

@@ -1,0 +1,221 @@
+//! `zk-bench-worker`: the Rust side of `cargo xtask bench client`. One workload with
+//! zk-client, in a process of its own so that its CPU time and memory are its own; the Java
+//! side is `java/JavaClientBench.java`, which does the same with the Java client.
+//!
+//! ```text
+//! zk-bench-worker <connect> <create|get> <warmup ms> <measure ms> <path>
+//! ```
+//!
+//! - `create`: sequential round trips: create `<path>` (persistent, empty), await, delete it,
+//!   await; one op is one pair, its latency from the create's call to the delete's reply.
+//! - `get`: `get_data` of `<path>` (1 KiB, created if missing) with 100 requests in flight at
+//!   all times: 100 tasks on one `Client`, each issuing its next request as soon as its last
+//!   one is answered.
+//!
+//! Runtime: a **current-thread** tokio runtime; the session task and every request task share
+//! the one thread. Requests run for `<warmup ms>` unmeasured, then for `<measure ms>`
+//! measured (an op counts when it completes inside the window); then no new request starts
+//! and the worker waits for those in flight. It prints one `RESULT ...` line
+//! ([`xtask::bench::sample::Sample`]) or `ERROR <message>`, and exits when its stdin ends.
+
+use std::error::Error;
+use std::io::Read;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use xtask::bench::histogram::Histogram;
+use xtask::bench::procfs;
+use xtask::bench::sample::Sample;
+use zk_client::{Client, CreateMode, CreateOptions};
+
+type Result<T> = std::result::Result<T, Box<dyn Error + Send + Sync>>;
+
+/// Requests in flight in the `get` workload.
+const IN_FLIGHT: usize = 100;
+/// The node size in the `get` workload.
+const DATA_LEN: usize = 1024;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    exit_at_end_of_stdin();
+    match run(&args) {
+        Ok(sample) => {
+            println!("{sample}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            println!("ERROR {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Exits when stdin ends: the bench that started this worker went away.
+fn exit_at_end_of_stdin() {
+    std::thread::spawn(|| {
+        let mut sink = [0u8; 64];
+        let mut stdin = std::io::stdin();
+        while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
+        std::process::exit(3);
+    });
+}
+
+/// The parsed command line.
+struct Args {
+    connect: String,
+    workload: String,
+    warmup: Duration,
+    measure: Duration,
+    path: String,
+}
+
+fn parse(args: &[String]) -> Result<Args> {
+    let [connect, workload, warmup, measure, path] = args else {
+        return Err(
+            "usage: zk-bench-worker <connect> <create|get> <warmup ms> <measure ms> <path>".into(),
+        );
+    };
+    Ok(Args {
+        connect: connect.clone(),
+        workload: workload.clone(),
+        warmup: Duration::from_millis(warmup.parse()?),
+        measure: Duration::from_millis(measure.parse()?),
+        path: path.clone(),
+    })
+}
+
+fn run(args: &[String]) -> Result<Sample> {
+    let args = parse(args)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (hist, cpu_window_ticks) = rt.block_on(workload(&args))?;
+    drop(rt);
+    Ok(Sample {
+        ops: hist.count(),
+        measure_ms: u64::try_from(args.measure.as_millis())?,
+        p50_ns: hist.percentile(50),
+        p99_ns: hist.percentile(99),
+        cpu_window_ticks,
+        cpu_total_ticks: procfs::cpu_ticks("self")?,
+        hwm_kib: procfs::peak_rss_kib("self")?,
+    })
+}
+
+/// The measured window: an op counts when it completes in `start..end`.
+#[derive(Clone, Copy)]
+struct Window {
+    start: Instant,
+    end: Instant,
+}
+
+/// Runs the workload; returns the window's latencies and the CPU ticks spent in it.
+async fn workload(args: &Args) -> Result<(Histogram, u64)> {
+    let client = Client::builder()
+        .hosts(args.connect.as_str())
+        .connect()
+        .await?;
+    let begin = Instant::now();
+    let window = Window {
+        start: begin + args.warmup,
+        end: begin + args.warmup + args.measure,
+    };
+    let hist = Arc::new(Mutex::new(Histogram::new()));
+    let mut tasks = Vec::new();
+    match args.workload.as_str() {
+        "create" => {
+            if client.exists(&args.path).await?.is_some() {
+                client.delete(&args.path, None).await?;
+            }
+            tasks.push(tokio::spawn(create_delete(
+                client.clone(),
+                args.path.clone(),
+                window,
+                hist.clone(),
+            )));
+        }
+        "get" => {
+            if client.exists(&args.path).await?.is_none() {
+                let options = CreateOptions::new(CreateMode::Persistent);
+                client.create(&args.path, &[0; DATA_LEN], &options).await?;
+            }
+            for _ in 0..IN_FLIGHT {
+                tasks.push(tokio::spawn(get_data(
+                    client.clone(),
+                    args.path.clone(),
+                    window,
+                    hist.clone(),
+                )));
+            }
+        }
+        other => return Err(format!("unknown workload `{other}`: use create or get").into()),
+    }
+
+    tokio::time::sleep_until(window.start.into()).await;
+    let cpu_start = procfs::cpu_ticks("self")?;
+    tokio::time::sleep_until(window.end.into()).await;
+    let cpu_end = procfs::cpu_ticks("self")?;
+    for task in tasks {
+        task.await??;
+    }
+    client.close().await?;
+    let hist = hist.lock().map_err(|_| "a request task panicked")?.clone();
+    Ok((hist, cpu_end.saturating_sub(cpu_start)))
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Counts one op that started at `t0` and completed at `now`, if `now` is in the window.
+fn record(hist: &Mutex<Histogram>, window: Window, t0: Instant, now: Instant) {
+    if now >= window.start && now < window.end {
+        if let Ok(mut hist) = hist.lock() {
+            hist.record(nanos(now - t0));
+        }
+    }
+}
+
+/// Sequential create + delete pairs until the window ends.
+async fn create_delete(
+    client: Client,
+    path: String,
+    window: Window,
+    hist: Arc<Mutex<Histogram>>,
+) -> Result<()> {
+    let options = CreateOptions::new(CreateMode::Persistent);
+    let mut t0 = Instant::now();
+    loop {
+        client.create(&path, &[], &options).await?;
+        client.delete(&path, None).await?;
+        let now = Instant::now();
+        record(&hist, window, t0, now);
+        if now >= window.end {
+            return Ok(());
+        }
+        t0 = now;
+    }
+}
+
+/// One of the `get` workload's request loops: the next request as soon as the last returns.
+async fn get_data(
+    client: Client,
+    path: String,
+    window: Window,
+    hist: Arc<Mutex<Histogram>>,
+) -> Result<()> {
+    let mut t0 = Instant::now();
+    loop {
+        let (data, _) = client.get_data(&path).await?;
+        let now = Instant::now();
+        if data.len() != DATA_LEN {
+            return Err(format!("{path} has {} bytes, not {DATA_LEN}", data.len()).into());
+        }
+        record(&hist, window, t0, now);
+        if now >= window.end {
+            return Ok(());
+        }
+        t0 = now;
+    }
+}
