@@ -1,10 +1,12 @@
 //! `cargo xtask demo`: starts a local ZooKeeper and shows the project at work.
 //!
-//! For now that is zk-proto talking to a real server: the handshake, Curator's lock-node layout
-//! built by hand (three sessions queue on one lock with `_c_<uuid>-lock-` ephemeral sequential
-//! nodes, each watching its predecessor; the holder leaves and the next one is told), a multi
-//! transaction with its per-op results, and `closeSession` removing ephemerals at once. The
-//! recipes will take over these steps as they land.
+//! First zk-proto on its own over plain TCP: the handshake, Curator's lock-node layout built by
+//! hand (three sessions queue on one lock with `_c_<uuid>-lock-` ephemeral sequential nodes,
+//! each watching its predecessor; the holder leaves and the next one is told), a multi
+//! transaction with its per-op results, and `closeSession` removing ephemerals at once. Then
+//! the same lock through `recipe-mutex`: a FIFO hand-off with fencing tokens, and a holder
+//! whose network fails, told first that it can no longer be sure and then that the lock is
+//! gone, while a waiter takes over with a higher token. The other recipes join as they land.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -77,6 +79,12 @@ pub fn run(_args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         server.data_dir().display()
     );
     demo(&server).map_err(|e| -> Box<dyn std::error::Error> { e.to_string().into() })?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(mutex_demo(&server))?;
+    drop(runtime);
     step("stopping ZooKeeper");
     drop(server);
     println!("done");
@@ -263,4 +271,103 @@ fn print_multi(reply: Option<Response>) {
         };
         println!("  op {i}: {text}");
     }
+}
+
+/// The same lock through zk-client and recipe-mutex.
+async fn mutex_demo(server: &ZkServer) -> Result<(), Box<dyn std::error::Error>> {
+    use recipe_mutex::{InterProcessMutex, Loss};
+    use zk_client::{Client, SessionState};
+
+    let path = "/demo/mutex";
+    let connect = |hosts: String, timeout: Duration| async move {
+        Client::builder()
+            .hosts(hosts)
+            .session_timeout(timeout)
+            .connect()
+            .await
+    };
+    step(&format!(
+        "recipe-mutex: three sessions take {path} in turn (InterProcessMutex)"
+    ));
+    // Alice reaches the server through a fault proxy, to fail her network later.
+    let proxy = crate::FaultProxy::start(server.addr())?;
+    let alice = connect(proxy.addr().to_string(), Duration::from_secs(2)).await?;
+    let bob = connect(server.connect_string(), Duration::from_secs(10)).await?;
+    let carol = connect(server.connect_string(), Duration::from_secs(10)).await?;
+    let (ma, mb, mc) = (
+        InterProcessMutex::new(alice.clone(), path)?,
+        InterProcessMutex::new(bob.clone(), path)?,
+        InterProcessMutex::new(carol.clone(), path)?,
+    );
+    let ga = ma.lock().await?;
+    println!(
+        "alice  holds, fencing token {} ({})",
+        ga.fencing_token(),
+        ga.node_path()
+    );
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for (name, m) in [("bob", mb.clone()), ("carol", mc.clone())] {
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let result = m.lock().await;
+            let _ = tx.send((name, result));
+        });
+        // Queue them in this order.
+        while ma.participant_nodes().await?.len() < if name == "bob" { 2 } else { 3 } {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    println!(
+        "queue  {:?}",
+        ma.participant_nodes()
+            .await?
+            .iter()
+            .map(|p| p.rsplit('/').next().unwrap_or(""))
+            .collect::<Vec<_>>()
+    );
+    ga.release().await?;
+    println!("alice  released");
+    for _ in 0..2 {
+        let Some((name, result)) = rx.recv().await else {
+            break;
+        };
+        let g = result?;
+        println!(
+            "{name:<6} holds, fencing token {} (strictly higher than before)",
+            g.fencing_token()
+        );
+        g.release().await?;
+        println!("{name:<6} released");
+    }
+
+    step("a holder whose network fails: told it can no longer be sure, then that the lock is gone");
+    let ga = ma.lock().await?;
+    println!("alice  holds again, fencing token {}", ga.fencing_token());
+    let waiting = tokio::spawn(async move { mb.lock().await });
+    proxy.stall();
+    println!("alice's network stalls (no close, no pings: as if her process hung)");
+    let loss = ga.lost().await;
+    println!("alice  guard.lost() -> {loss:?}: stop acting as the holder");
+    let gb = waiting.await??;
+    println!(
+        "bob    holds after the server expired alice's session, fencing token {} > {}",
+        gb.fencing_token(),
+        ga.fencing_token()
+    );
+    let mut states = alice.state_watch();
+    let _ = states.wait_for(|s| *s == SessionState::Lost).await;
+    println!(
+        "alice  guard.lost() -> {:?}, is_valid() = {}",
+        ga.lost().await,
+        ga.is_valid()
+    );
+    if ga.lost().await != Loss::Lost {
+        return Err("alice should know the lock is lost".into());
+    }
+    gb.release().await?;
+    drop(ga);
+    proxy.pass();
+    bob.close().await?;
+    carol.close().await?;
+    Ok(())
 }
