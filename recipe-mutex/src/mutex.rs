@@ -227,9 +227,10 @@ impl InterProcessMutex {
     }
 
     /// Curator's `release()`: one count of the calling task's hold; the last one deletes the
-    /// node. [`Error::NotOwner`] if the task holds nothing. If the delete fails the hold is
-    /// forgotten anyway and the node deleted in the background (as in Curator), and the
-    /// error is returned.
+    /// node. [`Error::NotOwner`] if the task holds nothing. A delete that fails for a lost
+    /// connection is retried once reconnected, for up to the session timeout; if it still
+    /// fails the hold is forgotten anyway, the node is deleted in the background (as in
+    /// Curator), and the error is returned.
     pub async fn release(&self) -> Result<(), Error> {
         self.release_for(Owner::current()).await
     }
@@ -261,13 +262,24 @@ impl InterProcessMutex {
             revocation.abort();
         }
         let client = &self.inner.client;
-        match client.delete(&hold.node.path, None).await {
-            Ok(()) | Err(zk_client::Error::NoNode) => Ok(()),
-            // The session is gone, and our ephemeral node with it.
-            Err(zk_client::Error::SessionExpired | zk_client::Error::Closed) => Ok(()),
-            Err(e) => {
-                cleanup::spawn(client, Cleanup::Delete(hold.node.path));
-                Err(Error::Zk(e))
+        loop {
+            match client.delete(&hold.node.path, None).await {
+                Ok(()) | Err(zk_client::Error::NoNode) => return Ok(()),
+                // The session is gone, and our ephemeral node with it.
+                Err(zk_client::Error::SessionExpired | zk_client::Error::Closed) => return Ok(()),
+                // Wait for the connection to come back, as long as the session can live
+                // without one, then try again.
+                Err(zk_client::Error::ConnectionLoss)
+                    if tokio::time::timeout(
+                        client.session_timeout(),
+                        cleanup::wait_connected(client),
+                    )
+                    .await
+                    .unwrap_or(false) => {}
+                Err(e) => {
+                    cleanup::spawn(client, Cleanup::Delete(hold.node.path));
+                    return Err(Error::Zk(e));
+                }
             }
         }
     }

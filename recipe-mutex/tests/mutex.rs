@@ -524,3 +524,92 @@ async fn eight_sessions_across_a_member_kill_never_two_holders_and_no_node_left(
         release_errors.load(Ordering::SeqCst)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_survives_a_server_bounce() {
+    // Curator's testWaitingProcessKilledServer: the holder stops the server while another
+    // waits, and restarts it; both end up acquiring and releasing.
+    let mut zk = tokio::task::block_in_place(ZkServer::start).unwrap();
+    let path = "/t/bounce";
+    let holder = InterProcessMutex::new(
+        client_at(&zk.connect_string(), Duration::from_secs(10)).await,
+        path,
+    )
+    .unwrap();
+    let waiter = InterProcessMutex::new(
+        client_at(&zk.connect_string(), Duration::from_secs(10)).await,
+        path,
+    )
+    .unwrap();
+    let g = holder.lock().await.unwrap();
+    let waiting = tokio::spawn(async move { waiter.lock().await.map(|g| (g.fencing_token(), g)) });
+    let observer = client_at(&zk.connect_string(), Duration::from_secs(10)).await;
+    wait_children(&observer, path, 2).await;
+    drop(observer);
+    tokio::task::block_in_place(|| zk.restart()).unwrap();
+    let token = g.fencing_token();
+    bounded(g.release()).await.unwrap();
+    let (next, g2) = bounded(waiting).await.unwrap().unwrap();
+    assert!(next > token);
+    g2.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_parents_are_containers_the_server_removes_when_empty() {
+    // Curator's testContainerCleanup, with the server checking containers every 100 ms.
+    let opts =
+        xtask::ZkOptions::default().system_property("znode.container.checkIntervalMs", "100");
+    let zk = tokio::task::block_in_place(|| ZkServer::start_with(opts)).unwrap();
+    let c = client_at(&zk.connect_string(), Duration::from_secs(10)).await;
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let m = InterProcessMutex::new(
+            client_at(&zk.connect_string(), Duration::from_secs(10)).await,
+            "/locks/our-lock",
+        )
+        .unwrap();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..5 {
+                m.lock().await.unwrap().release().await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        bounded(t).await.unwrap();
+    }
+    // Wait for the server to remove the empty containers, bottom-up.
+    bounded(async {
+        loop {
+            let (stat, watcher) = c.exists_and_watch("/locks").await.unwrap();
+            if stat.is_none() {
+                return;
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(200), watcher).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn works_under_a_chroot() {
+    // Curator's testWithNamespace: a chroot plays the namespace's part.
+    let plain = client().await;
+    plain
+        .create(
+            "/ns",
+            b"",
+            &zk_client::CreateOptions::new(zk_client::CreateMode::Persistent),
+        )
+        .await
+        .ok();
+    let jailed = client_at(
+        &format!("{}/ns", server().connect_string()),
+        Duration::from_secs(10),
+    )
+    .await;
+    let m = InterProcessMutex::new(jailed, "/test").unwrap();
+    let g = m.lock().await.unwrap();
+    assert!(g.node_path().starts_with("/test/_c_"), "{}", g.node_path());
+    assert_eq!(plain.get_children("/ns/test").await.unwrap().len(), 1);
+    g.release().await.unwrap();
+}
