@@ -8,8 +8,6 @@
 //! whose network fails, told first that it can no longer be sure and then that the lock is
 //! gone, while a waiter takes over with a higher token. The other recipes join as they land.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
 use zk_proto::records::*;
@@ -18,20 +16,6 @@ use zk_proto::{CreateMode, EventType, MultiOp, MultiRequest, MultiResult, Reques
 use crate::deps::{self, Need};
 use crate::wire::{WireError, WireSession};
 use crate::zk::{ZkOptions, ZkServer};
-
-/// A random version-4-shaped UUID, as Curator's protection prefix uses (`_c_<uuid>-`).
-fn uuid() -> String {
-    let random = || RandomState::new().build_hasher().finish();
-    let (a, b) = (random(), random());
-    format!(
-        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
-        a >> 32,
-        (a >> 16) & 0xffff,
-        a & 0xfff,
-        0x8000 | ((b >> 48) & 0x3fff),
-        b & 0xffff_ffff_ffff
-    )
-}
 
 fn create(path: &str, mode: CreateMode) -> Request {
     Request::Create(CreateRequest {
@@ -135,7 +119,7 @@ fn demo(server: &ZkServer) -> Result<(), WireError> {
         .session
         .call_ok(&create(lock, CreateMode::Container))?;
     for c in &mut all {
-        let prefix = format!("{lock}/_c_{}-lock-", uuid());
+        let prefix = format!("{lock}/_c_{}-lock-", recipe_mutex::random_uuid());
         let reply = c
             .session
             .call_ok(&create(&prefix, CreateMode::EphemeralSequential))?;
