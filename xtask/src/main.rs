@@ -28,6 +28,12 @@ Commands:
                  zk-client against the Java client on one fresh server: sequential
                  create+delete and 100-deep pipelined get_data, N s each (default 10),
                  R rounds (default 1) in alternating order, ratios of the medians
+  bench mutex [--seconds N] [--rounds R] [--sessions 1,4,16] [--rust-warmup S]
+              [--java-warmup S] [--kazoo-warmup S] [--server-warmup S]
+                 our InterProcessMutex (awaited and dropped release) against Curator 5.4's
+                 and kazoo's Lock at each session count (a session each, one process per
+                 library), N s each (default 10) on one fresh server: cycles/s, p50/p99,
+                 CPU per cycle, peak RSS, server requests per cycle, ratios, targets
   interop mutex [--seconds N] [--java-clients N] [--rust-clients N] [--path P]
                 [--in-process] [--java-path P]
                  our InterProcessMutex against Curator 5.4's on one path, in separate

@@ -1,9 +1,11 @@
-//! `zk-bench-worker`: the Rust side of `cargo xtask bench client`. One workload with
-//! zk-client, in a process of its own so that its CPU time and memory are its own; the Java
-//! side is `java/JavaClientBench.java`, which does the same with the Java client.
+//! `zk-bench-worker`: the Rust side of `cargo xtask bench client` and `cargo xtask bench
+//! mutex`. One workload with zk-client (or recipe-mutex), in a process of its own so that its
+//! CPU time and memory are its own; the Java sides are `java/JavaClientBench.java` and
+//! `java/CuratorMutexBench.java`, kazoo's is `python/kazoo_lock_bench.py`.
 //!
 //! ```text
 //! zk-bench-worker <connect> <create|get> <warmup ms> <measure ms> <path>
+//! zk-bench-worker <connect> <mutex|mutex-drop> <warmup ms> <measure ms> <path> <sessions>
 //! ```
 //!
 //! - `create`: sequential round trips: create `<path>` (persistent, empty), await, delete it,
@@ -11,9 +13,17 @@
 //! - `get`: `get_data` of `<path>` (1 KiB, created if missing) with 100 requests in flight at
 //!   all times: 100 tasks on one `Client`, each issuing its next request as soon as its last
 //!   one is answered.
+//! - `mutex`, `mutex-drop`: `<sessions>` contenders, each with its own `Client` (its own
+//!   session) and its own `recipe_mutex::InterProcessMutex` on `<path>`, each looping
+//!   `lock().await` → release; one op is one cycle, its latency from before the acquire to
+//!   after the release returns. `mutex` releases with `guard.release().await` (the delete is
+//!   awaited, as Curator's `release()` does); `mutex-drop` drops the guard (the delete goes out
+//!   in the background). At the start and the end of the measured window the worker prints
+//!   `WINDOW_START` and `WINDOW_END`, so that the bench can read the server's request counters
+//!   at those moments.
 //!
-//! Runtime: a **current-thread** tokio runtime; the session task and every request task share
-//! the one thread. Requests run for `<warmup ms>` unmeasured, then for `<measure ms>`
+//! Runtime: a **current-thread** tokio runtime; the session tasks and every request task (or
+//! contender) share the one thread. Requests run for `<warmup ms>` unmeasured, then for `<measure ms>`
 //! measured (an op counts when it completes inside the window); then no new request starts
 //! and the worker waits for those in flight. It prints one `RESULT ...` line
 //! ([`xtask::bench::sample::Sample`]) or `ERROR <message>`, and exits when its stdin ends.
@@ -24,6 +34,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use recipe_mutex::InterProcessMutex;
 use xtask::bench::histogram::Histogram;
 use xtask::bench::procfs;
 use xtask::bench::sample::Sample;
@@ -35,6 +46,9 @@ type Result<T> = std::result::Result<T, Box<dyn Error + Send + Sync>>;
 const IN_FLIGHT: usize = 100;
 /// The node size in the `get` workload.
 const DATA_LEN: usize = 1024;
+/// The session timeout of each `mutex` contender (Curator's and kazoo's workers ask for the
+/// same).
+const MUTEX_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -68,13 +82,28 @@ struct Args {
     warmup: Duration,
     measure: Duration,
     path: String,
+    /// Contending sessions (`mutex` workloads only; 1 otherwise).
+    sessions: usize,
 }
 
+const USAGE: &str = "usage: zk-bench-worker <connect> <create|get> <warmup ms> <measure ms> \
+                     <path>\n   or: zk-bench-worker <connect> <mutex|mutex-drop> <warmup ms> \
+                     <measure ms> <path> <sessions>";
+
 fn parse(args: &[String]) -> Result<Args> {
-    let [connect, workload, warmup, measure, path] = args else {
-        return Err(
-            "usage: zk-bench-worker <connect> <create|get> <warmup ms> <measure ms> <path>".into(),
-        );
+    let (connect, workload, warmup, measure, path, sessions) = match args {
+        [connect, workload, warmup, measure, path] if !workload.starts_with("mutex") => {
+            (connect, workload, warmup, measure, path, 1)
+        }
+        [connect, workload, warmup, measure, path, sessions] if workload.starts_with("mutex") => {
+            let sessions = sessions
+                .parse()
+                .ok()
+                .filter(|n| (1..=1024).contains(n))
+                .ok_or_else(|| format!("<sessions> wants 1 to 1024, got `{sessions}`"))?;
+            (connect, workload, warmup, measure, path, sessions)
+        }
+        _ => return Err(USAGE.into()),
     };
     Ok(Args {
         connect: connect.clone(),
@@ -82,6 +111,7 @@ fn parse(args: &[String]) -> Result<Args> {
         warmup: Duration::from_millis(warmup.parse()?),
         measure: Duration::from_millis(measure.parse()?),
         path: path.clone(),
+        sessions,
     })
 }
 
@@ -90,7 +120,11 @@ fn run(args: &[String]) -> Result<Sample> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let (hist, cpu_window_ticks) = rt.block_on(workload(&args))?;
+    let (hist, cpu_window_ticks) = match args.workload.as_str() {
+        "mutex" => rt.block_on(mutex_workload(&args, Release::Await))?,
+        "mutex-drop" => rt.block_on(mutex_workload(&args, Release::Drop))?,
+        _ => rt.block_on(workload(&args))?,
+    };
     drop(rt);
     Ok(Sample {
         ops: hist.count(),
@@ -212,6 +246,84 @@ async fn get_data(
         if data.len() != DATA_LEN {
             return Err(format!("{path} has {} bytes, not {DATA_LEN}", data.len()).into());
         }
+        record(&hist, window, t0, now);
+        if now >= window.end {
+            return Ok(());
+        }
+        t0 = now;
+    }
+}
+
+/// How a `mutex` contender releases the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Release {
+    /// `guard.release().await`: the cycle ends when the delete is answered.
+    Await,
+    /// `drop(guard)`: the delete goes out in the background.
+    Drop,
+}
+
+/// The `mutex` workloads: `args.sessions` contenders, a session each, on one lock path; returns
+/// the window's cycle latencies and the CPU ticks spent in it.
+async fn mutex_workload(args: &Args, release: Release) -> Result<(Histogram, u64)> {
+    let mut clients = Vec::with_capacity(args.sessions);
+    for _ in 0..args.sessions {
+        let client = Client::builder()
+            .hosts(args.connect.as_str())
+            .session_timeout(MUTEX_SESSION_TIMEOUT)
+            .connect()
+            .await?;
+        clients.push(client);
+    }
+    let begin = Instant::now();
+    let window = Window {
+        start: begin + args.warmup,
+        end: begin + args.warmup + args.measure,
+    };
+    let hist = Arc::new(Mutex::new(Histogram::new()));
+    let mut tasks = Vec::with_capacity(clients.len());
+    for client in &clients {
+        let mutex = InterProcessMutex::new(client.clone(), &args.path)?;
+        tasks.push(tokio::spawn(lock_cycles(
+            mutex,
+            release,
+            window,
+            hist.clone(),
+        )));
+    }
+
+    tokio::time::sleep_until(window.start.into()).await;
+    let cpu_start = procfs::cpu_ticks("self")?;
+    println!("WINDOW_START");
+    tokio::time::sleep_until(window.end.into()).await;
+    let cpu_end = procfs::cpu_ticks("self")?;
+    println!("WINDOW_END");
+    for task in tasks {
+        task.await??;
+    }
+    for client in &clients {
+        client.close().await?;
+    }
+    let hist = hist.lock().map_err(|_| "a contender panicked")?.clone();
+    Ok((hist, cpu_end.saturating_sub(cpu_start)))
+}
+
+/// One contender: lock → release cycles until the window ends (the cycle in progress then is
+/// finished, so that the others get their turn and end too).
+async fn lock_cycles(
+    mutex: InterProcessMutex,
+    release: Release,
+    window: Window,
+    hist: Arc<Mutex<Histogram>>,
+) -> Result<()> {
+    let mut t0 = Instant::now();
+    loop {
+        let guard = mutex.lock().await?;
+        match release {
+            Release::Await => guard.release().await?,
+            Release::Drop => drop(guard),
+        }
+        let now = Instant::now();
         record(&hist, window, t0, now);
         if now >= window.end {
             return Ok(());

@@ -1,0 +1,853 @@
+//! `cargo xtask bench mutex`: our `InterProcessMutex` against Curator 5.4's and kazoo's `Lock`,
+//! on one fresh standalone server (default options: `forceSync` on, as in production).
+//!
+//! For each session count (`--sessions`, default 1, 4 and 16), each library runs in a worker
+//! process of its own: that many contenders, each with its own session (its own client) and
+//! its own lock object, all on one lock path (`/bench/mutex/<library>-<sessions>`), each
+//! looping acquire → release as fast as it can. One cycle's latency runs from before the
+//! acquire to after the release returns.
+//!
+//! - ours: `zk-bench-worker <connect> mutex ...` (built here in release mode; a current-thread
+//!   tokio runtime, one `zk_client::Client` per contender); the release is
+//!   `guard.release().await`, which awaits the delete as Curator's `release()` does;
+//! - ours (drop): the same, releasing by dropping the guard (the delete goes out in the
+//!   background);
+//! - curator: `java/CuratorMutexBench.java`, one `CuratorFramework` per contender, one thread
+//!   each, JVM defaults;
+//! - kazoo: `python/kazoo_lock_bench.py` on `/usr/bin/python3`, one `KazooClient` per
+//!   contender, one thread each, `client.Lock(path)`.
+//!
+//! Every worker warms up unmeasured (Java longer, for its JIT), then measures for `--seconds`.
+//! It prints `WINDOW_START` and `WINDOW_END` at the window's edges; the bench reads the
+//! server's `zk_packets_received` (`mntr`) at each, so that the requests each cycle costs the
+//! server are known (session pings of waiting contenders included). Before all that the
+//! server's JVM is warmed up with our worker at each session count. With `--rounds R` every
+//! worker runs R times, the order of the libraries alternating, and the ratios use medians.
+//!
+//! Each worker reports a [`Sample`]: cycles, p50/p99 latency, its own CPU time in the window
+//! (`/proc/self/stat`) and its peak RSS (`VmHWM`). The report shows every library, the ratios
+//! ours/Curator and ours/kazoo, and the targets against Curator: cycles/s at least 1.5× at one
+//! session and 1.3× at 16, p99 no worse, CPU per cycle at most 0.2×, peak RSS at most a tenth.
+//! Nothing is asserted: this reports.
+
+use std::error::Error;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::procfs;
+use super::sample::Sample;
+use crate::deps::{self, Need};
+use crate::interop::CURATOR_JARS;
+use crate::java;
+use crate::paths::{target_dir, workspace_root};
+use crate::zk::{ZkOptions, ZkServer};
+
+type Result<T> = std::result::Result<T, Box<dyn Error>>;
+
+/// The Python that has kazoo (Debian's `python3-kazoo`).
+const PYTHON: &str = "/usr/bin/python3";
+
+/// How long a worker may take beyond its warm-up and window (start, connect all its
+/// sessions, finish the cycles in progress, close).
+const WORKER_SLACK: Duration = Duration::from_secs(120);
+
+/// The command line of `bench mutex`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// The measured window of each worker, in seconds (`--seconds`, default 10).
+    pub seconds: f64,
+    /// How many times each worker runs (`--rounds`, default 1); the order of the libraries
+    /// alternates, and the ratios use each metric's median.
+    pub rounds: u32,
+    /// The numbers of contending sessions (`--sessions 1,4,16`).
+    pub sessions: Vec<usize>,
+    /// Our workers' unmeasured warm-up, in seconds (`--rust-warmup`, default 1).
+    pub rust_warmup: f64,
+    /// Curator's unmeasured warm-up, in seconds (`--java-warmup`, default 5: JIT).
+    pub java_warmup: f64,
+    /// kazoo's unmeasured warm-up, in seconds (`--kazoo-warmup`, default 1).
+    pub kazoo_warmup: f64,
+    /// Before any measurement, our worker runs this long at each session count, unmeasured,
+    /// so that the server's JVM is warmed up for whichever library goes first
+    /// (`--server-warmup`, default 2).
+    pub server_warmup: f64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            seconds: 10.0,
+            rounds: 1,
+            sessions: vec![1, 4, 16],
+            rust_warmup: 1.0,
+            java_warmup: 5.0,
+            kazoo_warmup: 1.0,
+            server_warmup: 2.0,
+        }
+    }
+}
+
+impl Options {
+    /// Parses `[--seconds N] [--rounds R] [--sessions 1,4,16] [--rust-warmup S]
+    /// [--java-warmup S] [--kazoo-warmup S] [--server-warmup S]` (also `--flag=value`).
+    ///
+    /// # Errors
+    /// An unknown flag, a missing value, or a value out of range: a window above 0 and at
+    /// most an hour, warm-ups from 0 to 60 s, 1 to 20 rounds, 1 to 10 session counts of 1
+    /// to 256 each.
+    pub fn parse(args: &[String]) -> Result<Options> {
+        let mut opts = Options::default();
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            let (flag, inline) = match arg.split_once('=') {
+                Some((flag, value)) => (flag, Some(value.to_owned())),
+                None => (arg.as_str(), None),
+            };
+            let value = inline
+                .or_else(|| args.next().cloned())
+                .ok_or_else(|| format!("`{flag}` needs a value"))?;
+            match flag {
+                "--rounds" => {
+                    opts.rounds = value
+                        .parse()
+                        .ok()
+                        .filter(|r| (1..=20).contains(r))
+                        .ok_or_else(|| format!("`--rounds` wants 1 to 20, got `{value}`"))?;
+                    continue;
+                }
+                "--sessions" => {
+                    opts.sessions = parse_sessions(&value)?;
+                    continue;
+                }
+                _ => {}
+            }
+            let (slot, range) = match flag {
+                "--seconds" => (&mut opts.seconds, 0.001..=3600.0),
+                "--rust-warmup" => (&mut opts.rust_warmup, 0.0..=60.0),
+                "--java-warmup" => (&mut opts.java_warmup, 0.0..=60.0),
+                "--kazoo-warmup" => (&mut opts.kazoo_warmup, 0.0..=60.0),
+                "--server-warmup" => (&mut opts.server_warmup, 0.0..=60.0),
+                _ => return Err(format!("`bench mutex`: unknown argument `{arg}`").into()),
+            };
+            *slot = value
+                .parse()
+                .ok()
+                .filter(|v| range.contains(v))
+                .ok_or_else(|| format!("`{flag}` wants seconds in {range:?}, got `{value}`"))?;
+        }
+        Ok(opts)
+    }
+}
+
+/// `1,4,16`: distinct session counts, 1 to 256 each, at most 10, in the given order.
+fn parse_sessions(value: &str) -> Result<Vec<usize>> {
+    let mut out = Vec::new();
+    for part in value.split(',') {
+        let n = part
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n| (1..=256).contains(n))
+            .ok_or_else(|| format!("`--sessions` wants counts of 1 to 256, got `{part}`"))?;
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    if out.len() > 10 {
+        return Err("`--sessions` takes at most 10 counts".into());
+    }
+    Ok(out)
+}
+
+/// The libraries compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lib {
+    /// recipe-mutex, `guard.release().await`.
+    Ours,
+    /// recipe-mutex, releasing by dropping the guard.
+    OursDrop,
+    /// Curator 5.4's `InterProcessMutex`.
+    Curator,
+    /// kazoo's `Lock`.
+    Kazoo,
+}
+
+impl Lib {
+    const ALL: [Lib; 4] = [Lib::Ours, Lib::OursDrop, Lib::Curator, Lib::Kazoo];
+
+    fn name(self) -> &'static str {
+        match self {
+            Lib::Ours => "ours",
+            Lib::OursDrop => "ours (drop)",
+            Lib::Curator => "curator",
+            Lib::Kazoo => "kazoo",
+        }
+    }
+
+    /// Its part of the lock path.
+    fn slug(self) -> &'static str {
+        match self {
+            Lib::Ours => "ours",
+            Lib::OursDrop => "ours-drop",
+            Lib::Curator => "curator",
+            Lib::Kazoo => "kazoo",
+        }
+    }
+}
+
+/// What the workers are run with.
+struct Workers {
+    rust: PathBuf,
+    java_classpath: String,
+    kazoo_script: PathBuf,
+}
+
+impl Workers {
+    /// The command line of `lib`'s worker with `sessions` contenders on `path`.
+    fn command(
+        &self,
+        lib: Lib,
+        connect: &str,
+        path: &str,
+        sessions: usize,
+        warmup: f64,
+        seconds: f64,
+    ) -> Command {
+        let (warmup, measure) = (millis(warmup).to_string(), millis(seconds).to_string());
+        match lib {
+            Lib::Ours | Lib::OursDrop => {
+                let mut cmd = Command::new(&self.rust);
+                let workload = if lib == Lib::Ours {
+                    "mutex"
+                } else {
+                    "mutex-drop"
+                };
+                cmd.arg(connect)
+                    .arg(workload)
+                    .arg(warmup)
+                    .arg(measure)
+                    .arg(path)
+                    .arg(sessions.to_string());
+                cmd
+            }
+            Lib::Curator => {
+                let mut cmd = Command::new("java");
+                cmd.arg("-cp")
+                    .arg(&self.java_classpath)
+                    .arg("CuratorMutexBench");
+                cmd.arg(connect)
+                    .arg(path)
+                    .arg(sessions.to_string())
+                    .arg(warmup)
+                    .arg(measure);
+                cmd
+            }
+            Lib::Kazoo => {
+                let mut cmd = Command::new(PYTHON);
+                cmd.arg(&self.kazoo_script)
+                    .arg(connect)
+                    .arg(path)
+                    .arg(sessions.to_string())
+                    .arg(warmup)
+                    .arg(measure);
+                cmd
+            }
+        }
+    }
+}
+
+/// Runs `cargo xtask bench mutex [options]`.
+///
+/// # Errors
+/// Bad arguments, missing Java, ZooKeeper, Curator or kazoo, a failed build or compile, a
+/// server that does not start, or a worker that fails or overruns (it is killed).
+pub fn run(args: &[String]) -> Result<()> {
+    let opts = Options::parse(args)?;
+    deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator, Need::Kazoo])?;
+
+    eprintln!("bench mutex: building zk-bench-worker (release)...");
+    let rust = build_rust_worker()?;
+    let classpath = java::jars(&CURATOR_JARS);
+    let classes = java::compile(
+        "CuratorMutexBench",
+        &[java::java_dir().join("CuratorMutexBench.java")],
+        &classpath,
+    )?;
+    let workers = Workers {
+        rust,
+        java_classpath: format!("{}:{classpath}", classes.display()),
+        kazoo_script: Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("python")
+            .join("kazoo_lock_bench.py"),
+    };
+
+    eprintln!("bench mutex: starting ZooKeeper (forceSync on)...");
+    let server = ZkServer::start_with(ZkOptions::default())?;
+    let version = server
+        .four_letter("srvr")?
+        .lines()
+        .find_map(|line| line.strip_prefix("Zookeeper version: "))
+        .map_or("unknown", |v| v.split(',').next().unwrap_or(v))
+        .to_owned();
+    let hz = procfs::clock_ticks_per_second();
+    let connect = server.connect_string();
+    let started = Instant::now();
+
+    if opts.server_warmup > 0.0 {
+        for &n in &opts.sessions {
+            eprintln!(
+                "bench mutex: warming the server up: ours, {} ({} s, not measured)...",
+                sessions_label(n),
+                opts.server_warmup
+            );
+            let cmd = workers.command(
+                Lib::Ours,
+                &connect,
+                &format!("/bench/mutex-warmup/ours-{n}"),
+                n,
+                0.0,
+                opts.server_warmup,
+            );
+            let budget = Duration::from_secs_f64(opts.server_warmup) + WORKER_SLACK;
+            run_worker(cmd, budget, &server)
+                .map_err(|e| format!("server warm-up, {n} sessions: {e}"))?;
+        }
+    }
+
+    let mut results: Vec<Run> = Vec::new();
+    for round in 1..=opts.rounds {
+        let mut order = Lib::ALL;
+        if round % 2 == 0 {
+            order.reverse();
+        }
+        for &sessions in &opts.sessions {
+            for lib in order {
+                let warmup = match lib {
+                    Lib::Ours | Lib::OursDrop => opts.rust_warmup,
+                    Lib::Curator => opts.java_warmup,
+                    Lib::Kazoo => opts.kazoo_warmup,
+                };
+                let path = format!("/bench/mutex/{}-{sessions}", lib.slug());
+                let cmd = workers.command(lib, &connect, &path, sessions, warmup, opts.seconds);
+                eprintln!(
+                    "bench mutex: round {round}/{}: {}: {} ({warmup} s warm-up, {} s \
+                     measured)...",
+                    opts.rounds,
+                    sessions_label(sessions),
+                    lib.name(),
+                    opts.seconds
+                );
+                let budget = Duration::from_secs_f64(warmup + opts.seconds) + WORKER_SLACK;
+                let (sample, requests) = run_worker(cmd, budget, &server)
+                    .map_err(|e| format!("{sessions} sessions, {} worker: {e}", lib.name()))?;
+                results.push(Run {
+                    lib,
+                    sessions,
+                    round,
+                    sample,
+                    requests,
+                });
+            }
+        }
+    }
+    let elapsed = started.elapsed();
+    drop(server);
+
+    let cpus = thread::available_parallelism().map_or(0, |n| n.get());
+    let model = cpu_model().unwrap_or_else(|| "unknown CPU".to_owned());
+    println!();
+    println!("machine: {cpus} CPUs (nproc), {model}");
+    println!("server:  ZooKeeper {version}, standalone, forceSync=yes, one fresh server");
+    println!(
+        "ours:    recipe-mutex InterProcessMutex on zk-client, tokio current-thread runtime, \
+         release build; \"ours\" awaits guard.release(), \"ours (drop)\" drops the guard"
+    );
+    println!(
+        "curator: Curator {} InterProcessMutex (acquire/release), {}, JVM defaults",
+        jar_version("curator-recipes").unwrap_or_else(|| "5.4".to_owned()),
+        java_version()
+    );
+    println!(
+        "kazoo:   kazoo {} Lock (acquire/release), {}, threading handler",
+        kazoo_version().unwrap_or_else(|| "?".to_owned()),
+        python_version()
+    );
+    println!(
+        "setup:   one session (client) per contender, all contenders of a library in one \
+         process, one lock path per library and session count; session timeout 10 s"
+    );
+    println!(
+        "window:  {} s measured per worker; warm-up {} s ours, {} s Curator, {} s kazoo; \
+         server warmed up {} s per session count first; {} round(s), order alternating; \
+         {:.0} s in all",
+        opts.seconds,
+        opts.rust_warmup,
+        opts.java_warmup,
+        opts.kazoo_warmup,
+        opts.server_warmup,
+        opts.rounds,
+        elapsed.as_secs_f64()
+    );
+    println!(
+        "columns: cycles/s over all contenders; p50/p99 of one acquire+release cycle; client \
+         CPU (utime+stime of the worker) per cycle; peak RSS (VmHWM); server requests \
+         (zk_packets_received, pings included) per cycle"
+    );
+    println!();
+    print!("{}", table(&results, &opts, hz));
+    println!();
+    print!("{}", ratios(&results, &opts.sessions, Lib::Curator, hz));
+    println!();
+    print!("{}", ratios(&results, &opts.sessions, Lib::Kazoo, hz));
+    println!();
+    print!("{}", targets(&results, &opts.sessions, hz));
+    Ok(())
+}
+
+fn millis(seconds: f64) -> u64 {
+    Duration::from_secs_f64(seconds)
+        .as_millis()
+        .try_into()
+        .unwrap_or(u64::MAX)
+}
+
+/// Builds `zk-bench-worker` in release mode with the Cargo running us, and returns its path.
+fn build_rust_worker() -> Result<PathBuf> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .current_dir(workspace_root())
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "xtask",
+            "--bin",
+            "zk-bench-worker",
+        ])
+        .status()?;
+    if !status.success() {
+        return Err(format!("building zk-bench-worker failed ({status})").into());
+    }
+    Ok(target_dir().join("release").join("zk-bench-worker"))
+}
+
+/// A worker process; dropping it kills it (if still running) and reaps it.
+struct Worker {
+    child: Child,
+    /// Held open: the worker exits when it closes.
+    _stdin: Option<ChildStdin>,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// The server's `zk_packets_received`, or `None` (with a warning) if `mntr` does not say.
+fn packets_received(server: &ZkServer) -> Option<u64> {
+    match server.mntr() {
+        Ok(mntr) => {
+            let value = mntr.get("zk_packets_received").and_then(|v| v.parse().ok());
+            if value.is_none() {
+                eprintln!("  warning: no zk_packets_received in mntr");
+            }
+            value
+        }
+        Err(e) => {
+            eprintln!("  warning: mntr failed: {e}");
+            None
+        }
+    }
+}
+
+/// Runs one worker to its `RESULT` line within `budget`, reading the server's request counter
+/// at its `WINDOW_START` and `WINDOW_END`, and waits for it to exit. Returns its sample and the
+/// requests the server received in its window.
+fn run_worker(
+    mut cmd: Command,
+    budget: Duration,
+    server: &ZkServer,
+) -> Result<(Sample, Option<u64>)> {
+    let deadline = Instant::now() + budget;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let stdout = child.stdout.take().ok_or("no stdout pipe")?;
+    let mut worker = Worker {
+        _stdin: child.stdin.take(),
+        child,
+    };
+    let (tx, lines) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let (mut before, mut after) = (None, None);
+    let sample = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) if line == "WINDOW_START" => before = packets_received(server),
+            Ok(line) if line == "WINDOW_END" => after = packets_received(server),
+            Ok(line) if line.starts_with("RESULT ") => break Sample::parse(&line)?,
+            Ok(line) if line.starts_with("ERROR") => return Err(line.into()),
+            Ok(line) => eprintln!("  worker: {line}"),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                return Err(format!("no result within {budget:?}; killed").into());
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let status = worker.child.wait()?;
+                return Err(format!("exited ({status}) without a result").into());
+            }
+        }
+    };
+    let requests = match (before, after) {
+        (Some(b), Some(a)) => Some(a.saturating_sub(b)),
+        _ => None,
+    };
+    loop {
+        if let Some(status) = worker.child.try_wait()? {
+            if !status.success() {
+                return Err(format!("exited with {status} after its result").into());
+            }
+            return Ok((sample, requests));
+        }
+        if Instant::now() >= deadline {
+            return Err("did not exit after its result; killed".into());
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// One worker's outcome.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    lib: Lib,
+    sessions: usize,
+    round: u32,
+    sample: Sample,
+    /// Requests the server received during the window.
+    requests: Option<u64>,
+}
+
+/// A [`Run`] in the table's units.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Summary {
+    cycles_per_sec: f64,
+    p50_us: f64,
+    p99_us: f64,
+    cpu_us_per_cycle: f64,
+    rss_mib: f64,
+    requests_per_cycle: f64,
+}
+
+impl Summary {
+    fn of(run: &Run, hz: u64) -> Summary {
+        let s = &run.sample;
+        let requests_per_cycle = match run.requests {
+            Some(r) if s.ops > 0 => r as f64 / s.ops as f64,
+            _ => f64::NAN,
+        };
+        Summary {
+            cycles_per_sec: s.ops_per_sec(),
+            p50_us: s.p50_ns as f64 / 1e3,
+            p99_us: s.p99_ns as f64 / 1e3,
+            cpu_us_per_cycle: s.cpu_us_per_op(hz),
+            rss_mib: s.hwm_kib as f64 / 1024.0,
+            requests_per_cycle,
+        }
+    }
+}
+
+/// The median of each field over `all` (the upper one for an even count), so that one slow
+/// round does not decide; `None` when empty. Each field's median may come from another round.
+fn median(all: &[Summary]) -> Option<Summary> {
+    let pick = |field: fn(&Summary) -> f64| {
+        let mut values: Vec<f64> = all.iter().map(field).collect();
+        values.sort_unstable_by(f64::total_cmp);
+        values.get(values.len() / 2).copied()
+    };
+    Some(Summary {
+        cycles_per_sec: pick(|s| s.cycles_per_sec)?,
+        p50_us: pick(|s| s.p50_us)?,
+        p99_us: pick(|s| s.p99_us)?,
+        cpu_us_per_cycle: pick(|s| s.cpu_us_per_cycle)?,
+        rss_mib: pick(|s| s.rss_mib)?,
+        requests_per_cycle: pick(|s| s.requests_per_cycle)?,
+    })
+}
+
+/// The median summary of `lib` at `sessions` over the rounds.
+fn median_of(results: &[Run], lib: Lib, sessions: usize, hz: u64) -> Option<Summary> {
+    let all: Vec<Summary> = results
+        .iter()
+        .filter(|r| r.lib == lib && r.sessions == sessions)
+        .map(|r| Summary::of(r, hz))
+        .collect();
+    median(&all)
+}
+
+/// One table row.
+fn row(sessions: usize, client: &str, s: &Summary) -> String {
+    format!(
+        "{:>8}  {:<16} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>9.1} {:>9.2}\n",
+        sessions,
+        client,
+        s.cycles_per_sec,
+        s.p50_us,
+        s.p99_us,
+        s.cpu_us_per_cycle,
+        s.rss_mib,
+        s.requests_per_cycle,
+    )
+}
+
+/// The results table: per session count and library, one row per round, then (with several
+/// rounds) the medians.
+fn table(results: &[Run], opts: &Options, hz: u64) -> String {
+    let mut out = format!(
+        "{:>8}  {:<16} {:>10} {:>10} {:>10} {:>12} {:>9} {:>9}\n",
+        "sessions", "library", "cycles/s", "p50 µs", "p99 µs", "CPU µs/cyc", "RSS MiB", "req/cyc"
+    );
+    for &sessions in &opts.sessions {
+        for lib in Lib::ALL {
+            for run in results
+                .iter()
+                .filter(|r| r.lib == lib && r.sessions == sessions)
+            {
+                let client = if opts.rounds > 1 {
+                    format!("{} #{}", lib.name(), run.round)
+                } else {
+                    lib.name().to_owned()
+                };
+                out.push_str(&row(sessions, &client, &Summary::of(run, hz)));
+            }
+            if opts.rounds > 1 {
+                if let Some(m) = median_of(results, lib, sessions, hz) {
+                    out.push_str(&row(sessions, &format!("{} med", lib.name()), &m));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The ratios ours/`other` (medians) per session count.
+fn ratios(results: &[Run], sessions: &[usize], other: Lib, hz: u64) -> String {
+    let mut out = format!(
+        "{:<24} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9}\n",
+        format!("ratio ours/{}", other.name()),
+        "cycles/s",
+        "p50",
+        "p99",
+        "CPU/cycle",
+        "RSS",
+        "req/cyc"
+    );
+    for &n in sessions {
+        let (Some(ours), Some(theirs)) = (
+            median_of(results, Lib::Ours, n, hz),
+            median_of(results, other, n, hz),
+        ) else {
+            continue;
+        };
+        out.push_str(&format!(
+            "{:<24} {:>8.2}x {:>8.2}x {:>8.2}x {:>10.3}x {:>8.3}x {:>8.2}x\n",
+            sessions_label(n),
+            ours.cycles_per_sec / theirs.cycles_per_sec,
+            ours.p50_us / theirs.p50_us,
+            ours.p99_us / theirs.p99_us,
+            ours.cpu_us_per_cycle / theirs.cpu_us_per_cycle,
+            ours.rss_mib / theirs.rss_mib,
+            ours.requests_per_cycle / theirs.requests_per_cycle,
+        ));
+    }
+    out
+}
+
+fn sessions_label(n: usize) -> String {
+    if n == 1 {
+        "1 session".to_owned()
+    } else {
+        format!("{n} sessions")
+    }
+}
+
+/// The targets against Curator (ours with an awaited release, medians), met or not.
+fn targets(results: &[Run], sessions: &[usize], hz: u64) -> String {
+    let mut out = "targets (ours vs Curator, medians):\n".to_owned();
+    let pair = |n: usize| {
+        Some((
+            median_of(results, Lib::Ours, n, hz)?,
+            median_of(results, Lib::Curator, n, hz)?,
+        ))
+    };
+    for (n, bar) in [(1, 1.5), (16, 1.3)] {
+        let what = format!("{}: cycles/s >= {bar}x", sessions_label(n));
+        out.push_str(&match pair(n) {
+            Some((ours, theirs)) => {
+                let ratio = ours.cycles_per_sec / theirs.cycles_per_sec;
+                verdict(&what, ratio, ratio >= bar)
+            }
+            None => format!("  {what:<36} not measured (no run at {n} sessions)\n"),
+        });
+    }
+    for &n in sessions {
+        let Some((ours, theirs)) = pair(n) else {
+            continue;
+        };
+        let p99 = ours.p99_us / theirs.p99_us;
+        out.push_str(&verdict(
+            &format!("{}: p99 <= Curator's", sessions_label(n)),
+            p99,
+            p99 <= 1.0,
+        ));
+        let cpu = ours.cpu_us_per_cycle / theirs.cpu_us_per_cycle;
+        out.push_str(&verdict(
+            &format!("{}: CPU/cycle <= 0.2x", sessions_label(n)),
+            cpu,
+            cpu <= 0.2,
+        ));
+        let rss = ours.rss_mib / theirs.rss_mib;
+        out.push_str(&verdict(
+            &format!("{}: peak RSS <= 0.1x", sessions_label(n)),
+            rss,
+            rss <= 0.1,
+        ));
+    }
+    out
+}
+
+fn verdict(what: &str, ratio: f64, met: bool) -> String {
+    let verdict = if met { "met" } else { "NOT met" };
+    format!("  {what:<36} {ratio:>7.3}x  {verdict}\n")
+}
+
+/// The CPU model from `/proc/cpuinfo`.
+fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    info.lines()
+        .find_map(|line| line.strip_prefix("model name"))
+        .and_then(|rest| rest.split_once(':'))
+        .map(|(_, model)| model.trim().to_owned())
+}
+
+/// The version in the name of the file behind `/usr/share/java/<name>.jar` (a symlink to
+/// `<name>-<version>.jar` on Debian).
+fn jar_version(name: &str) -> Option<String> {
+    let target = std::fs::read_link(java::jar(name)).ok()?;
+    let file = target.file_name()?.to_str()?;
+    file.strip_prefix(&format!("{name}-"))?
+        .strip_suffix(".jar")
+        .map(str::to_owned)
+}
+
+/// The first line of `java -version`.
+fn java_version() -> String {
+    Command::new("java")
+        .arg("-version")
+        .output()
+        .ok()
+        .and_then(|out| {
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .next()
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| "java".to_owned())
+}
+
+/// kazoo's version, from the Python that runs it.
+fn kazoo_version() -> Option<String> {
+    let out = Command::new(PYTHON)
+        .args([
+            "-c",
+            "import kazoo.version; print(kazoo.version.__version__)",
+        ])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// `Python 3.x.y` of [`PYTHON`].
+fn python_version() -> String {
+    Command::new(PYTHON)
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "python3".to_owned())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn options_parse() {
+        assert_eq!(Options::parse(&[]).unwrap(), Options::default());
+        let o = Options::parse(&args(&[
+            "--seconds",
+            "3",
+            "--sessions=1,8",
+            "--rounds",
+            "3",
+        ]))
+        .unwrap();
+        assert_eq!((o.seconds, o.rounds), (3.0, 3));
+        assert_eq!(o.sessions, vec![1, 8]);
+        assert!(Options::parse(&args(&["--sessions", "0"])).is_err());
+        assert!(Options::parse(&args(&["--sessions", "1,x"])).is_err());
+        assert!(Options::parse(&args(&["--rounds", "0"])).is_err());
+        assert!(Options::parse(&args(&["--seconds"])).is_err());
+        assert!(Options::parse(&args(&["--fast", "1"])).is_err());
+    }
+
+    #[test]
+    fn requests_per_cycle_and_medians() {
+        let run = |ops, requests| Run {
+            lib: Lib::Ours,
+            sessions: 1,
+            round: 1,
+            sample: Sample {
+                ops,
+                measure_ms: 1000,
+                ..Sample::default()
+            },
+            requests,
+        };
+        let a = Summary::of(&run(100, Some(300)), 100);
+        assert_eq!((a.cycles_per_sec, a.requests_per_cycle), (100.0, 3.0));
+        assert!(
+            Summary::of(&run(100, None), 100)
+                .requests_per_cycle
+                .is_nan()
+        );
+        let b = Summary::of(&run(200, Some(1000)), 100);
+        let c = Summary::of(&run(300, Some(1200)), 100);
+        let m = median(&[a, b, c]).unwrap();
+        assert_eq!((m.cycles_per_sec, m.requests_per_cycle), (200.0, 4.0));
+    }
+}
