@@ -45,6 +45,21 @@ pub(crate) async fn wait_connected(client: &Client) -> bool {
     )
 }
 
+/// Releases `path` from a `Drop`: the delete is sent now, so it keeps its place ahead of
+/// whatever the caller sends next (a drop-release cycle then costs one round trip); only the
+/// wait for its reply, and the retries after a connection loss, run in the background.
+pub(crate) fn delete_now(client: &Client, path: String) {
+    let first = client.delete(&path, None);
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        let client = client.clone();
+        handle.spawn(async move {
+            if first.await == Err(ZkError::ConnectionLoss) {
+                run(&client, Cleanup::Delete(path)).await;
+            }
+        });
+    }
+}
+
 /// Starts `cleanup` in the background, if there is something to do and a runtime to do it.
 /// Without a runtime the session's end removes our ephemeral nodes.
 pub(crate) fn spawn(client: &Client, cleanup: Cleanup) {

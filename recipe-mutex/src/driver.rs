@@ -128,8 +128,8 @@ async fn attempt<P: Predicate>(
         }
         let deadline = m.poll_timeout().map(Instant::from_std);
         tokio::select! {
-            _ = wait_watch(&mut watcher) => {
-                ops = m.on_watch(StdInstant::now());
+            deleted = wait_watch(&mut watcher) => {
+                ops = m.on_watch(StdInstant::now(), deleted);
             }
             state = states.next() => {
                 let state = state.unwrap_or(SessionState::Closed);
@@ -307,11 +307,14 @@ async fn in_order<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
     outputs.into_iter().flatten().collect()
 }
 
-async fn wait_watch(watcher: &mut Option<OneshotWatcher>) {
+/// Waits for the watched node's event; true when it was deleted (a session event is not a
+/// deletion).
+async fn wait_watch(watcher: &mut Option<OneshotWatcher>) -> bool {
     match watcher.as_mut() {
         Some(w) => {
-            w.await;
+            let event = w.await;
             *watcher = None;
+            event.event_type == zk_client::EventType::NodeDeleted
         }
         None => std::future::pending().await,
     }

@@ -394,7 +394,7 @@ impl Drop for MutexGuard {
             if let Some(revocation) = &hold.revocation {
                 revocation.abort();
             }
-            cleanup::spawn(&self.mutex.inner.client, Cleanup::Delete(hold.node.path));
+            cleanup::delete_now(&self.mutex.inner.client, hold.node.path);
         }
     }
 }

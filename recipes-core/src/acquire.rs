@@ -136,6 +136,8 @@ pub struct AcquireMachine<P> {
     create_unconfirmed: bool,
     /// The deadline passed while a reply we need was in flight.
     timed_out: bool,
+    /// The watched node's deletion means we hold (see `Predicate::holds_when_watched_goes`).
+    hold_when_watched_goes: bool,
     outcome: Option<Outcome>,
 }
 
@@ -161,6 +163,7 @@ impl<P: Predicate> AcquireMachine<P> {
             czxid: None,
             create_unconfirmed: false,
             timed_out: false,
+            hold_when_watched_goes: false,
             outcome: None,
         }
     }
@@ -313,8 +316,8 @@ impl<P: Predicate> AcquireMachine<P> {
                     Vec::new()
                 }
             }
-            // The predecessor went before the watch was set: look again at once.
-            (Sent::Watch, Reply::Failed(ZkError::NoNode)) => self.list(Phase::Listing),
+            // The predecessor went before the watch was set: ours, or look again at once.
+            (Sent::Watch, Reply::Failed(ZkError::NoNode)) => self.watched_went(),
             (Sent::Watch, Reply::Failed(ZkError::ConnectionLoss)) => {
                 self.phase = Phase::Reconnecting;
                 Vec::new()
@@ -371,6 +374,8 @@ impl<P: Predicate> AcquireMachine<P> {
                 self.finish(Outcome::TimedOut)
             }
             Ok(Verdict::Watch(pred)) => {
+                self.hold_when_watched_goes =
+                    self.predicate.holds_when_watched_goes(&children, &ours);
                 self.phase = Phase::Watching;
                 let op = Op::Watch {
                     path: self.child(&pred),
@@ -393,11 +398,24 @@ impl<P: Predicate> AcquireMachine<P> {
         self.finish(Outcome::Failed(failure))
     }
 
-    /// The watched node changed or went (or its watch ended): list again.
-    pub fn on_watch(&mut self, _now: Instant) -> Vec<Op> {
+    /// The watched node's watch fired: `deleted` when the node went (`NodeDeleted`), false
+    /// for any other event (data changed, the watch ended with the session). Lists again,
+    /// unless the node's deletion is enough to hold.
+    pub fn on_watch(&mut self, _now: Instant, deleted: bool) -> Vec<Op> {
         match self.phase {
+            Phase::Waiting if deleted => self.watched_went(),
             Phase::Waiting => self.list(Phase::Listing),
             _ => Vec::new(),
+        }
+    }
+
+    fn watched_went(&mut self) -> Vec<Op> {
+        match (self.hold_when_watched_goes, &self.ours, self.czxid) {
+            (true, Some(ours), Some(czxid)) => {
+                let path = self.child(ours);
+                self.finish(Outcome::Held { path, czxid })
+            }
+            _ => self.list(Phase::Listing),
         }
     }
 

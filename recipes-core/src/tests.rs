@@ -103,18 +103,14 @@ fn waiters_watch_their_immediate_predecessor_with_get_data_and_list_again_on_its
     );
     assert_eq!(m.on_reply(t0, Reply::Watching), []);
     assert_eq!(m.outcome(), None);
-    // b goes: one listing, then a is still ahead of us: watch a.
-    assert_eq!(m.on_watch(t0 + ms(10)), [children_op()]);
+    // b goes: one listing (a may still be ahead of us), and it is: watch a.
+    assert_eq!(m.on_watch(t0 + ms(10), true), [children_op()]);
     assert_eq!(
         m.on_reply(t0, kids(&[&ours, &a])),
         [Op::Watch { path: path(&a) }]
     );
-    // a went before our watch was set: list again at once.
-    assert_eq!(
-        m.on_reply(t0, Reply::Failed(ZkError::NoNode)),
-        [children_op()]
-    );
-    m.on_reply(t0, kids(&[&ours]));
+    // a went before our watch was set; it was the only node ahead of us: we hold.
+    assert_eq!(m.on_reply(t0, Reply::Failed(ZkError::NoNode)), []);
     assert_eq!(
         m.outcome(),
         Some(&Outcome::Held {
@@ -344,4 +340,40 @@ fn other_errors_fail_the_attempt() {
     m.on_reply(t0, Reply::Failed(ZkError::Other));
     assert_eq!(m.outcome(), Some(&Outcome::Failed(Failure::Zk)));
     assert_eq!(m.cleanup(), Cleanup::Nothing);
+}
+
+#[test]
+fn second_in_line_holds_on_its_predecessors_deletion_without_listing_again() {
+    let t0 = Instant::now();
+    let (a, ours) = (name("a0000000-0000-4000-8000-000000000000", 1), name(U1, 2));
+    let mut m = machine(None);
+    m.start(t0);
+    m.on_reply(
+        t0,
+        Reply::Created {
+            path: path(&ours),
+            czxid: 9,
+        },
+    );
+    assert_eq!(
+        m.on_reply(t0, kids(&[&a, &ours])),
+        [Op::Watch { path: path(&a) }]
+    );
+    m.on_reply(t0, Reply::Watching);
+    // Any other event on it (a revoke written to it, the watch's end): list again.
+    assert_eq!(m.on_watch(t0, false), [children_op()]);
+    assert_eq!(
+        m.on_reply(t0, kids(&[&a, &ours])),
+        [Op::Watch { path: path(&a) }]
+    );
+    m.on_reply(t0, Reply::Watching);
+    // Its deletion: nothing can be ahead of us now.
+    assert_eq!(m.on_watch(t0, true), []);
+    assert_eq!(
+        m.outcome(),
+        Some(&Outcome::Held {
+            path: path(&ours),
+            czxid: 9
+        })
+    );
 }

@@ -1,6 +1,7 @@
 //! [`Client`]: the handle users hold, its builder, and the typed operations.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,6 +24,15 @@ use crate::{ConnectString, Error};
 /// The default limit on node data: ZooKeeper's `jute.maxbuffer` (`0xfffff`) less room for
 /// the rest of the request.
 pub const DEFAULT_MAX_DATA_LEN: usize = 0xfffff - 1024;
+
+/// The error for a call after the session task stopped, from the state it ended in.
+fn ended(state: SessionState) -> Error {
+    if state.is_terminal() {
+        state.error()
+    } else {
+        Error::Closed
+    }
+}
 
 /// How many state changes a [`StateStream`] buffers before it skips to newer ones.
 const STATE_STREAM_CAPACITY: usize = 64;
@@ -398,23 +408,29 @@ impl Client {
         request: Request,
         watch: Option<(WatcherId, WatchSink)>,
     ) -> Result<Response, Error> {
+        self.send(request, watch).await
+    }
+
+    /// Sends `request` now (not when the returned future is first polled) and returns the
+    /// future of its reply, which borrows nothing from `self`.
+    fn send(
+        &self,
+        request: Request,
+        watch: Option<(WatcherId, WatchSink)>,
+    ) -> impl Future<Output = Result<Response, Error>> + Send + 'static {
         let (reply, rx) = oneshot::channel();
         let command = Command::Submit {
             request,
             reply,
             watch,
         };
-        if self.inner.tx.send(command).is_err() {
-            return Err(self.ended());
-        }
-        rx.await.unwrap_or_else(|_| Err(self.ended()))
-    }
-
-    /// The error for a call after the session task stopped: why the session ended.
-    fn ended(&self) -> Error {
-        match self.state() {
-            state if state.is_terminal() => state.error(),
-            _ => Error::Closed,
+        let sent = self.inner.tx.send(command).is_ok();
+        let state = self.inner.state.clone();
+        async move {
+            if !sent {
+                return Err(ended(*state.borrow()));
+            }
+            rx.await.unwrap_or_else(|_| Err(ended(*state.borrow())))
         }
     }
 
@@ -515,12 +531,23 @@ impl Client {
     }
 
     /// Deletes a node, only at `version` if given.
-    pub async fn delete(&self, path: &str, version: Option<i32>) -> Result<(), Error> {
-        let request = Request::Delete(DeleteRequest {
-            path: self.path(path, false)?,
-            version: version.unwrap_or(-1),
+    ///
+    /// The request is sent when `delete` is called, not when the future is first polled, so
+    /// it keeps its place in the session's order even if the future is spawned or polled
+    /// later (a guard's drop uses this to release before the next acquire).
+    pub fn delete(
+        &self,
+        path: &str,
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<(), Error>> + Send + 'static {
+        let sent = self.path(path, false).map(|path| {
+            let request = Request::Delete(DeleteRequest {
+                path,
+                version: version.unwrap_or(-1),
+            });
+            self.send(request, None)
         });
-        self.call(request, None).await.map(drop)
+        async move { sent?.await.map(drop) }
     }
 
     /// The node's `Stat`, or `None` if it does not exist.
