@@ -45,7 +45,6 @@ use zk_client::Client;
 
 use crate::deps::{self, Need};
 use crate::java;
-use crate::paths::{target_dir, workspace_root};
 use crate::zk::ZkServer;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
@@ -469,7 +468,7 @@ pub fn run_mutex(opts: &InteropOptions) -> Result<MutexTotals> {
     let rust_worker = match &opts.rust_side {
         RustSide::ReleaseProcess => {
             eprintln!("interop mutex: building lock-worker (release)...");
-            Some(build_lock_worker()?)
+            Some(crate::bench::worker::build_release_bin("lock-worker")?)
         }
         RustSide::Process(path) => Some(path.clone()),
         RustSide::InProcess => None,
@@ -572,27 +571,6 @@ pub fn run_mutex(opts: &InteropOptions) -> Result<MutexTotals> {
         totals.kept_dir = Some(dir.path.clone());
     }
     Ok(totals)
-}
-
-/// Builds `lock-worker` in release mode with the Cargo running us, and returns its path.
-fn build_lock_worker() -> Result<PathBuf> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .current_dir(workspace_root())
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "xtask",
-            "--bin",
-            "lock-worker",
-        ])
-        .status()?;
-    if !status.success() {
-        return Err(format!("building lock-worker failed ({status})").into());
-    }
-    Ok(target_dir().join("release").join("lock-worker"))
 }
 
 /// One side of the contention as the harness drives it.

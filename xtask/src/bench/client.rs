@@ -18,18 +18,15 @@
 //! op at most half, peak RSS at most a tenth. Nothing is asserted: this reports.
 
 use std::error::Error;
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::procfs;
 use super::sample::Sample;
+use super::worker::{build_release_bin, millis, run_worker};
 use crate::deps::{self, Need};
 use crate::java;
-use crate::paths::{target_dir, workspace_root};
 use crate::zk::{ZkOptions, ZkServer};
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
@@ -149,7 +146,7 @@ pub fn run(args: &[String]) -> Result<()> {
     deps::ensure(&[Need::Java, Need::ZooKeeper])?;
 
     eprintln!("bench client: building zk-bench-worker (release)...");
-    let rust_worker = build_rust_worker()?;
+    let rust_worker = build_release_bin("zk-bench-worker")?;
     let classpath = java::jars(&JAVA_JARS);
     let classes = java::compile(
         "JavaClientBench",
@@ -181,7 +178,8 @@ pub fn run(args: &[String]) -> Result<()> {
                 .arg(millis(opts.server_warmup).to_string())
                 .arg(format!("/bench-warmup-{workload}"));
             let budget = Duration::from_secs_f64(opts.server_warmup) + WORKER_SLACK;
-            run_worker(cmd, budget).map_err(|e| format!("{label}, server warm-up: {e}"))?;
+            run_worker(cmd, budget, |_| false)
+                .map_err(|e| format!("{label}, server warm-up: {e}"))?;
         }
     }
 
@@ -216,7 +214,7 @@ pub fn run(args: &[String]) -> Result<()> {
                 opts.seconds
             );
             let budget = Duration::from_secs_f64(warmup + opts.seconds) + WORKER_SLACK;
-            let sample = run_worker(cmd, budget)
+            let sample = run_worker(cmd, budget, |_| false)
                 .map_err(|e| format!("{label}, {} worker: {e}", side.name()))?;
             results.push(Run {
                 label,
@@ -249,101 +247,6 @@ pub fn run(args: &[String]) -> Result<()> {
     println!();
     print!("{}", ratios(&results, hz));
     Ok(())
-}
-
-fn millis(seconds: f64) -> u64 {
-    Duration::from_secs_f64(seconds)
-        .as_millis()
-        .try_into()
-        .unwrap_or(u64::MAX)
-}
-
-/// Builds `zk-bench-worker` in release mode with the Cargo running us, and returns its path.
-fn build_rust_worker() -> Result<PathBuf> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .current_dir(workspace_root())
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "xtask",
-            "--bin",
-            "zk-bench-worker",
-        ])
-        .status()?;
-    if !status.success() {
-        return Err(format!("building zk-bench-worker failed ({status})").into());
-    }
-    Ok(target_dir().join("release").join("zk-bench-worker"))
-}
-
-/// A worker process; dropping it kills it (if still running) and reaps it.
-struct Worker {
-    child: Child,
-    /// Held open: the worker exits when it closes.
-    _stdin: Option<ChildStdin>,
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
-    }
-}
-
-/// Runs one worker to its `RESULT` line within `budget`, and waits for it to exit.
-fn run_worker(mut cmd: Command, budget: Duration) -> Result<Sample> {
-    let deadline = Instant::now() + budget;
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()?;
-    let stdout = child.stdout.take().ok_or("no stdout pipe")?;
-    let mut worker = Worker {
-        _stdin: child.stdin.take(),
-        child,
-    };
-    let (tx, lines) = mpsc::channel();
-    thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let sample = loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match lines.recv_timeout(left) {
-            Ok(line) if line.starts_with("RESULT ") => break Sample::parse(&line)?,
-            Ok(line) if line.starts_with("ERROR") => return Err(line.into()),
-            Ok(line) => eprintln!("  worker: {line}"),
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                return Err(format!("no result within {budget:?}; killed").into());
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                let status = worker.child.wait()?;
-                return Err(format!("exited ({status}) without a result").into());
-            }
-        }
-    };
-    loop {
-        if let Some(status) = worker.child.try_wait()? {
-            if !status.success() {
-                return Err(format!("exited with {status} after its result").into());
-            }
-            return Ok(sample);
-        }
-        if Instant::now() >= deadline {
-            return Err("did not exit after its result; killed".into());
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// One worker's outcome.

@@ -14,6 +14,7 @@ pub mod histogram;
 pub mod mutex;
 pub mod procfs;
 pub mod sample;
+pub(crate) mod worker;
 
 use std::error::Error;
 

@@ -31,19 +31,17 @@
 //! Nothing is asserted: this reports.
 
 use std::error::Error;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use super::procfs;
 use super::sample::Sample;
+use super::worker::{self, millis};
 use crate::deps::{self, Need};
 use crate::interop::CURATOR_JARS;
 use crate::java;
-use crate::paths::{target_dir, workspace_root};
 use crate::zk::{ZkOptions, ZkServer};
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
@@ -270,7 +268,7 @@ pub fn run(args: &[String]) -> Result<()> {
     deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator, Need::Kazoo])?;
 
     eprintln!("bench mutex: building zk-bench-worker (release)...");
-    let rust = build_rust_worker()?;
+    let rust = worker::build_release_bin("zk-bench-worker")?;
     let classpath = java::jars(&CURATOR_JARS);
     let classes = java::compile(
         "CuratorMutexBench",
@@ -408,50 +406,6 @@ pub fn run(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn millis(seconds: f64) -> u64 {
-    Duration::from_secs_f64(seconds)
-        .as_millis()
-        .try_into()
-        .unwrap_or(u64::MAX)
-}
-
-/// Builds `zk-bench-worker` in release mode with the Cargo running us, and returns its path.
-fn build_rust_worker() -> Result<PathBuf> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .current_dir(workspace_root())
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "xtask",
-            "--bin",
-            "zk-bench-worker",
-        ])
-        .status()?;
-    if !status.success() {
-        return Err(format!("building zk-bench-worker failed ({status})").into());
-    }
-    Ok(target_dir().join("release").join("zk-bench-worker"))
-}
-
-/// A worker process; dropping it kills it (if still running) and reaps it.
-struct Worker {
-    child: Child,
-    /// Held open: the worker exits when it closes.
-    _stdin: Option<ChildStdin>,
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
-    }
-}
-
 /// The server's `zk_packets_received`, or `None` (with a warning) if `mntr` does not say.
 fn packets_received(server: &ZkServer) -> Option<u64> {
     match server.mntr() {
@@ -472,65 +426,24 @@ fn packets_received(server: &ZkServer) -> Option<u64> {
 /// Runs one worker to its `RESULT` line within `budget`, reading the server's request counter
 /// at its `WINDOW_START` and `WINDOW_END`, and waits for it to exit. Returns its sample and the
 /// requests the server received in its window.
-fn run_worker(
-    mut cmd: Command,
-    budget: Duration,
-    server: &ZkServer,
-) -> Result<(Sample, Option<u64>)> {
-    let deadline = Instant::now() + budget;
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()?;
-    let stdout = child.stdout.take().ok_or("no stdout pipe")?;
-    let mut worker = Worker {
-        _stdin: child.stdin.take(),
-        child,
-    };
-    let (tx, lines) = mpsc::channel();
-    thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+fn run_worker(cmd: Command, budget: Duration, server: &ZkServer) -> Result<(Sample, Option<u64>)> {
     let (mut before, mut after) = (None, None);
-    let sample = loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match lines.recv_timeout(left) {
-            Ok(line) if line == "WINDOW_START" => before = packets_received(server),
-            Ok(line) if line == "WINDOW_END" => after = packets_received(server),
-            Ok(line) if line.starts_with("RESULT ") => break Sample::parse(&line)?,
-            Ok(line) if line.starts_with("ERROR") => return Err(line.into()),
-            Ok(line) => eprintln!("  worker: {line}"),
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                return Err(format!("no result within {budget:?}; killed").into());
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                let status = worker.child.wait()?;
-                return Err(format!("exited ({status}) without a result").into());
-            }
+    let sample = worker::run_worker(cmd, budget, |line| match line {
+        "WINDOW_START" => {
+            before = packets_received(server);
+            true
         }
-    };
+        "WINDOW_END" => {
+            after = packets_received(server);
+            true
+        }
+        _ => false,
+    })?;
     let requests = match (before, after) {
         (Some(b), Some(a)) => Some(a.saturating_sub(b)),
         _ => None,
     };
-    loop {
-        if let Some(status) = worker.child.try_wait()? {
-            if !status.success() {
-                return Err(format!("exited with {status} after its result").into());
-            }
-            return Ok((sample, requests));
-        }
-        if Instant::now() >= deadline {
-            return Err("did not exit after its result; killed".into());
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
+    Ok((sample, requests))
 }
 
 /// One worker's outcome.
