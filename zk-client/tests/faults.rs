@@ -88,11 +88,37 @@ async fn killing_the_connected_member_moves_the_session_and_restores_its_watches
     let killed_at = Instant::now();
     ens.kill(i).unwrap();
     wait_state(&mut states, SessionState::Disconnected).await;
-    direct
-        .create("/k/late", b"", &opts(CreateMode::Persistent))
-        .await
-        .unwrap();
-    direct.set_data("/k", b"1", None).await.unwrap();
+    // If the killed member led, the survivors elect a new leader and drop their clients
+    // meanwhile: retry those writes (a create that was applied shows as NodeExists).
+    loop {
+        match direct
+            .create("/k/late", b"", &opts(CreateMode::Persistent))
+            .await
+        {
+            Ok(_) | Err(Error::NodeExists) => break,
+            Err(Error::ConnectionLoss) => {
+                let mut st = direct.state_watch();
+                tokio::time::timeout(BOUND, st.wait_for(|s| s.is_connected()))
+                    .await
+                    .unwrap()
+                    .unwrap();
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    loop {
+        match direct.set_data("/k", b"1", None).await {
+            Ok(_) => break,
+            Err(Error::ConnectionLoss) => {
+                let mut st = direct.state_watch();
+                tokio::time::timeout(BOUND, st.wait_for(|s| s.is_connected()))
+                    .await
+                    .unwrap()
+                    .unwrap();
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
     let changed_at = killed_at.elapsed();
     for p in &proxies {
         p.refuse(false);
@@ -355,6 +381,8 @@ async fn a_stalled_connection_is_declared_dead_and_the_session_resumes() {
 async fn connects_while_one_member_is_down() {
     let mut ens = Ensemble::start(3, ZkOptions::default()).unwrap();
     ens.kill(0).unwrap();
+    // If member 0 led, let the others elect a leader: a member without one serves nobody.
+    tokio::task::block_in_place(|| ens.wait_leader(BOUND)).unwrap();
     for _ in 0..5 {
         let c = connect(&ens.connect_string(), Duration::from_secs(10)).await;
         assert!(c.exists("/").await.unwrap().is_some());
