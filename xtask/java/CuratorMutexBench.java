@@ -26,14 +26,11 @@
 //          cpu_window_ticks=<utime+stime during the window, clock ticks>
 //          cpu_total_ticks=<utime+stime at the end> hwm_kib=<VmHWM>
 // p50/p99 are nearest-rank percentiles from a fixed-memory histogram with
-// the same buckets as xtask's bench::histogram::Histogram (0.2% precision).
+// the same buckets as xtask's bench::histogram::Histogram (0.2% precision; in BenchSupport.java).
 //
 // It halts when its stdin reaches end of file (the bench went away), and
 // prints "ERROR <message>" and exits 1 on any failure.
 
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -44,71 +41,10 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public final class CuratorMutexBench {
-    /**
-     * Latencies in ns, in fixed memory: the same buckets as xtask's
-     * bench::histogram::Histogram (values below 1024 exact, then 10
-     * significant bits). One per contender thread, merged at the end.
-     */
-    private static final class Histogram {
-        private final int[] counts = new int[56 << 9];
-        private long total;
-
-        void record(long v) {
-            counts[bucket(Math.max(v, 0))]++;
-            total++;
-        }
-
-        void merge(Histogram other) {
-            for (int i = 0; i < counts.length; i++) {
-                counts[i] += other.counts[i];
-            }
-            total += other.total;
-        }
-
-        /** Nearest rank, reported as the lowest value of the bucket; 0 if empty. */
-        long percentile(int p) {
-            long rank = Math.max((total * p + 99) / 100, 1);
-            long seen = 0;
-            for (int i = 0; i < counts.length; i++) {
-                seen += counts[i];
-                if (seen >= rank) {
-                    return lowest(i);
-                }
-            }
-            return 0;
-        }
-
-        static int bucket(long v) {
-            if (v < 1024) {
-                return (int) v;
-            }
-            int shift = 63 - Long.numberOfLeadingZeros(v) - 9;
-            return (shift << 9) + (int) (v >>> shift);
-        }
-
-        static long lowest(int index) {
-            if (index < 1024) {
-                return index;
-            }
-            int shift = (index >> 9) - 1;
-            long mantissa = (index & 511) | 512;
-            return mantissa << shift;
-        }
-    }
-
     private static volatile String failure;
 
     public static void main(String[] args) {
-        try {
-            run(args);
-        } catch (Throwable e) {
-            e.printStackTrace();
-            System.out.println("ERROR " + e);
-            System.out.flush();
-            Runtime.getRuntime().halt(1);
-        }
-        System.out.flush();
-        Runtime.getRuntime().halt(0);
+        BenchSupport.main(args, CuratorMutexBench::run);
     }
 
     private static void run(String[] args) throws Exception {
@@ -116,7 +52,7 @@ public final class CuratorMutexBench {
             throw new IllegalArgumentException(
                     "usage: <connect> <lock path> <sessions> <warmup ms> <measure ms>");
         }
-        haltAtEndOfStdin();
+        BenchSupport.haltAtEndOfStdin();
         String connect = args[0];
         String path = args[1];
         int sessions = Integer.parseInt(args[2]);
@@ -138,22 +74,22 @@ public final class CuratorMutexBench {
         long start = begin + warmupNs;
         long end = start + TimeUnit.MILLISECONDS.toNanos(measureMs);
         List<Thread> threads = new ArrayList<>();
-        List<Histogram> histograms = new ArrayList<>();
+        List<BenchSupport.Histogram> histograms = new ArrayList<>();
         for (int i = 0; i < sessions; i++) {
             InterProcessMutex mutex = new InterProcessMutex(clients.get(i), path);
-            Histogram rec = new Histogram();
+            BenchSupport.Histogram rec = new BenchSupport.Histogram();
             histograms.add(rec);
             Thread t = new Thread(() -> cycles(mutex, rec, start, end), "contender-" + i);
             t.start();
             threads.add(t);
         }
 
-        sleepUntil(start);
-        long cpu0 = cpuTicks();
+        BenchSupport.sleepUntil(start);
+        long cpu0 = BenchSupport.cpuTicks();
         System.out.println("WINDOW_START");
         System.out.flush();
-        sleepUntil(end);
-        long cpu1 = cpuTicks();
+        BenchSupport.sleepUntil(end);
+        long cpu1 = BenchSupport.cpuTicks();
         System.out.println("WINDOW_END");
         System.out.flush();
         for (Thread t : threads) {
@@ -168,22 +104,16 @@ public final class CuratorMutexBench {
         for (CuratorFramework client : clients) {
             client.close();
         }
-        Histogram all = new Histogram();
-        for (Histogram h : histograms) {
+        BenchSupport.Histogram all = new BenchSupport.Histogram();
+        for (BenchSupport.Histogram h : histograms) {
             all.merge(h);
         }
 
-        System.out.println("RESULT ops=" + all.total
-                + " measure_ms=" + measureMs
-                + " p50_ns=" + all.percentile(50)
-                + " p99_ns=" + all.percentile(99)
-                + " cpu_window_ticks=" + (cpu1 - cpu0)
-                + " cpu_total_ticks=" + cpuTicks()
-                + " hwm_kib=" + hwmKib());
+        BenchSupport.printResult(all, measureMs, cpu1 - cpu0);
     }
 
     /** One contender: acquire -> release until the window ends. */
-    private static void cycles(InterProcessMutex mutex, Histogram rec, long start, long end) {
+    private static void cycles(InterProcessMutex mutex, BenchSupport.Histogram rec, long start, long end) {
         try {
             long t0 = System.nanoTime();
             while (failure == null) {
@@ -201,46 +131,5 @@ public final class CuratorMutexBench {
         } catch (Exception e) {
             failure = Thread.currentThread().getName() + ": " + e;
         }
-    }
-
-    private static void sleepUntil(long deadline) throws InterruptedException {
-        long left;
-        while ((left = deadline - System.nanoTime()) > 0) {
-            TimeUnit.NANOSECONDS.sleep(left);
-        }
-    }
-
-    /** utime + stime of this process, in clock ticks, from /proc/self/stat. */
-    private static long cpuTicks() throws Exception {
-        String stat = new String(Files.readAllBytes(Paths.get("/proc/self/stat")),
-                StandardCharsets.US_ASCII);
-        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-        return Long.parseLong(f[11]) + Long.parseLong(f[12]);
-    }
-
-    /** Peak resident set size (VmHWM) in KiB, from /proc/self/status. */
-    private static long hwmKib() throws Exception {
-        for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
-            if (line.startsWith("VmHWM:")) {
-                return Long.parseLong(line.substring(6).trim().split("\\s+")[0]);
-            }
-        }
-        return 0;
-    }
-
-    /** A daemon thread that halts the JVM when stdin ends (the bench went away). */
-    private static void haltAtEndOfStdin() {
-        Thread t = new Thread(() -> {
-            try {
-                while (System.in.read() >= 0) {
-                    // keep reading
-                }
-            } catch (Exception e) {
-                // same as end of file
-            }
-            Runtime.getRuntime().halt(3);
-        });
-        t.setDaemon(true);
-        t.start();
     }
 }

@@ -22,14 +22,11 @@
 //          cpu_window_ticks=<utime+stime during the window, clock ticks>
 //          cpu_total_ticks=<utime+stime at exit> hwm_kib=<VmHWM>
 // p50/p99 are nearest-rank percentiles from a fixed-memory histogram with
-// the same buckets as xtask's bench::histogram::Histogram (0.2% precision).
+// the same buckets as xtask's bench::histogram::Histogram (0.2% precision; in BenchSupport.java).
 //
 // It halts when its stdin reaches end of file (the bench went away), and
 // prints "ERROR <message>" and exits 1 on any failure.
 
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Paths;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -46,64 +43,10 @@ public final class JavaClientBench {
     private static final int IN_FLIGHT = 100;
     private static final byte[] EMPTY = new byte[0];
 
-    /**
-     * Latencies in ns, in fixed memory: the same buckets as xtask's
-     * bench::histogram::Histogram (values below 1024 exact, then 10
-     * significant bits). Written only by the client's event thread.
-     */
-    private static final class Histogram {
-        private final int[] counts = new int[56 << 9];
-        private long total;
-
-        void record(long v) {
-            counts[bucket(Math.max(v, 0))]++;
-            total++;
-        }
-
-        /** Nearest rank, reported as the lowest value of the bucket; 0 if empty. */
-        long percentile(int p) {
-            long rank = Math.max((total * p + 99) / 100, 1);
-            long seen = 0;
-            for (int i = 0; i < counts.length; i++) {
-                seen += counts[i];
-                if (seen >= rank) {
-                    return lowest(i);
-                }
-            }
-            return 0;
-        }
-
-        static int bucket(long v) {
-            if (v < 1024) {
-                return (int) v;
-            }
-            int shift = 63 - Long.numberOfLeadingZeros(v) - 9;
-            return (shift << 9) + (int) (v >>> shift);
-        }
-
-        static long lowest(int index) {
-            if (index < 1024) {
-                return index;
-            }
-            int shift = (index >> 9) - 1;
-            long mantissa = (index & 511) | 512;
-            return mantissa << shift;
-        }
-    }
-
     private static volatile String failure;
 
     public static void main(String[] args) {
-        try {
-            run(args);
-        } catch (Throwable e) {
-            e.printStackTrace();
-            System.out.println("ERROR " + e);
-            System.out.flush();
-            Runtime.getRuntime().halt(1);
-        }
-        System.out.flush();
-        Runtime.getRuntime().halt(0);
+        BenchSupport.main(args, JavaClientBench::run);
     }
 
     private static void run(String[] args) throws Exception {
@@ -111,7 +54,7 @@ public final class JavaClientBench {
             throw new IllegalArgumentException(
                     "usage: <connect> <create|get> <warmup ms> <measure ms> <path>");
         }
-        haltAtEndOfStdin();
+        BenchSupport.haltAtEndOfStdin();
         String connect = args[0];
         String workload = args[1];
         long warmupNs = TimeUnit.MILLISECONDS.toNanos(Long.parseLong(args[2]));
@@ -128,7 +71,7 @@ public final class JavaClientBench {
             throw new IllegalStateException("no connection to " + connect);
         }
 
-        Histogram rec = new Histogram();
+        BenchSupport.Histogram rec = new BenchSupport.Histogram();
         CountDownLatch done = new CountDownLatch(1);
         long begin = System.nanoTime();
         long start = begin + warmupNs;
@@ -197,10 +140,10 @@ public final class JavaClientBench {
                 throw new IllegalArgumentException("unknown workload " + workload);
         }
 
-        sleepUntil(start);
-        long cpu0 = cpuTicks();
-        sleepUntil(end);
-        long cpu1 = cpuTicks();
+        BenchSupport.sleepUntil(start);
+        long cpu0 = BenchSupport.cpuTicks();
+        BenchSupport.sleepUntil(end);
+        long cpu1 = BenchSupport.cpuTicks();
         if (!done.await(60, TimeUnit.SECONDS)) {
             throw new IllegalStateException("requests still in flight 60 s after the window");
         }
@@ -209,58 +152,11 @@ public final class JavaClientBench {
         }
         zk.close();
 
-        System.out.println("RESULT ops=" + rec.total
-                + " measure_ms=" + measureMs
-                + " p50_ns=" + rec.percentile(50)
-                + " p99_ns=" + rec.percentile(99)
-                + " cpu_window_ticks=" + (cpu1 - cpu0)
-                + " cpu_total_ticks=" + cpuTicks()
-                + " hwm_kib=" + hwmKib());
+        BenchSupport.printResult(rec, measureMs, cpu1 - cpu0);
     }
 
     private static void fail(CountDownLatch done, String why) {
         failure = why;
         done.countDown();
-    }
-
-    private static void sleepUntil(long deadline) throws InterruptedException {
-        long left;
-        while ((left = deadline - System.nanoTime()) > 0) {
-            TimeUnit.NANOSECONDS.sleep(left);
-        }
-    }
-
-    /** utime + stime of this process, in clock ticks, from /proc/self/stat. */
-    private static long cpuTicks() throws Exception {
-        String stat = new String(Files.readAllBytes(Paths.get("/proc/self/stat")),
-                StandardCharsets.US_ASCII);
-        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-        return Long.parseLong(f[11]) + Long.parseLong(f[12]);
-    }
-
-    /** Peak resident set size (VmHWM) in KiB, from /proc/self/status. */
-    private static long hwmKib() throws Exception {
-        for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
-            if (line.startsWith("VmHWM:")) {
-                return Long.parseLong(line.substring(6).trim().split("\\s+")[0]);
-            }
-        }
-        return 0;
-    }
-
-    /** A daemon thread that halts the JVM when stdin ends (the bench went away). */
-    private static void haltAtEndOfStdin() {
-        Thread t = new Thread(() -> {
-            try {
-                while (System.in.read() >= 0) {
-                    // keep reading
-                }
-            } catch (Exception e) {
-                // same as end of file
-            }
-            Runtime.getRuntime().halt(3);
-        });
-        t.setDaemon(true);
-        t.start();
     }
 }

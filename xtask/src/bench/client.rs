@@ -150,7 +150,10 @@ pub fn run(args: &[String]) -> Result<()> {
     let classpath = java::jars(&JAVA_JARS);
     let classes = java::compile(
         "JavaClientBench",
-        &[java::java_dir().join("JavaClientBench.java")],
+        &[
+            java::java_dir().join("JavaClientBench.java"),
+            java::java_dir().join("BenchSupport.java"),
+        ],
         &classpath,
     )?;
     let java_classpath = format!("{}:{classpath}", classes.display());

@@ -272,7 +272,10 @@ pub fn run(args: &[String]) -> Result<()> {
     let classpath = java::jars(&CURATOR_JARS);
     let classes = java::compile(
         "CuratorMutexBench",
-        &[java::java_dir().join("CuratorMutexBench.java")],
+        &[
+            java::java_dir().join("CuratorMutexBench.java"),
+            java::java_dir().join("BenchSupport.java"),
+        ],
         &classpath,
     )?;
     let workers = Workers {
