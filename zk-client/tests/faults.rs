@@ -43,6 +43,15 @@ async fn wait_state(states: &mut StateStream, want: SessionState) -> Vec<Session
     }
 }
 
+/// Waits until `c` is connected again.
+async fn wait_connected(c: &Client) {
+    let mut states = c.state_watch();
+    tokio::time::timeout(BOUND, states.wait_for(|s| s.is_connected()))
+        .await
+        .unwrap()
+        .unwrap();
+}
+
 fn opts(mode: CreateMode) -> CreateOptions {
     CreateOptions::new(mode)
 }
@@ -97,11 +106,7 @@ async fn killing_the_connected_member_moves_the_session_and_restores_its_watches
         {
             Ok(_) | Err(Error::NodeExists) => break,
             Err(Error::ConnectionLoss) => {
-                let mut st = direct.state_watch();
-                tokio::time::timeout(BOUND, st.wait_for(|s| s.is_connected()))
-                    .await
-                    .unwrap()
-                    .unwrap();
+                wait_connected(&direct).await;
             }
             Err(e) => panic!("{e}"),
         }
@@ -110,11 +115,7 @@ async fn killing_the_connected_member_moves_the_session_and_restores_its_watches
         match direct.set_data("/k", b"1", None).await {
             Ok(_) => break,
             Err(Error::ConnectionLoss) => {
-                let mut st = direct.state_watch();
-                tokio::time::timeout(BOUND, st.wait_for(|s| s.is_connected()))
-                    .await
-                    .unwrap()
-                    .unwrap();
+                wait_connected(&direct).await;
             }
             Err(e) => panic!("{e}"),
         }
@@ -201,9 +202,7 @@ async fn writes_across_a_leader_kill_succeed_once_or_fail_with_connection_loss()
                     }
                     Err(Error::ConnectionLoss) => {
                         // Wait for the session to come back before the next write.
-                        let mut st = c.state_watch();
-                        let _ =
-                            tokio::time::timeout(BOUND, st.wait_for(|s| s.is_connected())).await;
+                        wait_connected(&c).await;
                     }
                     Err(e) => panic!("write {i}: unexpected {e:?}"),
                 }
