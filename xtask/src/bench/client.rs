@@ -22,6 +22,7 @@ use std::process::Command;
 use std::thread;
 use std::time::Duration;
 
+use super::args;
 use super::procfs;
 use super::sample::Sample;
 use super::worker::{build_release_bin, millis, run_worker};
@@ -77,38 +78,17 @@ impl Options {
     /// most an hour, warm-ups from 0 to 60 s, 1 to 20 rounds.
     pub fn parse(args: &[String]) -> Result<Options> {
         let mut opts = Options::default();
-        let mut args = args.iter();
-        while let Some(arg) = args.next() {
-            let (flag, inline) = match arg.split_once('=') {
-                Some((flag, value)) => (flag, Some(value.to_owned())),
-                None => (arg.as_str(), None),
-            };
-            if flag == "--rounds" {
-                let value = inline
-                    .or_else(|| args.next().cloned())
-                    .ok_or("`--rounds` needs a value")?;
-                opts.rounds = value
-                    .parse()
-                    .ok()
-                    .filter(|r| (1..=20).contains(r))
-                    .ok_or_else(|| format!("`--rounds` wants 1 to 20, got `{value}`"))?;
-                continue;
+        for (flag, value) in args::flags(args)? {
+            match flag.as_str() {
+                "--rounds" => opts.rounds = args::rounds(&value)?,
+                "--seconds" => opts.seconds = args::seconds(&flag, &value, args::WINDOW)?,
+                "--rust-warmup" => opts.rust_warmup = args::seconds(&flag, &value, args::WARMUP)?,
+                "--java-warmup" => opts.java_warmup = args::seconds(&flag, &value, args::WARMUP)?,
+                "--server-warmup" => {
+                    opts.server_warmup = args::seconds(&flag, &value, args::WARMUP)?;
+                }
+                _ => return Err(format!("`bench client`: unknown argument `{flag}`").into()),
             }
-            let (slot, range) = match flag {
-                "--seconds" => (&mut opts.seconds, 0.001..=3600.0),
-                "--rust-warmup" => (&mut opts.rust_warmup, 0.0..=60.0),
-                "--java-warmup" => (&mut opts.java_warmup, 0.0..=60.0),
-                "--server-warmup" => (&mut opts.server_warmup, 0.0..=60.0),
-                _ => return Err(format!("`bench client`: unknown argument `{arg}`").into()),
-            };
-            let value = inline
-                .or_else(|| args.next().cloned())
-                .ok_or_else(|| format!("`{flag}` needs a value"))?;
-            *slot = value
-                .parse()
-                .ok()
-                .filter(|v| range.contains(v))
-                .ok_or_else(|| format!("`{flag}` wants seconds in {range:?}, got `{value}`"))?;
         }
         Ok(opts)
     }

@@ -9,6 +9,7 @@
 //! The workers print one [`sample::Sample`] line each; [`procfs`] reads their CPU time and
 //! peak memory. Nothing here asserts on timing: benchmarks report, they do not pass or fail.
 
+mod args;
 pub mod client;
 pub mod histogram;
 pub mod mutex;

@@ -36,6 +36,7 @@ use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::args;
 use super::procfs;
 use super::sample::Sample;
 use super::worker::{self, millis};
@@ -99,43 +100,21 @@ impl Options {
     /// to 256 each.
     pub fn parse(args: &[String]) -> Result<Options> {
         let mut opts = Options::default();
-        let mut args = args.iter();
-        while let Some(arg) = args.next() {
-            let (flag, inline) = match arg.split_once('=') {
-                Some((flag, value)) => (flag, Some(value.to_owned())),
-                None => (arg.as_str(), None),
-            };
-            let value = inline
-                .or_else(|| args.next().cloned())
-                .ok_or_else(|| format!("`{flag}` needs a value"))?;
-            match flag {
-                "--rounds" => {
-                    opts.rounds = value
-                        .parse()
-                        .ok()
-                        .filter(|r| (1..=20).contains(r))
-                        .ok_or_else(|| format!("`--rounds` wants 1 to 20, got `{value}`"))?;
-                    continue;
+        for (flag, value) in args::flags(args)? {
+            match flag.as_str() {
+                "--rounds" => opts.rounds = args::rounds(&value)?,
+                "--sessions" => opts.sessions = parse_sessions(&value)?,
+                "--seconds" => opts.seconds = args::seconds(&flag, &value, args::WINDOW)?,
+                "--rust-warmup" => opts.rust_warmup = args::seconds(&flag, &value, args::WARMUP)?,
+                "--java-warmup" => opts.java_warmup = args::seconds(&flag, &value, args::WARMUP)?,
+                "--kazoo-warmup" => {
+                    opts.kazoo_warmup = args::seconds(&flag, &value, args::WARMUP)?;
                 }
-                "--sessions" => {
-                    opts.sessions = parse_sessions(&value)?;
-                    continue;
+                "--server-warmup" => {
+                    opts.server_warmup = args::seconds(&flag, &value, args::WARMUP)?;
                 }
-                _ => {}
+                _ => return Err(format!("`bench mutex`: unknown argument `{flag}`").into()),
             }
-            let (slot, range) = match flag {
-                "--seconds" => (&mut opts.seconds, 0.001..=3600.0),
-                "--rust-warmup" => (&mut opts.rust_warmup, 0.0..=60.0),
-                "--java-warmup" => (&mut opts.java_warmup, 0.0..=60.0),
-                "--kazoo-warmup" => (&mut opts.kazoo_warmup, 0.0..=60.0),
-                "--server-warmup" => (&mut opts.server_warmup, 0.0..=60.0),
-                _ => return Err(format!("`bench mutex`: unknown argument `{arg}`").into()),
-            };
-            *slot = value
-                .parse()
-                .ok()
-                .filter(|v| range.contains(v))
-                .ok_or_else(|| format!("`{flag}` wants seconds in {range:?}, got `{value}`"))?;
         }
         Ok(opts)
     }
