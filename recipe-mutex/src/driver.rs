@@ -1,19 +1,34 @@
-//! The one async driver: runs a recipes-core [`AcquireMachine`] against a ZooKeeper session.
-//! Every recipe takes its locks through [`acquire`].
+//! The one async driver: runs any recipes-core [`Machine`] against a ZooKeeper session. Every
+//! recipe takes its locks through it; it is exported for the recipe crates, not for users.
+//!
+//! It only moves things: ops out to the client (in the machine's order, pipelined), replies,
+//! watch events, state changes and the time in. Time is read here and only here, from tokio's
+//! clock (so paused-time tests drive it). After each input the machine is checked by
+//! [`Runner`]: a machine left with nothing to wait for ends with [`Error::Stuck`] instead of
+//! hanging or spinning.
+//!
+//! Whatever happens to the caller's future, nothing is left behind: if it is dropped before
+//! the machine ends, the machine is told [`Input::Abandon`] and a background task takes over
+//! the ops in flight (a create in flight is awaited, so its node is deleted by its exact path)
+//! and then runs the cleanups the machine owes, to the end.
 
+use std::any::Any;
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::Poll;
-use std::time::Instant as StdInstant;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use recipes_core::{
-    AcquireMachine, Cleanup, Connection, Failure, Op, Outcome, Predicate, Reply, ZkError,
+    AcquireMachine, Cleanup, CleanupMachine, Connection, Failure, Held, Input, Machine, NodeMode,
+    Op, Outcome, Predicate, Reply, Runner, Stuck, WatchEvent, WatchKind, ZkError,
 };
+use tokio::sync::oneshot;
 use tokio::time::Instant;
-use zk_client::{Client, CreateMode, CreateOptions, OneshotWatcher, SessionState};
+use zk_client::{Client, CreateMode, CreateOptions, OneshotWatcher, SessionState, StateStream};
 
-use crate::{Error, cleanup};
+use crate::Error;
 
 /// A lock node we hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,55 +45,91 @@ pub struct Acquired {
 /// policy does the same), within the same deadline.
 const VANISHED_RETRIES: u32 = 3;
 
-/// Takes a lock: runs attempts of `predicate` on `base` until one holds, fails, or the
-/// deadline passes (`Ok(None)`).
+/// The clock: tokio's, as a `std` instant for the machines.
+pub fn now() -> std::time::Instant {
+    Instant::now().into_std()
+}
+
+/// Something kept alive until a driven machine is completely finished, background work
+/// included: the hold layer passes the owner's turn, so that an owner's next attempt waits for
+/// the cleanup of the one it abandoned (cancellations cannot pile up nodes faster than they are
+/// deleted).
+pub type Turn = Arc<dyn Any + Send + Sync>;
+
+/// Takes a fair lock: runs attempts of `predicate` on `base` until one holds, fails, or the
+/// deadline passes (`Ok(None)`). An attempt whose node vanished is retried with a new node.
 ///
 /// Cancel-safe: if the returned future is dropped at any point, no node of ours is left (a
-/// background task deletes it, finding it by its protection prefix when the create's reply
-/// had not arrived yet).
-pub async fn acquire<P: Predicate + Clone>(
+/// background task finishes the ops in flight and deletes what was created); `turn` is dropped
+/// only once that is done.
+pub async fn acquire<P>(
     client: &Client,
     base: &str,
     predicate: P,
     data: Bytes,
-    deadline: Option<StdInstant>,
-) -> Result<Option<Acquired>, Error> {
+    deadline: Option<Instant>,
+    turn: Option<Turn>,
+) -> Result<Option<Acquired>, Error>
+where
+    P: Predicate + Clone + Send + 'static,
+{
     let mut vanished = 0;
+    let deadline = deadline.map(Instant::into_std);
     loop {
         let uuid = crate::uuid::random_uuid();
         let machine = AcquireMachine::new(base, predicate.clone(), &uuid, data.clone(), deadline);
-        match attempt(client, machine).await {
-            Err(Error::NodeVanished) if vanished < VANISHED_RETRIES => vanished += 1,
-            other => return other,
+        let (outcome, error) = drive(client, machine, turn.clone()).await;
+        match outcome {
+            Ok(Held { path, czxid }) => {
+                return Ok(Some(Acquired {
+                    path,
+                    czxid,
+                    session_id: client.session_id(),
+                }));
+            }
+            Err(Ended::TimedOut) => return Ok(None),
+            Err(Ended::Failed(Failure::NodeVanished)) if vanished < VANISHED_RETRIES => {
+                vanished += 1;
+            }
+            Err(ended) => return Err(error_of(client, ended, error)),
         }
     }
 }
 
-/// Deletes what an abandoned attempt left, in the background, when dropped armed.
-struct AbandonGuard<'a> {
-    client: &'a Client,
-    cleanup: Cleanup,
+/// How a driven machine ended without holding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// Its deadline passed.
+    TimedOut,
+    /// It failed.
+    Failed(Failure),
+    /// It was left with nothing to wait for (a bug in the machine, caught).
+    Stuck(Stuck),
 }
 
-impl Drop for AbandonGuard<'_> {
-    fn drop(&mut self) {
-        cleanup::spawn(
-            self.client,
-            std::mem::replace(&mut self.cleanup, Cleanup::Nothing),
-        );
+/// The error for a machine that ended without holding; `error` is the client's error for the
+/// last op that failed.
+pub fn error_of(client: &Client, ended: Ended, error: Option<zk_client::Error>) -> Error {
+    match ended {
+        Ended::TimedOut => Error::TimedOut,
+        Ended::Stuck(stuck) => Error::Stuck(stuck),
+        Ended::Failed(failure) => match failure {
+            Failure::SessionExpired => session_error(client.state()),
+            Failure::SessionLost => Error::SessionLost,
+            Failure::NodeVanished => Error::NodeVanished,
+            Failure::ParentMissing => Error::ParentMissing,
+            Failure::Abandoned => Error::SessionLost,
+            Failure::Zk(_) => match error {
+                Some(zk_client::Error::SessionExpired) => Error::SessionExpired,
+                Some(e) => Error::Zk(e),
+                None => session_error(client.state()),
+            },
+        },
     }
 }
 
-fn connection(state: SessionState) -> Connection {
-    match state {
-        SessionState::Connected | SessionState::ConnectedReadOnly => Connection::Connected,
-        SessionState::Lost => Connection::Lost,
-        SessionState::Connecting | SessionState::Disconnected => Connection::Disconnected,
-        _ => Connection::Expired,
-    }
-}
-
-fn session_error(state: SessionState) -> Error {
+/// The error for a session in `state` that can no longer be used (or is lost).
+pub fn session_error(state: SessionState) -> Error {
     match state {
         SessionState::Lost => Error::SessionLost,
         SessionState::AuthFailed => Error::Zk(zk_client::Error::AuthFailed),
@@ -86,237 +137,352 @@ fn session_error(state: SessionState) -> Error {
     }
 }
 
-async fn attempt<P: Predicate>(
+/// Runs `machine` until it has an outcome. If it holds, its output; if not, the cleanups it
+/// owes have been started in the background (for a timeout, awaited for up to
+/// [`recipes_core::DEADLINE_GRACE`] first, so that an attempt that gave up has usually deleted
+/// its node when it returns, as in Curator). The client's error for the last op that failed
+/// comes with it.
+///
+/// Cancel-safe, see the module docs.
+pub async fn drive<M>(
     client: &Client,
-    mut m: AcquireMachine<P>,
-) -> Result<Option<Acquired>, Error> {
-    let mut states = client.state_stream();
-    let state = client.state();
-    if state.is_terminal() {
-        return Err(session_error(state));
+    machine: M,
+    turn: Option<Turn>,
+) -> (Result<M::Output, Ended>, Option<zk_client::Error>)
+where
+    M: Machine + Send + 'static,
+    M::Output: Clone,
+{
+    let mut run = Run::new(client.clone(), machine);
+    run.turn = turn;
+    run.start();
+    run.until_outcome().await;
+    let error = run.last_error.clone();
+    let outcome = run.outcome();
+    match &outcome {
+        Ok(_) => {}
+        Err(Ended::TimedOut) => {
+            let done = run.hand_off();
+            let grace = tokio::time::sleep(recipes_core::DEADLINE_GRACE);
+            tokio::select! {
+                _ = done => {}
+                _ = grace => {}
+            }
+        }
+        Err(_) => drop(run.hand_off()),
     }
-    let mut guard = AbandonGuard {
-        client,
-        cleanup: Cleanup::Nothing,
-    };
-    let mut watcher: Option<OneshotWatcher> = None;
-    let mut last_error: Option<zk_client::Error> = None;
-    let mut ops = m.start(StdInstant::now());
-    loop {
-        if !ops.is_empty() {
-            // Set what to undo before sending: a create may be applied even if we are dropped
-            // before its reply.
-            guard.cleanup = pending_cleanup(&m, &ops);
-            let replies = in_order(ops.iter().map(|op| run_op(client, op)).collect()).await;
-            ops = Vec::new();
-            for (reply, w, err) in replies {
-                if let Some(w) = w {
-                    watcher = Some(w);
-                }
-                if err.is_some() {
-                    last_error = err;
-                }
-                ops.extend(m.on_reply(StdInstant::now(), reply));
-            }
-            guard.cleanup = m.cleanup();
-        }
-        if let Some(outcome) = m.outcome().cloned() {
-            return finish(client, outcome, guard, last_error).await;
-        }
-        if !ops.is_empty() {
-            continue;
-        }
-        let deadline = m.poll_timeout().map(Instant::from_std);
-        tokio::select! {
-            deleted = wait_watch(&mut watcher) => {
-                ops = m.on_watch(StdInstant::now(), deleted);
-            }
-            state = states.next() => {
-                let state = state.unwrap_or(SessionState::Closed);
-                ops = m.on_state(StdInstant::now(), connection(state));
-                if m.outcome().is_some() && state.is_terminal() {
-                    last_error = None;
-                }
-            }
-            _ = sleep_until(deadline) => {
-                ops = m.on_timeout(StdInstant::now());
-            }
-        }
+    (outcome, error)
+}
+
+/// Runs `cleanups` to the end in the background (guaranteed deletes: retried across connection
+/// loss and transient errors until done or the session ends). The receiver says when they are
+/// done, with the error of any cleanup that had to be given up; dropping it changes nothing.
+pub fn spawn_cleanups(
+    client: &Client,
+    cleanups: Vec<Cleanup>,
+) -> oneshot::Receiver<Result<(), Error>> {
+    let (tx, rx) = oneshot::channel();
+    if cleanups.is_empty() {
+        let _ = tx.send(Ok(()));
+        return rx;
+    }
+    let client = client.clone();
+    spawn(async move {
+        let result = run_cleanups(&client, cleanups).await;
+        let _ = tx.send(result);
+    });
+    rx
+}
+
+/// Runs `cleanups` to the end (see [`spawn_cleanups`]).
+pub async fn run_cleanups(client: &Client, cleanups: Vec<Cleanup>) -> Result<(), Error> {
+    if cleanups.is_empty() {
+        return Ok(());
+    }
+    let mut run = Run::new(client.clone(), CleanupMachine::new(cleanups));
+    run.abandon_on_drop = false;
+    run.start();
+    run.until_outcome().await;
+    let error = run.last_error.clone();
+    match run.outcome() {
+        Ok(()) => Ok(()),
+        Err(ended) => Err(error_of(client, ended, error)),
     }
 }
 
-async fn finish(
-    client: &Client,
-    outcome: Outcome,
-    mut guard: AbandonGuard<'_>,
+/// Deletes `path` with a guarantee: the delete is sent now (so it keeps its place ahead of
+/// whatever the caller sends next), and if it fails for anything but a final error, a
+/// background task retries it until done or the session ends. The receiver says how it ended.
+pub fn guaranteed_delete(client: &Client, path: String) -> oneshot::Receiver<Result<(), Error>> {
+    let (tx, rx) = oneshot::channel();
+    let first = client.delete(&path, None);
+    let client = client.clone();
+    spawn(async move {
+        let result = match first.await {
+            Ok(()) | Err(zk_client::Error::NoNode) => Ok(()),
+            Err(zk_client::Error::SessionExpired | zk_client::Error::Closed) => Ok(()),
+            Err(e) if zk_error(&e) == ZkError::Other => Err(Error::Zk(e)),
+            Err(_) => run_cleanups(&client, vec![Cleanup::Delete(path)]).await,
+        };
+        let _ = tx.send(result);
+    });
+    rx
+}
+
+fn spawn(task: impl Future<Output = ()> + Send + 'static) {
+    // Without a runtime there is nothing to run it on; the session's end (the process's)
+    // removes our ephemeral nodes.
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        handle.spawn(task);
+    }
+}
+
+/// What an op's future gives: the reply, the watcher it left, the client's error.
+struct Completed {
+    reply: Reply,
+    watch: Option<(WatchKind, String, OneshotWatcher)>,
+    error: Option<zk_client::Error>,
+}
+
+type OpFuture = Pin<Box<dyn Future<Output = Completed> + Send>>;
+
+struct InFlight {
+    future: OpFuture,
+    done: Option<Completed>,
+}
+
+/// One machine being driven.
+struct Run<M: Machine + Send + 'static> {
+    client: Client,
+    runner: Option<Runner<M>>,
+    in_flight: VecDeque<InFlight>,
+    watches: Vec<(WatchKind, String, OneshotWatcher)>,
+    states: StateStream,
     last_error: Option<zk_client::Error>,
-) -> Result<Option<Acquired>, Error> {
-    let cleanup = std::mem::replace(&mut guard.cleanup, Cleanup::Nothing);
-    match outcome {
-        Outcome::Held { path, czxid } => Ok(Some(Acquired {
-            path,
-            czxid,
-            session_id: client.session_id(),
-        })),
-        Outcome::TimedOut => {
-            // As Curator does: the node is deleted before acquire returns false.
-            cleanup::run(client, cleanup).await;
-            Ok(None)
-        }
-        Outcome::Failed(failure) => {
-            cleanup::spawn(client, cleanup);
-            Err(match failure {
-                Failure::SessionExpired => session_error(client.state()),
-                Failure::SessionLost => Error::SessionLost,
-                Failure::NodeVanished => Error::NodeVanished,
-                Failure::Zk => match last_error {
-                    Some(zk_client::Error::SessionExpired) => Error::SessionExpired,
-                    Some(e) => Error::Zk(e),
-                    None => session_error(client.state()),
-                },
-            })
+    stuck: Option<Stuck>,
+    /// Whether dropping an unfinished run hands it to the background (not for cleanups, which
+    /// are already the background).
+    abandon_on_drop: bool,
+    /// Kept until everything, background work included, is done.
+    turn: Option<Turn>,
+}
+
+impl<M: Machine + Send + 'static> Run<M> {
+    fn new(client: Client, machine: M) -> Self {
+        let states = client.state_stream();
+        Self {
+            client,
+            runner: Some(Runner::new(machine)),
+            in_flight: VecDeque::new(),
+            watches: Vec::new(),
+            states,
+            last_error: None,
+            stuck: None,
+            abandon_on_drop: true,
+            turn: None,
         }
     }
-}
 
-/// What to delete if we are dropped while `ops` are in flight.
-fn pending_cleanup<P: Predicate>(m: &AcquireMachine<P>, ops: &[Op]) -> Cleanup {
-    match (
-        m.cleanup(),
-        ops.iter().find(|op| matches!(op, Op::Create { .. })),
-    ) {
-        (Cleanup::Nothing, Some(Op::Create { path, .. })) => {
-            let (base, name) = path.rsplit_once('/').unwrap_or(("", path));
-            let prefix = name
-                .get(..recipes_core::name::PROTECTED_PREFIX_LEN)
-                .unwrap_or(name);
-            Cleanup::FindAndDelete {
-                base: if base.is_empty() {
-                    "/".into()
-                } else {
-                    base.to_owned()
-                },
-                prefix: prefix.to_owned(),
-            }
+    fn start(&mut self) {
+        let connection = connection(self.client.state());
+        if connection != Connection::Connected {
+            self.feed(Input::Connection(connection));
         }
-        (cleanup, _) => cleanup,
+        self.feed(Input::Start);
     }
-}
 
-type OpResult = (Reply, Option<OneshotWatcher>, Option<zk_client::Error>);
-
-fn failed(e: zk_client::Error) -> OpResult {
-    let kind = match e {
-        zk_client::Error::NoNode => ZkError::NoNode,
-        zk_client::Error::ConnectionLoss => ZkError::ConnectionLoss,
-        zk_client::Error::SessionExpired => ZkError::SessionExpired,
-        _ => ZkError::Other,
-    };
-    (Reply::Failed(kind), None, Some(e))
-}
-
-async fn run_op(client: &Client, op: &Op) -> OpResult {
-    match op {
-        Op::Create { path, data } => {
-            let opts = CreateOptions::new(CreateMode::EphemeralSequential);
-            match client.create_with_stat(path, data, &opts).await {
-                Ok((path, stat)) => (
-                    Reply::Created {
-                        path,
-                        czxid: stat.czxid,
-                    },
-                    None,
-                    None,
-                ),
-                Err(e) => failed(e),
-            }
+    fn feed(&mut self, input: Input) {
+        let Some(runner) = self.runner.as_mut() else {
+            return;
+        };
+        if let Err(stuck) = runner.handle(now(), input) {
+            self.stuck.get_or_insert(stuck);
         }
-        Op::Children { path } => match client.get_children(path).await {
-            Ok(children) => (Reply::Children(children), None, None),
-            Err(e) => failed(e),
-        },
-        Op::Watch { path } => match client.get_data_and_watch(path).await {
-            Ok((_, _, watcher)) => (Reply::Watching, Some(watcher), None),
-            Err(e) => failed(e),
-        },
-        Op::Stat { path } => match client.exists(path).await {
-            Ok(Some(stat)) => (Reply::Stat { czxid: stat.czxid }, None, None),
-            Ok(None) => failed(zk_client::Error::NoNode),
-            Err(e) => failed(e),
-        },
-        Op::CreateParents { path } => match create_parents(client, path).await {
-            Ok(()) => (Reply::Done, None, None),
-            Err(e) => failed(e),
-        },
-        Op::Delete { path } => match client.delete(path, None).await {
-            Ok(()) | Err(zk_client::Error::NoNode) => (Reply::Done, None, None),
-            Err(e) => failed(e),
-        },
+        while let Some(op) = runner.poll_op() {
+            self.in_flight.push_back(InFlight {
+                future: op_future(self.client.clone(), op),
+                done: None,
+            });
+        }
     }
-}
 
-/// Creates `path` and its missing ancestors as container nodes, top-down, ignoring those
-/// that exist (Curator's `creatingParentContainersIfNeeded`).
-pub(crate) async fn create_parents(client: &Client, path: &str) -> Result<(), zk_client::Error> {
-    let opts = CreateOptions::new(CreateMode::Container);
-    let mut end = 0;
-    while let Some(next) = path
-        .get(end + 1..)
-        .and_then(|rest| rest.find('/'))
-        .map(|i| end + 1 + i)
+    fn is_over(&self) -> bool {
+        self.stuck.is_some()
+            || self
+                .runner
+                .as_ref()
+                .is_none_or(|r| r.machine().outcome().is_some())
+    }
+
+    fn outcome(&self) -> Result<M::Output, Ended>
+    where
+        M::Output: Clone,
     {
-        create_ignoring_exists(client, path.get(..next).unwrap_or(path), &opts).await?;
-        end = next;
+        if let Some(stuck) = &self.stuck {
+            return Err(Ended::Stuck(stuck.clone()));
+        }
+        match self.runner.as_ref().and_then(|r| r.machine().outcome()) {
+            Some(Outcome::Held(output)) => Ok(output.clone()),
+            Some(Outcome::TimedOut) => Err(Ended::TimedOut),
+            Some(Outcome::Failed(f)) => Err(Ended::Failed(*f)),
+            None => Err(Ended::Failed(Failure::Abandoned)),
+        }
     }
-    create_ignoring_exists(client, path, &opts).await
+
+    /// Feeds inputs as they come until the machine has an outcome (or is stuck).
+    async fn until_outcome(&mut self) {
+        while !self.is_over() {
+            let deadline = self
+                .runner
+                .as_ref()
+                .and_then(|r| r.poll_timeout())
+                .map(Instant::from_std);
+            tokio::select! {
+                biased;
+                done = next_reply(&mut self.in_flight) => self.on_completed(done),
+                fired = next_watch(&mut self.watches) => {
+                    let (kind, path, event) = fired;
+                    self.feed(Input::Watch { kind, path, event });
+                }
+                state = self.states.next() => {
+                    let state = state.unwrap_or(SessionState::Closed);
+                    if state.is_terminal() {
+                        self.watches.clear();
+                    }
+                    self.feed(Input::Connection(connection(state)));
+                }
+                _ = sleep_until(deadline) => self.feed(Input::Timeout),
+            }
+        }
+    }
+
+    fn on_completed(&mut self, done: Completed) {
+        if let Some(watch) = done.watch {
+            self.watches.push(watch);
+        }
+        if done.error.is_some() {
+            self.last_error = done.error;
+        }
+        self.feed(Input::Reply(done.reply));
+    }
+
+    /// Waits for every op in flight and feeds its reply (for the cleanups' sake).
+    async fn drain(&mut self) {
+        while !self.in_flight.is_empty() {
+            let done = next_reply(&mut self.in_flight).await;
+            self.on_completed(done);
+        }
+    }
+
+    /// Hands what is left to the background: the replies still in flight, then the cleanups
+    /// owed. The receiver says when that is done.
+    fn hand_off(&mut self) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        let Some(runner) = self.runner.take() else {
+            let _ = tx.send(());
+            return rx;
+        };
+        let mut rest = Run {
+            client: self.client.clone(),
+            runner: Some(runner),
+            in_flight: std::mem::take(&mut self.in_flight),
+            watches: Vec::new(),
+            states: self.client.state_stream(),
+            last_error: None,
+            stuck: None,
+            abandon_on_drop: false,
+            turn: self.turn.take(),
+        };
+        rest.feed(Input::Abandon);
+        spawn(async move {
+            rest.drain().await;
+            let cleanups = rest
+                .runner
+                .as_ref()
+                .map(|r| r.machine().cleanups())
+                .unwrap_or_default();
+            let _ = run_cleanups(&rest.client, cleanups).await;
+            drop(rest);
+            let _ = tx.send(());
+        });
+        rx
+    }
 }
 
-async fn create_ignoring_exists(
-    client: &Client,
-    path: &str,
-    opts: &CreateOptions,
-) -> Result<(), zk_client::Error> {
-    match client.create(path, b"", opts).await {
-        Ok(_) | Err(zk_client::Error::NodeExists) => Ok(()),
-        Err(e) => Err(e),
+impl<M: Machine + Send + 'static> Drop for Run<M> {
+    fn drop(&mut self) {
+        let held = matches!(
+            self.runner.as_ref().and_then(|r| r.machine().outcome()),
+            Some(Outcome::Held(_))
+        );
+        let owes = self
+            .runner
+            .as_ref()
+            .is_some_and(|r| !r.machine().cleanups().is_empty() || r.machine().outcome().is_none());
+        if self.abandon_on_drop && (owes || (!held && !self.in_flight.is_empty())) {
+            drop(self.hand_off());
+        } else if !self.in_flight.is_empty() {
+            // Ops still in flight whose replies nobody needs (a held attempt's stray deletes):
+            // let them reach the server.
+            let mut in_flight = std::mem::take(&mut self.in_flight);
+            spawn(async move {
+                while !in_flight.is_empty() {
+                    next_reply(&mut in_flight).await;
+                }
+            });
+        }
     }
 }
 
-/// Runs futures to completion, polling them in order each round: the first poll of each sends
-/// its request, so requests leave in the order given (pipelined, ZooKeeper answers in order).
-async fn in_order<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
-    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
-    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (fut, out) in futures.iter_mut().zip(outputs.iter_mut()) {
-            if out.is_none() {
-                match fut.as_mut().poll(cx) {
-                    Poll::Ready(v) => *out = Some(v),
-                    Poll::Pending => pending = true,
+/// The next reply, in issue order. Every op in flight is polled, so each request is sent as
+/// soon as it is issued (the first poll of an op's future sends it), in order.
+async fn next_reply(in_flight: &mut VecDeque<InFlight>) -> Completed {
+    std::future::poll_fn(|cx: &mut Context<'_>| {
+        for op in in_flight.iter_mut() {
+            if op.done.is_none() {
+                if let Poll::Ready(done) = op.future.as_mut().poll(cx) {
+                    op.done = Some(done);
                 }
             }
         }
-        if pending {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
+        match in_flight.front_mut().and_then(|op| op.done.take()) {
+            Some(done) => {
+                in_flight.pop_front();
+                Poll::Ready(done)
+            }
+            None => Poll::Pending,
         }
     })
-    .await;
-    outputs.into_iter().flatten().collect()
+    .await
 }
 
-/// Waits for the watched node's event; true when it was deleted (a session event is not a
-/// deletion).
-async fn wait_watch(watcher: &mut Option<OneshotWatcher>) -> bool {
-    match watcher.as_mut() {
-        Some(w) => {
-            let event = w.await;
-            *watcher = None;
-            event.event_type == zk_client::EventType::NodeDeleted
+/// The next watch to fire.
+async fn next_watch(
+    watches: &mut Vec<(WatchKind, String, OneshotWatcher)>,
+) -> (WatchKind, String, WatchEvent) {
+    std::future::poll_fn(|cx: &mut Context<'_>| {
+        for i in 0..watches.len() {
+            let Some((_, _, watcher)) = watches.get_mut(i) else {
+                break;
+            };
+            if let Poll::Ready(event) = Pin::new(watcher).poll(cx) {
+                let (kind, path, _) = watches.swap_remove(i);
+                return Poll::Ready((kind, path, watch_event(event.event_type)));
+            }
         }
-        None => std::future::pending().await,
+        Poll::Pending
+    })
+    .await
+}
+
+fn watch_event(event: zk_client::EventType) -> WatchEvent {
+    use zk_client::EventType;
+    match event {
+        EventType::NodeCreated => WatchEvent::Created,
+        EventType::NodeDeleted => WatchEvent::Deleted,
+        EventType::NodeDataChanged => WatchEvent::DataChanged,
+        EventType::NodeChildrenChanged => WatchEvent::ChildrenChanged,
+        _ => WatchEvent::SessionEnded,
     }
 }
 
@@ -324,5 +490,150 @@ async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
+    }
+}
+
+/// What a machine knows of a session state.
+pub fn connection(state: SessionState) -> Connection {
+    match state {
+        SessionState::Connected => Connection::Connected,
+        SessionState::ConnectedReadOnly => Connection::ReadOnly,
+        SessionState::Lost => Connection::Lost,
+        SessionState::Connecting | SessionState::Disconnected => Connection::Disconnected,
+        _ => Connection::Expired,
+    }
+}
+
+/// The kind of failure a machine tells apart.
+pub fn zk_error(e: &zk_client::Error) -> ZkError {
+    use zk_client::Error as E;
+    match e {
+        E::NoNode => ZkError::NoNode,
+        E::NodeExists => ZkError::NodeExists,
+        E::ConnectionLoss => ZkError::ConnectionLoss,
+        E::SessionExpired | E::Closed | E::AuthFailed => ZkError::SessionExpired,
+        E::SessionMoved | E::Throttled | E::RequestTimeout | E::NotReadOnly => ZkError::Transient,
+        _ => ZkError::Other,
+    }
+}
+
+fn failed(e: zk_client::Error) -> Completed {
+    Completed {
+        reply: Reply::Failed(zk_error(&e)),
+        watch: None,
+        error: Some(e),
+    }
+}
+
+fn ok(reply: Reply) -> Completed {
+    Completed {
+        reply,
+        watch: None,
+        error: None,
+    }
+}
+
+fn op_future(client: Client, op: Op) -> OpFuture {
+    Box::pin(async move {
+        match op {
+            Op::Create { path, mode, data } => {
+                let mode = match mode {
+                    NodeMode::EphemeralSequential => CreateMode::EphemeralSequential,
+                    NodeMode::Ephemeral => CreateMode::Ephemeral,
+                };
+                let opts = CreateOptions::new(mode);
+                match client.create_with_stat(&path, &data, &opts).await {
+                    Ok((path, stat)) => ok(Reply::Created {
+                        path,
+                        czxid: stat.czxid,
+                    }),
+                    Err(e) => failed(e),
+                }
+            }
+            Op::Children { path, watch: false } => match client.get_children(&path).await {
+                Ok(children) => ok(Reply::Children(children)),
+                Err(e) => failed(e),
+            },
+            Op::Children { path, watch: true } => {
+                match client.get_children_and_watch(&path).await {
+                    Ok((children, watcher)) => Completed {
+                        reply: Reply::Children(children),
+                        watch: Some((WatchKind::Children, path, watcher)),
+                        error: None,
+                    },
+                    Err(e) => failed(e),
+                }
+            }
+            Op::GetData { path, watch: false } => match client.get_data(&path).await {
+                Ok((data, stat)) => ok(Reply::Data {
+                    data,
+                    czxid: stat.czxid,
+                }),
+                Err(e) => failed(e),
+            },
+            Op::GetData { path, watch: true } => match client.get_data_and_watch(&path).await {
+                Ok((data, stat, watcher)) => Completed {
+                    reply: Reply::Data {
+                        data,
+                        czxid: stat.czxid,
+                    },
+                    watch: Some((WatchKind::Data, path, watcher)),
+                    error: None,
+                },
+                Err(e) => failed(e),
+            },
+            Op::Exists { path, watch: false } => match client.exists(&path).await {
+                Ok(stat) => ok(Reply::Exists(stat.map(|s| s.czxid))),
+                Err(e) => failed(e),
+            },
+            Op::Exists { path, watch: true } => match client.exists_and_watch(&path).await {
+                Ok((stat, watcher)) => Completed {
+                    reply: Reply::Exists(stat.map(|s| s.czxid)),
+                    watch: Some((WatchKind::Exists, path, watcher)),
+                    error: None,
+                },
+                Err(e) => failed(e),
+            },
+            Op::Sync { path } => match client.sync(&path).await {
+                Ok(()) => ok(Reply::Done),
+                Err(e) => failed(e),
+            },
+            Op::Delete { path } => match client.delete(&path, None).await {
+                Ok(()) => ok(Reply::Done),
+                Err(e) => failed(e),
+            },
+            Op::CreateParents { path } => match create_parents(&client, &path).await {
+                Ok(()) => ok(Reply::Done),
+                Err(e) => failed(e),
+            },
+        }
+    })
+}
+
+/// Creates `path` and its missing ancestors as container nodes, top-down, as Curator's
+/// `creatingParentContainersIfNeeded` (`ZKPaths.mkdirs`) does: each one's existence is checked
+/// first, so a client that may not create in `/` works when the ancestors exist.
+pub async fn create_parents(client: &Client, path: &str) -> Result<(), zk_client::Error> {
+    let opts = CreateOptions::new(CreateMode::Container);
+    let mut end = 0;
+    loop {
+        let next = path
+            .get(end + 1..)
+            .and_then(|rest| rest.find('/'))
+            .map(|i| end + 1 + i);
+        let prefix = match next {
+            Some(n) => path.get(..n).unwrap_or(path),
+            None => path,
+        };
+        if client.exists(prefix).await?.is_none() {
+            match client.create(prefix, b"", &opts).await {
+                Ok(_) | Err(zk_client::Error::NodeExists) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        match next {
+            Some(n) => end = n,
+            None => return Ok(()),
+        }
     }
 }

@@ -26,6 +26,30 @@ pub enum Error {
     /// was removed between the create and the listing) and the attempt gave up.
     #[error("the lock node vanished")]
     NodeVanished,
+    /// A node above the lock path is missing and could not be created. With a chroot, the
+    /// chroot node itself must exist: create it (or fix the connect string).
+    #[error("a parent of the lock path is missing and cannot be created (does the chroot exist?)")]
+    ParentMissing,
+    /// The lock path is under `/zookeeper`, which the server reserves for itself.
+    #[error("lock path {path} is under /zookeeper, which the server reserves")]
+    ReservedPath {
+        /// The lock's path.
+        path: String,
+    },
+    /// The calling task already holds this non-reentrant lock: asking again would wait
+    /// forever (Curator's `InterProcessSemaphoreMutex` does). Release it first.
+    #[error("this task already holds the non-reentrant lock {path}")]
+    AlreadyHeld {
+        /// The lock's path.
+        path: String,
+    },
+    /// A deadline passed before the operation could finish.
+    #[error("timed out")]
+    TimedOut,
+    /// A lock machine was left with nothing to wait for: a bug in this library, caught before
+    /// it could hang or spin. Its cleanups ran. Please report it with the message.
+    #[error(transparent)]
+    Stuck(#[from] recipes_core::Stuck),
     /// A ZooKeeper operation failed (no permission, read-only server, ...).
     #[error(transparent)]
     Zk(#[from] zk_client::Error),

@@ -5,54 +5,15 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex as StdMutex, OnceLock};
+use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use recipe_mutex::{Error, InterProcessMutex, Loss};
 use xtask::{FaultProxy, ZkServer};
-use zk_client::{Client, SessionState};
+use zk_client::SessionState;
 
-const BOUND: Duration = Duration::from_secs(60);
-
-fn server() -> &'static ZkServer {
-    static SERVER: OnceLock<ZkServer> = OnceLock::new();
-    SERVER.get_or_init(|| ZkServer::start().expect("start ZooKeeper"))
-}
-
-async fn client_at(hosts: &str, timeout: Duration) -> Client {
-    Client::builder()
-        .hosts(hosts)
-        .session_timeout(timeout)
-        .connect()
-        .await
-        .unwrap()
-}
-
-async fn client() -> Client {
-    client_at(&server().connect_string(), Duration::from_secs(10)).await
-}
-
-async fn bounded<F: std::future::Future>(f: F) -> F::Output {
-    tokio::time::timeout(BOUND, f).await.expect("timed out")
-}
-
-/// Waits until `path` has `n` children (as the lock queue grows or drains).
-async fn wait_children(c: &Client, path: &str, n: usize) {
-    bounded(async {
-        loop {
-            let (kids, watcher) = match c.get_children_and_watch(path).await {
-                Ok(r) => r,
-                Err(zk_client::Error::NoNode) if n == 0 => return,
-                Err(e) => panic!("{e}"),
-            };
-            if kids.len() == n {
-                return;
-            }
-            watcher.await;
-        }
-    })
-    .await;
-}
+mod support;
+use support::{bounded, client, client_at, server, wait_children};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_clients_exclude_each_other_and_tokens_increase() {

@@ -1,63 +1,35 @@
-//! [`AcquireMachine`]: one attempt to take a fair lock, as a machine fed with replies, watch
-//! events, connection changes and the time.
+//! [`AcquireMachine`]: one attempt to take a fair lock (mutex, read or write lock, the
+//! semaphore's inner lock), as a [`Machine`].
 
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+use crate::machine::{Cleanup, Failure, Input, Machine, Outcome};
 use crate::name::{node_prefix, protection_prefix};
-use crate::op::{Connection, Op, Reply, ZkError};
+use crate::op::{Connection, NodeMode, Op, Reply, WatchEvent, ZkError};
 use crate::predicate::{Predicate, Verdict};
 
-/// How an attempt ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// We hold the lock through this node.
-    Held {
-        /// Our node's full path.
-        path: String,
-        /// Its creation zxid: the fencing token, strictly increasing across the successive
-        /// holders of a lock.
-        czxid: i64,
-    },
-    /// The deadline passed first. [`AcquireMachine::cleanup`] says which node to delete.
-    TimedOut,
-    /// The attempt failed.
-    Failed(Failure),
+/// A lock node we hold.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Held {
+    /// Our node's full path.
+    pub path: String,
+    /// Its creation zxid: the fencing token, strictly increasing across the successive holders
+    /// of a lock.
+    pub czxid: i64,
 }
 
-/// Why an attempt failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Failure {
-    /// The session expired; nothing of ours is left.
-    SessionExpired,
-    /// The session is locally lost (no server for its whole timeout).
-    SessionLost,
-    /// Our node vanished (deleted under us, or the base container was removed); Curator then
-    /// retries with a new node, and so does the driver, within the same deadline.
-    NodeVanished,
-    /// An op failed with an error the driver kept.
-    Zk,
-}
+/// How long past its deadline an attempt waits for replies already in flight while connected,
+/// so that a free lock is taken even with a zero timeout (as in Curator). While disconnected
+/// the attempt ends at its deadline.
+pub const DEADLINE_GRACE: Duration = Duration::from_millis(500);
 
-/// What must still happen when an attempt is abandoned (timed out, failed, or dropped by its
-/// caller) so that no node of ours is left behind.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Cleanup {
-    /// Nothing of ours can exist.
-    Nothing,
-    /// Delete our node.
-    Delete(String),
-    /// A create may have been applied without our hearing of it: list `base` and delete any
-    /// child starting with `prefix` (the protection prefix).
-    FindAndDelete {
-        /// The base path.
-        base: String,
-        /// `_c_<uuid>-`.
-        prefix: String,
-    },
-}
+/// How long to wait before trying again after a failure that is neither a lost connection nor
+/// final (the server throttled us, the session moved), or after a lost connection that the
+/// session has not reported yet.
+pub const RETRY_DELAY: Duration = Duration::from_millis(50);
 
 /// What a sent op was for, to route its reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,80 +37,105 @@ enum Sent {
     Create,
     Children,
     Watch,
-    Stat,
+    Exists,
+    Sync,
     CreateParents,
+    DeleteTwin,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What to do next, once the replies in flight are in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Resume {
+    List,
+    CreateAndList,
+    MakeParents,
+    /// A create's reply was lost: sync, then find our node by its protection prefix.
+    Recover,
+}
+
+/// When to do it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum When {
+    /// At once (the failure was a real answer, such as `NoNode`).
+    Now,
+    /// Once connected to a read-write server again.
+    Connected,
+    /// After [`RETRY_DELAY`] (throttled, session moved, read-only for now).
+    Later,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
-    /// Create ‖ children in flight.
-    Creating,
-    /// The create's reply was lost: after reconnecting, find our node by its prefix.
-    Recovering,
-    /// Children in flight (our node known).
-    Listing,
-    /// The predecessor's getData+watch in flight.
-    Watching,
-    /// Waiting for the predecessor's watch event, or the deadline.
+    /// Before `Start`.
+    Idle,
+    /// Ops in flight; their replies decide what comes next.
+    Busy,
+    /// Waiting for the watched node's event.
     Waiting,
-    /// A list failed with a connection loss: list again once connected.
-    Reconnecting,
-    /// Parents being created, then create again.
-    MakingParents,
+    /// Waiting for the connection (or the retry timer) to do `resume`.
+    Paused,
     /// Finished; see `outcome`.
     Done,
 }
 
 /// One attempt to take a fair lock under `base`, Curator's way: create an
-/// `EPHEMERAL_SEQUENTIAL` child `_c_<uuid>-<lockName>`, list the children, sort them, and
-/// hold if the predicate says so; otherwise watch the node it names (with `getData`) and list
-/// again when it changes. The create and the first listing are sent together, so an
-/// uncontended lock takes one round trip (Curator needs two).
+/// `EPHEMERAL_SEQUENTIAL` child `_c_<uuid>-<lockName>`, list the children, sort them, and hold
+/// if the predicate says so; otherwise watch the node it names (with `getData`) and list again
+/// when it changes. The create and the first listing are sent together, so an uncontended lock
+/// takes one round trip (Curator needs two).
 ///
-/// # Calling contract
-///
-/// Inputs, each taking `now` (never going back) and answering with the ops to send next, in
-/// order: [`AcquireMachine::start`] once; [`AcquireMachine::on_reply`] for each op's result,
-/// in the order the ops were issued; [`AcquireMachine::on_watch`] when the watched node
-/// changes or goes; [`AcquireMachine::on_state`] on connection changes;
-/// [`AcquireMachine::on_timeout`] once [`AcquireMachine::poll_timeout`] has passed. When
-/// [`AcquireMachine::outcome`] is set the attempt is over; if it is not `Held`, run
-/// [`AcquireMachine::cleanup`].
+/// Safety rules beyond the happy path:
+/// - it holds only after a listing that shows its own node in a holding position (never on a
+///   watched node's deletion alone: our node may have gone, or a node that sorts before ours may
+///   have appeared);
+/// - after a lost create reply it `sync`s, then looks for its node by the protection prefix; it
+///   keeps the duty to delete by prefix until a listing settles whether the create was applied,
+///   and deletes any second node of its own (a create re-sent with the same prefix) it sees;
+/// - past its deadline it ends at once while disconnected, and within [`DEADLINE_GRACE`] while
+///   replies are in flight; its cleanups then say what to delete.
 ///
 /// # Examples
 ///
 /// ```
 /// use std::time::Instant;
-/// use recipes_core::{AcquireMachine, Exclusive, Op, Outcome, Reply};
+/// use recipes_core::{AcquireMachine, Exclusive, Held, Input, Machine, Op, Outcome, Reply};
 ///
 /// let now = Instant::now();
 /// let mut m = AcquireMachine::new("/locks/a", Exclusive::mutex(), "3f0c6a52-8f7e-4b1e-9a53-2d6f0e1c9b7a", Default::default(), None);
-/// let ops = m.start(now);
-/// assert!(matches!(&ops[..], [Op::Create { .. }, Op::Children { .. }]));
+/// m.handle(now, Input::Start);
+/// assert!(matches!(m.poll_op(), Some(Op::Create { .. })));
+/// assert!(matches!(m.poll_op(), Some(Op::Children { .. })));
 /// let ours = "_c_3f0c6a52-8f7e-4b1e-9a53-2d6f0e1c9b7a-lock-0000000000";
-/// m.on_reply(now, Reply::Created { path: format!("/locks/a/{ours}"), czxid: 7 });
-/// m.on_reply(now, Reply::Children(vec![ours.to_owned()]));
-/// assert_eq!(m.outcome(), Some(&Outcome::Held { path: format!("/locks/a/{ours}"), czxid: 7 }));
+/// m.handle(now, Input::Reply(Reply::Created { path: format!("/locks/a/{ours}"), czxid: 7 }));
+/// m.handle(now, Input::Reply(Reply::Children(vec![ours.to_owned()])));
+/// assert_eq!(m.outcome(), Some(&Outcome::Held(Held { path: format!("/locks/a/{ours}"), czxid: 7 })));
 /// ```
 #[derive(Debug)]
 pub struct AcquireMachine<P> {
     base: String,
     predicate: P,
     uuid: String,
+    prefix: String,
     data: Bytes,
     deadline: Option<Instant>,
     phase: Phase,
+    planned: Option<(Resume, When)>,
+    retry_at: Option<Instant>,
+    grace_until: Option<Instant>,
+    connection: Connection,
     sent: VecDeque<Sent>,
+    outbox: VecDeque<Op>,
     /// Our node's name (not path) and creation zxid, once known.
     ours: Option<String>,
     czxid: Option<i64>,
-    /// A create may be applied without our knowing its name (reply lost or pending).
-    create_unconfirmed: bool,
-    /// The deadline passed while a reply we need was in flight.
+    /// A create of ours is in flight.
+    create_in_flight: bool,
+    /// A create's reply was lost: a node with our prefix may exist until a listing shows
+    /// otherwise.
+    lost_create: bool,
+    /// The deadline passed while replies were in flight.
     timed_out: bool,
-    /// The watched node's deletion means we hold (see `Predicate::holds_when_watched_goes`).
-    hold_when_watched_goes: bool,
-    outcome: Option<Outcome>,
+    outcome: Option<Outcome<Held>>,
 }
 
 impl<P: Predicate> AcquireMachine<P> {
@@ -155,15 +152,21 @@ impl<P: Predicate> AcquireMachine<P> {
             base: base.to_owned(),
             predicate,
             uuid: uuid.to_owned(),
+            prefix: protection_prefix(uuid),
             data,
             deadline,
-            phase: Phase::Creating,
+            phase: Phase::Idle,
+            planned: None,
+            retry_at: None,
+            grace_until: None,
+            connection: Connection::Connected,
             sent: VecDeque::new(),
+            outbox: VecDeque::new(),
             ours: None,
             czxid: None,
-            create_unconfirmed: false,
+            create_in_flight: false,
+            lost_create: false,
             timed_out: false,
-            hold_when_watched_goes: false,
             outcome: None,
         }
     }
@@ -178,285 +181,448 @@ impl<P: Predicate> AcquireMachine<P> {
         self.ours.as_ref().map(|n| self.child(n))
     }
 
-    /// How the attempt ended, once it has.
-    pub fn outcome(&self) -> Option<&Outcome> {
-        self.outcome.as_ref()
-    }
-
-    /// When [`AcquireMachine::on_timeout`] is due: the deadline, while we wait.
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        match self.phase {
-            Phase::Done => None,
-            _ => self.deadline,
-        }
-    }
-
-    /// What to delete if the attempt is abandoned now (or did not end `Held`).
-    pub fn cleanup(&self) -> Cleanup {
-        if matches!(self.outcome, Some(Outcome::Held { .. })) {
-            return Cleanup::Nothing;
-        }
-        match (&self.ours, self.create_unconfirmed) {
-            (Some(name), _) => Cleanup::Delete(self.child(name)),
-            (None, true) => Cleanup::FindAndDelete {
-                base: self.base.clone(),
-                prefix: protection_prefix(&self.uuid),
-            },
-            (None, false) => Cleanup::Nothing,
-        }
-    }
-
     fn child(&self, name: &str) -> String {
-        if self.base == "/" {
-            format!("/{name}")
-        } else {
-            format!("{}/{name}", self.base)
-        }
+        child_path(&self.base, name)
     }
 
-    fn send(&mut self, ops: Vec<(Sent, Op)>) -> Vec<Op> {
-        ops.into_iter()
-            .map(|(kind, op)| {
-                self.sent.push_back(kind);
-                op
-            })
-            .collect()
+    fn send(&mut self, kind: Sent, op: Op) {
+        self.sent.push_back(kind);
+        self.outbox.push_back(op);
     }
 
-    fn create_and_list(&mut self) -> Vec<Op> {
-        self.phase = Phase::Creating;
-        self.create_unconfirmed = true;
+    fn create_and_list(&mut self) {
+        self.phase = Phase::Busy;
+        self.create_in_flight = true;
         let create = Op::Create {
             path: self.child(&node_prefix(&self.uuid, self.predicate.lock_name())),
+            mode: NodeMode::EphemeralSequential,
             data: self.data.clone(),
         };
-        let list = Op::Children {
-            path: self.base.clone(),
-        };
-        self.send(vec![(Sent::Create, create), (Sent::Children, list)])
+        self.send(Sent::Create, create);
+        self.list();
     }
 
-    fn list(&mut self, phase: Phase) -> Vec<Op> {
-        self.phase = phase;
-        let list = Op::Children {
+    fn list(&mut self) {
+        self.phase = Phase::Busy;
+        let op = Op::Children {
             path: self.base.clone(),
+            watch: false,
         };
-        self.send(vec![(Sent::Children, list)])
+        self.send(Sent::Children, op);
     }
 
-    fn finish(&mut self, outcome: Outcome) -> Vec<Op> {
+    fn make_parents(&mut self) {
+        self.phase = Phase::Busy;
+        let op = Op::CreateParents {
+            path: self.base.clone(),
+        };
+        self.send(Sent::CreateParents, op);
+    }
+
+    fn recover(&mut self) {
+        self.phase = Phase::Busy;
+        let op = Op::Sync {
+            path: self.base.clone(),
+        };
+        self.send(Sent::Sync, op);
+        self.list();
+    }
+
+    fn run(&mut self, resume: Resume) {
+        self.planned = None;
+        self.retry_at = None;
+        match resume {
+            Resume::MakeParents => self.make_parents(),
+            Resume::CreateAndList => self.create_and_list(),
+            Resume::Recover => self.recover(),
+            Resume::List => self.list(),
+        }
+    }
+
+    /// Plans what to do once the replies still in flight are in; the most demanding plan wins
+    /// (recovering a lost create beats everything).
+    fn plan(&mut self, resume: Resume, when: When) {
+        self.planned = Some(match self.planned {
+            Some((r, w)) if r >= resume => (r, w),
+            _ => (resume, when),
+        });
+    }
+
+    /// Carries out the plan, now that nothing is in flight.
+    fn settle(&mut self, now: Instant) {
+        let Some((resume, when)) = self.planned else {
+            return;
+        };
+        if self.deadline_passed(now) {
+            self.timed_out = true;
+            let in_grace = self.grace_until.is_some_and(|g| now < g);
+            if !(when == When::Now && in_grace && self.connection == Connection::Connected) {
+                self.finish(Outcome::TimedOut);
+                return;
+            }
+        }
+        match when {
+            When::Now => self.run(resume),
+            When::Connected if self.connection != Connection::Connected => {
+                self.phase = Phase::Paused;
+            }
+            // The session has not reported the loss yet (or the server asked us to back off):
+            // try again shortly rather than at once.
+            When::Connected | When::Later => {
+                self.phase = Phase::Paused;
+                self.retry_at = Some(now + RETRY_DELAY);
+            }
+        }
+    }
+
+    fn finish(&mut self, outcome: Outcome<Held>) {
         self.phase = Phase::Done;
-        self.outcome = Some(outcome);
-        Vec::new()
+        self.planned = None;
+        self.retry_at = None;
+        if self.outcome.is_none() {
+            self.outcome = Some(outcome);
+        }
     }
 
-    /// Starts the attempt: create our node and list the children, in one flight.
-    pub fn start(&mut self, _now: Instant) -> Vec<Op> {
-        self.create_and_list()
-    }
-
-    /// The result of the oldest op not yet answered.
-    pub fn on_reply(&mut self, now: Instant, reply: Reply) -> Vec<Op> {
-        let Some(kind) = self.sent.pop_front() else {
-            return Vec::new();
+    fn fail(&mut self, e: ZkError) {
+        let failure = match e {
+            ZkError::SessionExpired => {
+                self.forget_everything();
+                Failure::SessionExpired
+            }
+            e => Failure::Zk(e),
         };
-        if self.phase == Phase::Done {
-            return Vec::new();
-        }
-        match (kind, reply) {
-            (Sent::Create, Reply::Created { path, czxid }) => {
-                self.ours = path.rsplit('/').next().map(str::to_owned);
-                self.czxid = Some(czxid);
-                self.create_unconfirmed = false;
-                self.phase = Phase::Listing;
-                Vec::new()
-            }
-            (Sent::Create, Reply::Failed(ZkError::NoNode)) => {
-                // The base is missing: the pipelined listing fails too. Make the parents
-                // (as containers), then try again.
-                self.create_unconfirmed = false;
-                self.phase = Phase::MakingParents;
-                let op = Op::CreateParents {
-                    path: self.base.clone(),
-                };
-                self.send(vec![(Sent::CreateParents, op)])
-            }
-            (Sent::Create, Reply::Failed(ZkError::ConnectionLoss)) => {
-                // Applied or not, we cannot tell: find it by its prefix once connected.
-                self.phase = Phase::Recovering;
-                Vec::new()
-            }
-            (Sent::Create, Reply::Failed(e)) => {
-                self.create_unconfirmed = false;
-                self.fail(e)
-            }
-            (Sent::Create, _) => self.fail(ZkError::Other),
-            (Sent::CreateParents, Reply::Done) => self.create_and_list(),
-            (Sent::CreateParents, Reply::Failed(ZkError::ConnectionLoss)) => {
-                self.phase = Phase::Reconnecting;
-                Vec::new()
-            }
-            (Sent::CreateParents, Reply::Failed(e)) => self.fail(e),
-            (Sent::Children, Reply::Children(children)) => self.on_children(now, children),
-            (Sent::Children, Reply::Failed(e)) => match (&self.phase, e) {
-                // The create failed and this listing with it: already handled.
-                (Phase::MakingParents | Phase::Recovering, _) => Vec::new(),
-                (_, ZkError::ConnectionLoss) => {
-                    self.phase = Phase::Reconnecting;
-                    Vec::new()
-                }
-                (_, ZkError::NoNode) => self.finish(Outcome::Failed(Failure::NodeVanished)),
-                (_, e) => self.fail(e),
-            },
-            (Sent::Watch, Reply::Watching) => {
-                self.phase = Phase::Waiting;
-                if self.past_deadline(now) {
-                    self.finish(Outcome::TimedOut)
-                } else {
-                    Vec::new()
-                }
-            }
-            // The predecessor went before the watch was set: ours, or look again at once.
-            (Sent::Watch, Reply::Failed(ZkError::NoNode)) => self.watched_went(),
-            (Sent::Watch, Reply::Failed(ZkError::ConnectionLoss)) => {
-                self.phase = Phase::Reconnecting;
-                Vec::new()
-            }
-            (Sent::Watch, Reply::Failed(e)) => self.fail(e),
-            (Sent::Stat, Reply::Stat { czxid }) => {
-                self.czxid = Some(czxid);
-                self.list(Phase::Listing)
-            }
-            (Sent::Stat, Reply::Failed(ZkError::NoNode)) => {
-                self.finish(Outcome::Failed(Failure::NodeVanished))
-            }
-            (Sent::Stat, Reply::Failed(ZkError::ConnectionLoss)) => {
-                self.phase = Phase::Recovering;
-                Vec::new()
-            }
-            (Sent::Stat, Reply::Failed(e)) => self.fail(e),
-            (_, _) => self.fail(ZkError::Other),
-        }
+        self.finish(Outcome::Failed(failure));
     }
 
-    fn on_children(&mut self, now: Instant, mut children: Vec<String>) -> Vec<Op> {
-        if self.phase == Phase::Recovering {
-            // After a lost create reply: is our node there?
-            let prefix = protection_prefix(&self.uuid);
-            match children.iter().find(|c| c.starts_with(&prefix)) {
-                Some(found) => {
-                    self.ours = Some(found.clone());
-                    self.create_unconfirmed = false;
-                    self.phase = Phase::Listing;
-                    let op = Op::Stat {
-                        path: self.child(found),
-                    };
-                    return self.send(vec![(Sent::Stat, op)]);
-                }
-                None => return self.create_and_list(),
-            }
-        }
-        let Some(ours) = self.ours.clone() else {
-            // A listing whose create failed; the create's reply decided already.
-            return Vec::new();
-        };
-        self.predicate.sort(&mut children);
-        match self.predicate.verdict(&children, &ours) {
-            Err(_) => self.finish(Outcome::Failed(Failure::NodeVanished)),
-            Ok(Verdict::Hold) => match self.czxid {
-                Some(czxid) => {
-                    let path = self.child(&ours);
-                    self.finish(Outcome::Held { path, czxid })
-                }
-                None => self.fail(ZkError::Other),
-            },
-            Ok(Verdict::Watch(_)) if self.timed_out || self.past_deadline(now) => {
-                self.finish(Outcome::TimedOut)
-            }
-            Ok(Verdict::Watch(pred)) => {
-                self.hold_when_watched_goes =
-                    self.predicate.holds_when_watched_goes(&children, &ours);
-                self.phase = Phase::Watching;
-                let op = Op::Watch {
-                    path: self.child(&pred),
-                };
-                self.send(vec![(Sent::Watch, op)])
-            }
-        }
+    /// The session is gone: so are our ephemeral nodes.
+    fn forget_everything(&mut self) {
+        self.ours = None;
+        self.lost_create = false;
+        self.create_in_flight = false;
     }
 
-    fn past_deadline(&self, now: Instant) -> bool {
+    fn deadline_passed(&self, now: Instant) -> bool {
         self.deadline.is_some_and(|d| now >= d)
     }
 
-    fn fail(&mut self, e: ZkError) -> Vec<Op> {
-        let failure = match e {
-            ZkError::SessionExpired => Failure::SessionExpired,
-            ZkError::NoNode => Failure::NodeVanished,
-            ZkError::ConnectionLoss | ZkError::Other => Failure::Zk,
+    /// The deadline passed with replies in flight: wait for them until the grace ends.
+    fn start_grace(&mut self, now: Instant) {
+        self.timed_out = true;
+        if self.grace_until.is_none() {
+            self.grace_until = Some(now + DEADLINE_GRACE);
+        }
+    }
+
+    fn on_reply(&mut self, now: Instant, reply: Reply) {
+        let Some(kind) = self.sent.pop_front() else {
+            return;
         };
-        self.finish(Outcome::Failed(failure))
-    }
-
-    /// The watched node's watch fired: `deleted` when the node went (`NodeDeleted`), false
-    /// for any other event (data changed, the watch ended with the session). Lists again,
-    /// unless the node's deletion is enough to hold.
-    pub fn on_watch(&mut self, _now: Instant, deleted: bool) -> Vec<Op> {
-        match self.phase {
-            Phase::Waiting if deleted => self.watched_went(),
-            Phase::Waiting => self.list(Phase::Listing),
-            _ => Vec::new(),
-        }
-    }
-
-    fn watched_went(&mut self) -> Vec<Op> {
-        match (self.hold_when_watched_goes, &self.ours, self.czxid) {
-            (true, Some(ours), Some(czxid)) => {
-                let path = self.child(ours);
-                self.finish(Outcome::Held { path, czxid })
+        // Bookkeeping first: it decides the cleanups, also once the attempt is over.
+        if kind == Sent::Create {
+            self.create_in_flight = false;
+            match &reply {
+                Reply::Created { path, czxid } => {
+                    self.ours = path.rsplit('/').next().map(str::to_owned);
+                    self.czxid = Some(*czxid);
+                }
+                Reply::Failed(e) if e.is_uncertain() || *e == ZkError::Transient => {
+                    self.lost_create = true;
+                }
+                _ => {}
             }
-            _ => self.list(Phase::Listing),
+        }
+        if self.phase == Phase::Done {
+            // Ended or abandoned: a node created meanwhile is owed to the cleanups.
+            return;
+        }
+        match (kind, reply) {
+            (Sent::Create, Reply::Created { .. }) => {} // the listing follows
+            // The base is missing; the pipelined listing fails too. Make the parents (as
+            // containers), then create again.
+            (Sent::Create, Reply::Failed(ZkError::NoNode)) => {
+                self.plan(Resume::MakeParents, When::Now);
+            }
+            (Sent::Create, Reply::Failed(ZkError::NotSent)) => {
+                self.plan(Resume::CreateAndList, When::Connected);
+            }
+            (Sent::Create, Reply::Failed(ZkError::Transient)) => {
+                self.plan(Resume::Recover, When::Later);
+            }
+            (Sent::Create, Reply::Failed(ZkError::ConnectionLoss)) => {
+                self.plan(Resume::Recover, When::Connected);
+            }
+            (Sent::Create, Reply::Failed(e)) => self.fail(e),
+            (Sent::Create, _) => self.fail(ZkError::Other),
+
+            (Sent::CreateParents, Reply::Done) => self.plan(Resume::CreateAndList, When::Now),
+            (Sent::CreateParents, Reply::Failed(ZkError::NoNode)) => {
+                self.finish(Outcome::Failed(Failure::ParentMissing));
+            }
+            (Sent::CreateParents, Reply::Failed(e)) => self.retry_or_fail(e, Resume::MakeParents),
+            (Sent::CreateParents, _) => self.fail(ZkError::Other),
+
+            (Sent::Sync, _) => {} // the listing that follows decides
+
+            // Sent with an op that failed and already decided what comes next.
+            (Sent::Children, _) if self.planned.is_some() => {}
+            (Sent::Children, Reply::Children(children)) => self.on_children(now, children),
+            (Sent::Children, Reply::Failed(ZkError::NoNode)) if self.ours.is_none() => {
+                // Looking for a lost create, the base is gone: the create was not applied (or
+                // its node went with the container). Start over, parents first.
+                self.lost_create = false;
+                self.plan(Resume::MakeParents, When::Now);
+            }
+            (Sent::Children, Reply::Failed(ZkError::NoNode)) => self.vanished(),
+            (Sent::Children, Reply::Failed(e)) => {
+                let resume = if self.ours.is_some() {
+                    Resume::List
+                } else {
+                    Resume::Recover
+                };
+                self.retry_or_fail(e, resume);
+            }
+            (Sent::Children, _) => self.fail(ZkError::Other),
+
+            (Sent::Watch, Reply::Data { .. }) => {
+                self.phase = Phase::Waiting;
+                if self.deadline_passed(now) {
+                    self.finish(Outcome::TimedOut);
+                }
+            }
+            // The predecessor went before the watch was set: look again.
+            (Sent::Watch, Reply::Failed(ZkError::NoNode)) => self.plan(Resume::List, When::Now),
+            (Sent::Watch, Reply::Failed(e)) => self.retry_or_fail(e, Resume::List),
+            (Sent::Watch, _) => self.fail(ZkError::Other),
+
+            (Sent::Exists, Reply::Exists(Some(czxid))) => self.czxid = Some(czxid),
+            (Sent::Exists, _) => {} // the listing that follows decides
+
+            (Sent::DeleteTwin, _) => {}
+        }
+        if self.phase != Phase::Done && self.sent.is_empty() {
+            self.settle(now);
         }
     }
 
-    /// The session's connection changed.
-    pub fn on_state(&mut self, _now: Instant, state: Connection) -> Vec<Op> {
-        if self.phase == Phase::Done {
-            return Vec::new();
+    /// A failure of a listing, a watch or a parents' create: wait for the connection, retry
+    /// later, or give up.
+    fn retry_or_fail(&mut self, e: ZkError, resume: Resume) {
+        match e {
+            ZkError::ConnectionLoss | ZkError::NotSent => self.plan(resume, When::Connected),
+            ZkError::Transient => self.plan(resume, When::Later),
+            e => self.fail(e),
         }
-        match state {
+    }
+
+    fn vanished(&mut self) {
+        self.ours = None;
+        self.finish(Outcome::Failed(Failure::NodeVanished));
+    }
+
+    fn on_children(&mut self, now: Instant, mut children: Vec<String>) {
+        let Some(ours) = self.ours.clone() else {
+            // After a lost create reply and a sync: is our node there?
+            match children.iter().find(|c| c.starts_with(&self.prefix)) {
+                Some(found) => {
+                    let found = found.clone();
+                    self.ours = Some(found.clone());
+                    self.lost_create = false;
+                    // Its czxid, then one more listing to decide (pipelined).
+                    let op = Op::Exists {
+                        path: self.child(&found),
+                        watch: false,
+                    };
+                    self.send(Sent::Exists, op);
+                    self.list();
+                }
+                None => {
+                    // Not applied: create again with the same protection id, as Curator does.
+                    self.lost_create = false;
+                    self.plan(Resume::CreateAndList, When::Now);
+                }
+            }
+            return;
+        };
+        // A second node of ours (a create re-sent after a lost reply, applied after all):
+        // delete it, so it cannot block the lock.
+        let twins: Vec<String> = children
+            .iter()
+            .filter(|c| c.starts_with(&self.prefix) && **c != ours)
+            .cloned()
+            .collect();
+        for twin in twins {
+            let op = Op::Delete {
+                path: self.child(&twin),
+            };
+            self.send(Sent::DeleteTwin, op);
+        }
+        children.retain(|c| !c.starts_with(&self.prefix) || *c == ours);
+        self.predicate.sort(&mut children);
+        match self.predicate.verdict(&children, &ours) {
+            Err(_) => self.vanished(),
+            Ok(Verdict::Hold) => match self.czxid {
+                Some(czxid) => {
+                    let path = self.child(&ours);
+                    self.finish(Outcome::Held(Held { path, czxid }));
+                }
+                None => self.fail(ZkError::Other),
+            },
+            Ok(Verdict::Watch(_)) if self.timed_out || self.deadline_passed(now) => {
+                self.finish(Outcome::TimedOut);
+            }
+            Ok(Verdict::Watch(pred)) => {
+                let op = Op::GetData {
+                    path: self.child(&pred),
+                    watch: true,
+                };
+                self.phase = Phase::Busy;
+                self.send(Sent::Watch, op);
+            }
+        }
+    }
+
+    fn on_connection(&mut self, now: Instant, connection: Connection) {
+        self.connection = connection;
+        match connection {
             Connection::Expired => {
-                self.ours = None;
-                self.create_unconfirmed = false;
-                self.finish(Outcome::Failed(Failure::SessionExpired))
+                self.forget_everything();
+                self.finish(Outcome::Failed(Failure::SessionExpired));
             }
             Connection::Lost => self.finish(Outcome::Failed(Failure::SessionLost)),
-            Connection::Disconnected => Vec::new(),
-            Connection::Connected => match self.phase {
-                Phase::Recovering | Phase::Reconnecting if !self.sent.is_empty() => Vec::new(),
-                Phase::Recovering => self.list(Phase::Recovering),
-                Phase::Reconnecting => match self.ours {
-                    Some(_) => self.list(Phase::Listing),
-                    None => self.create_and_list(),
-                },
-                _ => Vec::new(),
-            },
+            Connection::Disconnected | Connection::ReadOnly => {
+                // Replies in flight fail with a connection loss; wait for the session to come
+                // back to a read-write server. Past the deadline, give up now.
+                self.retry_at = None;
+                if self.deadline_passed(now) {
+                    self.finish(Outcome::TimedOut);
+                }
+            }
+            Connection::Connected => {
+                if self.phase == Phase::Paused && self.sent.is_empty() {
+                    if self.deadline_passed(now) {
+                        self.finish(Outcome::TimedOut);
+                    } else if let Some((resume, _)) = self.planned {
+                        self.run(resume);
+                    }
+                }
+            }
         }
     }
 
-    /// The deadline passed. While waiting, the attempt ends `TimedOut` (clean up our node);
-    /// with a reply still in flight, it ends when that reply comes, unless it holds then
-    /// (an uncontended lock is taken even with a zero timeout, as in Curator).
-    pub fn on_timeout(&mut self, now: Instant) -> Vec<Op> {
-        if !self.past_deadline(now) || self.phase == Phase::Done {
-            return Vec::new();
+    fn on_timeout(&mut self, now: Instant) {
+        if self.phase == Phase::Done {
+            return;
         }
-        match self.phase {
-            Phase::Waiting | Phase::Reconnecting => self.finish(Outcome::TimedOut),
-            _ => {
-                self.timed_out = true;
-                Vec::new()
+        if self.retry_at.is_some_and(|at| now >= at) && self.phase == Phase::Paused {
+            self.retry_at = None;
+            if let Some((resume, _)) = self.planned {
+                if self.connection == Connection::Connected && !self.deadline_passed(now) {
+                    self.run(resume);
+                    return;
+                }
             }
         }
+        if !self.deadline_passed(now) {
+            return;
+        }
+        match self.phase {
+            Phase::Busy => {
+                // Replies in flight: wait a little for them while connected, so a free lock is
+                // still taken; then give up and leave them to the cleanups.
+                self.start_grace(now);
+                let over = self.grace_until.is_some_and(|g| now >= g);
+                if over || self.connection != Connection::Connected {
+                    self.finish(Outcome::TimedOut);
+                }
+            }
+            Phase::Waiting | Phase::Paused | Phase::Idle => self.finish(Outcome::TimedOut),
+            Phase::Done => {}
+        }
+    }
+}
+
+impl<P: Predicate> Machine for AcquireMachine<P> {
+    type Output = Held;
+
+    fn handle(&mut self, now: Instant, input: Input) {
+        match input {
+            Input::Start if self.phase == Phase::Idle => {
+                if self.deadline_passed(now) {
+                    // A zero timeout still tries once (Curator takes a free lock with it).
+                    self.start_grace(now);
+                }
+                if self.connection == Connection::Connected {
+                    self.create_and_list();
+                } else {
+                    self.plan(Resume::CreateAndList, When::Connected);
+                    self.settle(now);
+                }
+            }
+            Input::Start => {}
+            Input::Reply(reply) => self.on_reply(now, reply),
+            Input::Watch { event, .. } => {
+                if self.phase == Phase::Waiting && event != WatchEvent::SessionEnded {
+                    // Whatever happened to the node we wait on, look again: only a listing
+                    // that shows our node in front lets us hold.
+                    self.list();
+                }
+            }
+            Input::Connection(c) => self.on_connection(now, c),
+            Input::Timeout => self.on_timeout(now),
+            Input::Wake => {}
+            Input::Abandon => self.finish(Outcome::Failed(Failure::Abandoned)),
+        }
+        // Whatever the input, a deadline (or retry time) that has passed is acted on now, so
+        // the timer is never left in the past.
+        if self.poll_timeout().is_some_and(|t| t <= now) {
+            self.on_timeout(now);
+        }
+    }
+
+    fn poll_op(&mut self) -> Option<Op> {
+        self.outbox.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        if self.phase == Phase::Done {
+            return None;
+        }
+        let deadline = if self.timed_out {
+            self.grace_until
+        } else {
+            self.deadline
+        };
+        [deadline, self.retry_at].into_iter().flatten().min()
+    }
+
+    fn outcome(&self) -> Option<&Outcome<Held>> {
+        self.outcome.as_ref()
+    }
+
+    fn cleanups(&self) -> Vec<Cleanup> {
+        if matches!(self.outcome, Some(Outcome::Held(_))) {
+            return Vec::new();
+        }
+        let mut owed = Vec::new();
+        if let Some(name) = &self.ours {
+            owed.push(Cleanup::Delete(self.child(name)));
+        }
+        if self.lost_create || (self.create_in_flight && self.ours.is_none()) {
+            owed.push(Cleanup::FindAndDelete {
+                base: self.base.clone(),
+                prefix: self.prefix.clone(),
+            });
+        }
+        owed
+    }
+}
+
+/// `base/name`, without a double slash under the root.
+pub fn child_path(base: &str, name: &str) -> String {
+    if base == "/" {
+        format!("/{name}")
+    } else {
+        format!("{base}/{name}")
     }
 }

@@ -1,22 +1,33 @@
 //! Curator-compatible lock logic with no IO and no clock: node names, ordering, predicates,
-//! acquire machines. Not a lock you can hold: use `recipe-mutex`, `recipe-rwlock`,
-//! `recipe-semaphore` or `recipe-multilock`, which drive these machines against a ZooKeeper
-//! session.
+//! and the recipes' state machines. Not a lock you can hold: use `recipe-mutex`,
+//! `recipe-rwlock`, `recipe-semaphore` or `recipe-multilock`, which drive these machines
+//! against a ZooKeeper session.
 //!
 //! Everything here follows Apache Curator 5.4's recipes to the byte, so that our locks and
 //! Curator's exclude each other on the same paths: node names `_c_<uuid>-<lockName><seq>`
 //! ([`name`]), Curator's sort rule, the fair-lock predicate ([`predicate`]), and the acquire
-//! sequence ([`AcquireMachine`]) — except that the create and the first listing travel
+//! sequence ([`AcquireMachine`]), except that the create and the first listing travel
 //! together.
+//!
+//! Every recipe's machine implements [`Machine`]: ops out ([`Op`]); replies, watch events,
+//! connection changes and time in ([`Input`]); an [`Outcome`] and the [`Cleanup`]s still owed.
+//! [`Runner`] runs any machine and checks after every input that it is not idle by accident;
+//! the async driver in `recipe-mutex` and the simulator both use it.
 
 pub mod acquire;
+pub mod cleanup;
+pub mod machine;
 pub mod name;
 pub mod op;
 pub mod predicate;
+pub mod runner;
 
-pub use acquire::{AcquireMachine, Cleanup, Failure, Outcome};
-pub use op::{Connection, Op, Reply, ZkError};
+pub use acquire::{AcquireMachine, DEADLINE_GRACE, Held, RETRY_DELAY, child_path};
+pub use cleanup::CleanupMachine;
+pub use machine::{Cleanup, Failure, Input, Machine, Outcome};
+pub use op::{Connection, NodeMode, Op, Reply, WatchEvent, WatchKind, ZkError};
 pub use predicate::{Exclusive, NodeMissing, Predicate, Verdict};
+pub use runner::{Runner, Stuck};
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]

@@ -30,15 +30,6 @@ pub trait Predicate: std::fmt::Debug + Send + Sync {
 
     /// Decides, given the **sorted** children and our node's name.
     fn verdict(&self, sorted: &[String], ours: &str) -> Result<Verdict, NodeMissing>;
-
-    /// Whether the deletion of the node [`Predicate::verdict`] told us to watch is enough to
-    /// hold, without listing again. True only when that node is all that stands between us
-    /// and the lock: sequence numbers only grow, so no later node can get ahead of ours.
-    /// (Curator always lists again; skipping it saves a round trip per hand-off and changes
-    /// nothing others see.) The default is to list again.
-    fn holds_when_watched_goes(&self, _sorted: &[String], _ours: &str) -> bool {
-        false
-    }
 }
 
 /// Curator's standard predicate (`StandardLockInternalsDriver`): we hold when fewer than
@@ -82,12 +73,6 @@ impl Predicate for Exclusive {
                 .ok_or(NodeMissing),
         }
     }
-
-    /// We are exactly `max_leases` places from the front: the watched node is the first, and
-    /// once it goes fewer than `max_leases` nodes precede us.
-    fn holds_when_watched_goes(&self, sorted: &[String], ours: &str) -> bool {
-        sorted.iter().position(|c| c == ours) == Some(self.max_leases)
-    }
 }
 
 /// The sort key of a child for `predicate`, exposed for participant listings.
@@ -122,16 +107,6 @@ mod tests {
             Ok(Verdict::Watch("b-lock-0000000002".into()))
         );
         assert_eq!(p.verdict(&sorted, "gone-lock-0000000000"), Err(NodeMissing));
-    }
-
-    #[test]
-    fn only_the_second_in_line_holds_when_its_watched_node_goes() {
-        let p = Exclusive::mutex();
-        let sorted = kids(&["a-lock-1", "b-lock-2", "c-lock-3"]);
-        assert!(p.holds_when_watched_goes(&sorted, "b-lock-2"));
-        assert!(!p.holds_when_watched_goes(&sorted, "c-lock-3"));
-        let p2 = Exclusive::new("lock-", 2);
-        assert!(p2.holds_when_watched_goes(&sorted, "c-lock-3"));
     }
 
     #[test]

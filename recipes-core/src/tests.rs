@@ -1,11 +1,16 @@
-//! Scripted tests of the acquire machine: replies, watch events, connection changes and time
-//! are fed in by hand; the ops that come out are checked. No server, no clock.
+//! Scripted tests of the machines: replies, watch events, connection changes and time are fed
+//! in by hand through a [`Runner`] (so the liveness invariant is checked after every input);
+//! the ops that come out are checked. No server, no clock.
 
 use std::time::{Duration, Instant};
+
+use bytes::Bytes;
 
 use crate::*;
 
 const U1: &str = "11111111-1111-4111-8111-111111111111";
+const UA: &str = "a0000000-0000-4000-8000-000000000000";
+const UB: &str = "b0000000-0000-4000-8000-000000000000";
 const BASE: &str = "/locks/a";
 
 fn ms(n: u64) -> Duration {
@@ -20,360 +25,645 @@ fn path(n: &str) -> String {
     format!("{BASE}/{n}")
 }
 
-fn machine(deadline: Option<Instant>) -> AcquireMachine<Exclusive> {
-    AcquireMachine::new(
+/// A machine under a runner; every input must leave it live.
+struct Script<M: Machine>(Runner<M>);
+
+impl<M: Machine> Script<M> {
+    fn feed(&mut self, now: Instant, input: Input) -> Vec<Op> {
+        self.0.handle(now, input).expect("machine stuck");
+        std::iter::from_fn(|| self.0.poll_op()).collect()
+    }
+    fn start(&mut self, now: Instant) -> Vec<Op> {
+        self.feed(now, Input::Start)
+    }
+    fn reply(&mut self, now: Instant, reply: Reply) -> Vec<Op> {
+        self.feed(now, Input::Reply(reply))
+    }
+    fn conn(&mut self, now: Instant, c: Connection) -> Vec<Op> {
+        self.feed(now, Input::Connection(c))
+    }
+    fn timeout(&mut self, now: Instant) -> Vec<Op> {
+        self.feed(now, Input::Timeout)
+    }
+    fn m(&self) -> &M {
+        self.0.machine()
+    }
+}
+
+fn attempt(deadline: Option<Instant>) -> Script<AcquireMachine<Exclusive>> {
+    Script(Runner::new(AcquireMachine::new(
         BASE,
         Exclusive::mutex(),
         U1,
-        bytes::Bytes::from_static(b"10.0.0.1"),
+        Bytes::from_static(b"10.0.0.1"),
         deadline,
-    )
+    )))
 }
 
 fn create_op() -> Op {
     Op::Create {
         path: format!("{BASE}/_c_{U1}-lock-"),
-        data: bytes::Bytes::from_static(b"10.0.0.1"),
+        mode: NodeMode::EphemeralSequential,
+        data: Bytes::from_static(b"10.0.0.1"),
     }
 }
 
 fn children_op() -> Op {
-    Op::Children { path: BASE.into() }
+    Op::Children {
+        path: BASE.into(),
+        watch: false,
+    }
+}
+
+fn sync_op() -> Op {
+    Op::Sync { path: BASE.into() }
+}
+
+fn watch_op(n: &str) -> Op {
+    Op::GetData {
+        path: path(n),
+        watch: true,
+    }
 }
 
 fn kids(names: &[&str]) -> Reply {
     Reply::Children(names.iter().map(|s| (*s).to_owned()).collect())
 }
 
-#[test]
-fn uncontended_lock_is_one_flight() {
-    let t0 = Instant::now();
-    let mut m = machine(None);
-    assert_eq!(m.start(t0), [create_op(), children_op()]);
-    let ours = name(U1, 3);
-    assert_eq!(
-        m.on_reply(
-            t0,
-            Reply::Created {
-                path: path(&ours),
-                czxid: 42
-            }
-        ),
-        []
-    );
-    // Another client's node sorting after ours does not matter.
-    assert_eq!(
-        m.on_reply(
-            t0,
-            kids(&[&name("22222222-2222-4222-8222-222222222222", 4), &ours])
-        ),
-        []
-    );
-    assert_eq!(
-        m.outcome(),
-        Some(&Outcome::Held {
-            path: path(&ours),
-            czxid: 42
-        })
-    );
-    assert_eq!(m.cleanup(), Cleanup::Nothing);
+fn created(n: &str, czxid: i64) -> Reply {
+    Reply::Created {
+        path: path(n),
+        czxid,
+    }
+}
+
+fn data() -> Reply {
+    Reply::Data {
+        data: Bytes::new(),
+        czxid: 1,
+    }
+}
+
+fn deleted(n: &str) -> Input {
+    Input::Watch {
+        kind: WatchKind::Data,
+        path: path(n),
+        event: WatchEvent::Deleted,
+    }
+}
+
+fn failed(e: ZkError) -> Reply {
+    Reply::Failed(e)
+}
+
+fn held(n: &str, czxid: i64) -> Option<&'static Outcome<Held>> {
+    Some(Box::leak(Box::new(Outcome::Held(Held {
+        path: path(n),
+        czxid,
+    }))))
+}
+
+fn find_ours() -> Cleanup {
+    Cleanup::FindAndDelete {
+        base: BASE.into(),
+        prefix: format!("_c_{U1}-"),
+    }
+}
+
+/// Takes `s` to waiting behind `pred`, with our node `ours` (czxid 9).
+fn waiting_behind(
+    s: &mut Script<AcquireMachine<Exclusive>>,
+    t0: Instant,
+    ours: &str,
+    listing: &[&str],
+    pred: &str,
+) {
+    assert_eq!(s.start(t0), [create_op(), children_op()]);
+    assert_eq!(s.reply(t0, created(ours, 9)), []);
+    assert_eq!(s.reply(t0, kids(listing)), [watch_op(pred)]);
+    assert_eq!(s.reply(t0, data()), []);
+    assert_eq!(s.m().outcome(), None);
 }
 
 #[test]
-fn waiters_watch_their_immediate_predecessor_with_get_data_and_list_again_on_its_event() {
+fn uncontended_lock_is_one_flight() {
     let t0 = Instant::now();
-    let (a, b, ours) = (
-        name("a0000000-0000-4000-8000-000000000000", 1),
-        name("b0000000-0000-4000-8000-000000000000", 2),
-        name(U1, 3),
-    );
-    let mut m = machine(None);
-    m.start(t0);
-    m.on_reply(
-        t0,
-        Reply::Created {
-            path: path(&ours),
-            czxid: 9,
-        },
-    );
+    let mut s = attempt(None);
+    assert_eq!(s.start(t0), [create_op(), children_op()]);
+    let ours = name(U1, 3);
+    assert_eq!(s.reply(t0, created(&ours, 42)), []);
+    // Another client's node sorting after ours does not matter.
+    assert_eq!(s.reply(t0, kids(&[&name(UA, 4), &ours])), []);
+    assert_eq!(s.m().outcome(), held(&ours, 42));
+    assert_eq!(s.m().cleanups(), []);
+}
+
+#[test]
+fn waiters_watch_their_predecessor_and_hold_only_after_a_listing() {
+    let t0 = Instant::now();
+    let (a, b, ours) = (name(UA, 1), name(UB, 2), name(U1, 3));
+    let mut s = attempt(None);
     // Unsorted, as the server returns them.
+    waiting_behind(&mut s, t0, &ours, &[&ours, &a, &b], &b);
+    // b goes: list again (a is still ahead of us): watch a.
+    assert_eq!(s.feed(t0 + ms(10), deleted(&b)), [children_op()]);
+    assert_eq!(s.reply(t0, kids(&[&ours, &a])), [watch_op(&a)]);
+    // a went before our watch was set: list again, and only then hold.
+    assert_eq!(s.reply(t0, failed(ZkError::NoNode)), [children_op()]);
+    assert_eq!(s.m().outcome(), None);
+    assert_eq!(s.reply(t0, kids(&[&ours])), []);
+    assert_eq!(s.m().outcome(), held(&ours, 9));
+}
+
+/// Defect 1: the second in line must not hold on its predecessor's deletion alone. With A
+/// holding and our node deleted by hand, A's release must not make us a holder.
+#[test]
+fn the_predecessors_deletion_alone_never_makes_a_holder() {
+    let t0 = Instant::now();
+    let (a, ours) = (name(UA, 1), name(U1, 2));
+    let mut s = attempt(None);
+    waiting_behind(&mut s, t0, &ours, &[&a, &ours], &a);
+    // Someone deletes our node, then A releases.
+    assert_eq!(s.feed(t0, deleted(&a)), [children_op()]);
+    assert_eq!(s.m().outcome(), None, "held on the deletion alone");
+    let c = name(UB, 3);
+    assert_eq!(s.reply(t0, kids(&[&c])), []);
     assert_eq!(
-        m.on_reply(t0, kids(&[&ours, &a, &b])),
-        [Op::Watch { path: path(&b) }]
+        s.m().outcome(),
+        Some(&Outcome::Failed(Failure::NodeVanished))
     );
-    assert_eq!(m.on_reply(t0, Reply::Watching), []);
-    assert_eq!(m.outcome(), None);
-    // b goes: one listing (a may still be ahead of us), and it is: watch a.
-    assert_eq!(m.on_watch(t0 + ms(10), true), [children_op()]);
-    assert_eq!(
-        m.on_reply(t0, kids(&[&ours, &a])),
-        [Op::Watch { path: path(&a) }]
-    );
-    // a went before our watch was set; it was the only node ahead of us: we hold.
-    assert_eq!(m.on_reply(t0, Reply::Failed(ZkError::NoNode)), []);
-    assert_eq!(
-        m.outcome(),
-        Some(&Outcome::Held {
-            path: path(&ours),
-            czxid: 9
-        })
-    );
+    assert_eq!(s.m().cleanups(), []);
+}
+
+/// Defect 1, second form: a node that sorts before ours appears while we wait (a sequence
+/// number past 2^31 prints negative and sorts first; a foreign name such as `-x`).
+#[test]
+fn a_node_sorting_before_ours_that_appears_later_keeps_us_waiting() {
+    let t0 = Instant::now();
+    let (a, ours) = (name(UA, 1), name(U1, 2));
+    let wrapped = format!("_c_{UB}-lock--2147483647");
+    let mut s = attempt(None);
+    waiting_behind(&mut s, t0, &ours, &[&a, &ours], &a);
+    assert_eq!(s.feed(t0, deleted(&a)), [children_op()]);
+    assert_eq!(s.reply(t0, kids(&[&ours, &wrapped])), [watch_op(&wrapped)]);
+    assert_eq!(s.m().outcome(), None);
+}
+
+#[test]
+fn a_data_change_on_the_predecessor_means_look_again() {
+    let t0 = Instant::now();
+    let (a, ours) = (name(UA, 1), name(U1, 2));
+    let mut s = attempt(None);
+    waiting_behind(&mut s, t0, &ours, &[&a, &ours], &a);
+    let changed = Input::Watch {
+        kind: WatchKind::Data,
+        path: path(&a),
+        event: WatchEvent::DataChanged,
+    };
+    assert_eq!(s.feed(t0, changed), [children_op()]);
+    assert_eq!(s.reply(t0, kids(&[&a, &ours])), [watch_op(&a)]);
 }
 
 #[test]
 fn missing_parents_are_made_then_the_attempt_goes_again() {
     let t0 = Instant::now();
-    let mut m = machine(None);
-    m.start(t0);
+    let mut s = attempt(None);
+    s.start(t0);
+    assert_eq!(s.reply(t0, failed(ZkError::NoNode)), []);
     assert_eq!(
-        m.on_reply(t0, Reply::Failed(ZkError::NoNode)),
+        s.reply(t0, failed(ZkError::NoNode)),
         [Op::CreateParents { path: BASE.into() }]
     );
-    // The pipelined listing failed too; nothing to do for it.
-    assert_eq!(m.on_reply(t0, Reply::Failed(ZkError::NoNode)), []);
-    assert_eq!(m.on_reply(t0, Reply::Done), [create_op(), children_op()]);
+    assert_eq!(s.reply(t0, Reply::Done), [create_op(), children_op()]);
     let ours = name(U1, 0);
-    m.on_reply(
-        t0,
-        Reply::Created {
-            path: path(&ours),
-            czxid: 5,
-        },
+    s.reply(t0, created(&ours, 5));
+    s.reply(t0, kids(&[&ours]));
+    assert_eq!(s.m().outcome(), held(&ours, 5));
+}
+
+/// Defect 9: a missing chroot node is reported as such.
+#[test]
+fn parents_that_cannot_be_made_are_reported_as_missing() {
+    let t0 = Instant::now();
+    let mut s = attempt(None);
+    s.start(t0);
+    s.reply(t0, failed(ZkError::NoNode));
+    s.reply(t0, failed(ZkError::NoNode));
+    assert_eq!(s.reply(t0, failed(ZkError::NoNode)), []);
+    assert_eq!(
+        s.m().outcome(),
+        Some(&Outcome::Failed(Failure::ParentMissing))
     );
-    m.on_reply(t0, kids(&[&ours]));
-    assert!(matches!(m.outcome(), Some(Outcome::Held { .. })));
 }
 
 #[test]
-fn the_deadline_while_waiting_ends_the_attempt_and_our_node_is_deleted() {
+fn the_deadline_while_waiting_ends_the_attempt_and_our_node_is_owed() {
     let t0 = Instant::now();
-    let deadline = t0 + ms(500);
-    let (a, ours) = (name("a0000000-0000-4000-8000-000000000000", 1), name(U1, 2));
-    let mut m = machine(Some(deadline));
-    m.start(t0);
-    m.on_reply(
-        t0,
-        Reply::Created {
-            path: path(&ours),
-            czxid: 9,
-        },
-    );
-    m.on_reply(t0, kids(&[&a, &ours]));
-    m.on_reply(t0, Reply::Watching);
-    assert_eq!(m.poll_timeout(), Some(deadline));
-    assert_eq!(m.on_timeout(t0 + ms(499)), []); // spurious
-    assert_eq!(m.outcome(), None);
-    assert_eq!(m.on_timeout(deadline), []);
-    assert_eq!(m.outcome(), Some(&Outcome::TimedOut));
-    assert_eq!(m.cleanup(), Cleanup::Delete(path(&ours)));
-    assert_eq!(m.poll_timeout(), None);
+    let (a, ours) = (name(UA, 1), name(U1, 2));
+    let mut s = attempt(Some(t0 + ms(100)));
+    waiting_behind(&mut s, t0, &ours, &[&a, &ours], &a);
+    assert_eq!(s.m().poll_timeout(), Some(t0 + ms(100)));
+    assert_eq!(s.timeout(t0 + ms(99)), []);
+    assert_eq!(s.m().outcome(), None);
+    assert_eq!(s.timeout(t0 + ms(100)), []);
+    assert_eq!(s.m().outcome(), Some(&Outcome::TimedOut));
+    assert_eq!(s.m().cleanups(), [Cleanup::Delete(path(&ours))]);
 }
 
 #[test]
 fn a_zero_timeout_takes_a_free_lock_and_gives_up_at_once_on_a_held_one() {
     let t0 = Instant::now();
     let ours = name(U1, 1);
-    let mut m = machine(Some(t0));
-    m.start(t0);
-    m.on_timeout(t0);
-    m.on_reply(
-        t0,
-        Reply::Created {
-            path: path(&ours),
-            czxid: 3,
-        },
-    );
-    m.on_reply(t0, kids(&[&ours]));
-    assert!(
-        matches!(m.outcome(), Some(Outcome::Held { .. })),
-        "uncontended wins even past the deadline"
-    );
+    let mut s = attempt(Some(t0));
+    s.start(t0);
+    // Replies in flight at the deadline: a short grace, not a timer in the past.
+    assert_eq!(s.m().poll_timeout(), Some(t0 + DEADLINE_GRACE));
+    s.reply(t0 + ms(1), created(&ours, 3));
+    s.reply(t0 + ms(1), kids(&[&ours]));
+    assert_eq!(s.m().outcome(), held(&ours, 3));
 
-    let a = name("a0000000-0000-4000-8000-000000000000", 0);
-    let mut m = machine(Some(t0));
-    m.start(t0);
-    m.on_reply(
-        t0,
-        Reply::Created {
-            path: path(&ours),
-            czxid: 3,
-        },
-    );
-    // No getData on the predecessor: Curator spends a round trip on it, we do not.
-    assert_eq!(m.on_reply(t0, kids(&[&a, &ours])), []);
-    assert_eq!(m.outcome(), Some(&Outcome::TimedOut));
-    assert_eq!(m.cleanup(), Cleanup::Delete(path(&ours)));
+    let mut s = attempt(Some(t0));
+    s.start(t0);
+    s.reply(t0 + ms(1), created(&ours, 3));
+    assert_eq!(s.reply(t0 + ms(1), kids(&[&name(UA, 0), &ours])), []);
+    assert_eq!(s.m().outcome(), Some(&Outcome::TimedOut));
+    assert_eq!(s.m().cleanups(), [Cleanup::Delete(path(&ours))]);
+}
+
+/// Defect 2: at the deadline while disconnected, the attempt ends at once; the create whose
+/// reply is unknown is owed to the cleanups.
+#[test]
+fn the_deadline_while_disconnected_ends_at_once_and_owes_the_unknown_create() {
+    let t0 = Instant::now();
+    let mut s = attempt(Some(t0 + ms(100)));
+    s.start(t0);
+    s.conn(t0 + ms(10), Connection::Disconnected);
+    assert_eq!(s.timeout(t0 + ms(100)), []);
+    assert_eq!(s.m().outcome(), Some(&Outcome::TimedOut));
+    assert_eq!(s.m().cleanups(), [find_ours()]);
+    // The create's reply comes in later: now the exact node is owed, no listing needed.
+    let ours = name(U1, 4);
+    s.reply(t0 + ms(200), created(&ours, 3));
+    assert_eq!(s.m().cleanups(), [Cleanup::Delete(path(&ours))]);
+}
+
+/// Defect 2: replies in flight past the deadline while connected are waited for only for the
+/// grace; the attempt then ends.
+#[test]
+fn the_grace_past_the_deadline_is_bounded() {
+    let t0 = Instant::now();
+    let mut s = attempt(Some(t0 + ms(100)));
+    s.start(t0);
+    assert_eq!(s.timeout(t0 + ms(100)), []);
+    assert_eq!(s.m().outcome(), None);
+    assert_eq!(s.m().poll_timeout(), Some(t0 + ms(100) + DEADLINE_GRACE));
+    s.timeout(t0 + ms(100) + DEADLINE_GRACE);
+    assert_eq!(s.m().outcome(), Some(&Outcome::TimedOut));
+    assert_eq!(s.m().cleanups(), [find_ours()]);
+}
+
+/// Defect 8: abandoning with the create in flight owes a find-by-prefix only until its reply
+/// comes; then the exact path.
+#[test]
+fn abandoning_with_the_create_in_flight_owes_the_exact_node_once_its_reply_comes() {
+    let t0 = Instant::now();
+    let mut s = attempt(None);
+    s.start(t0);
+    assert_eq!(s.feed(t0, Input::Abandon), []);
+    assert_eq!(s.m().outcome(), Some(&Outcome::Failed(Failure::Abandoned)));
+    assert_eq!(s.m().cleanups(), [find_ours()]);
+    let ours = name(U1, 8);
+    assert_eq!(s.reply(t0, created(&ours, 3)), []);
+    assert_eq!(s.m().cleanups(), [Cleanup::Delete(path(&ours))]);
+    assert_eq!(s.reply(t0, kids(&[&ours])), [], "abandoned: issues nothing");
+    assert_eq!(s.m().cleanups(), [Cleanup::Delete(path(&ours))]);
 }
 
 #[test]
-fn a_lost_create_reply_is_recovered_by_the_protection_prefix() {
+fn a_lost_create_reply_is_recovered_by_the_protection_prefix_after_a_sync() {
     let t0 = Instant::now();
+    let mut s = attempt(None);
+    s.start(t0);
+    assert_eq!(s.reply(t0, failed(ZkError::ConnectionLoss)), []);
+    assert_eq!(s.conn(t0, Connection::Disconnected), []);
+    assert_eq!(s.reply(t0, failed(ZkError::ConnectionLoss)), []);
+    assert_eq!(s.m().cleanups(), [find_ours()]);
+    assert_eq!(
+        s.conn(t0, Connection::Connected),
+        [sync_op(), children_op()]
+    );
     let ours = name(U1, 7);
-    let mut m = machine(None);
-    m.start(t0);
-    assert_eq!(m.on_reply(t0, Reply::Failed(ZkError::ConnectionLoss)), []);
-    assert_eq!(m.on_reply(t0, Reply::Failed(ZkError::ConnectionLoss)), []);
-    // Abandoned now, the node may exist: find it by prefix and delete it.
+    s.reply(t0, Reply::Done);
     assert_eq!(
-        m.cleanup(),
-        Cleanup::FindAndDelete {
-            base: BASE.into(),
-            prefix: format!("_c_{U1}-")
-        }
+        s.reply(t0, kids(&[&name(UA, 6), &ours])),
+        [
+            Op::Exists {
+                path: path(&ours),
+                watch: false
+            },
+            children_op()
+        ]
     );
-    assert_eq!(m.on_state(t0, Connection::Disconnected), []);
-    assert_eq!(m.on_state(t0, Connection::Connected), [children_op()]);
-    // It was created: adopt it (and read its czxid) instead of creating a second one.
+    assert_eq!(s.m().cleanups(), [Cleanup::Delete(path(&ours))]);
+    s.reply(t0, Reply::Exists(Some(77)));
     assert_eq!(
-        m.on_reply(t0, kids(&[&ours])),
-        [Op::Stat { path: path(&ours) }]
-    );
-    assert_eq!(m.on_reply(t0, Reply::Stat { czxid: 77 }), [children_op()]);
-    m.on_reply(t0, kids(&[&ours]));
-    assert_eq!(
-        m.outcome(),
-        Some(&Outcome::Held {
-            path: path(&ours),
-            czxid: 77
-        })
+        s.reply(t0, kids(&[&name(UA, 6), &ours])),
+        [watch_op(&name(UA, 6))]
     );
 }
 
 #[test]
 fn a_create_that_was_not_applied_is_sent_again_with_the_same_uuid() {
     let t0 = Instant::now();
-    let mut m = machine(None);
-    m.start(t0);
-    m.on_reply(t0, Reply::Failed(ZkError::ConnectionLoss));
-    m.on_reply(t0, Reply::Failed(ZkError::ConnectionLoss));
-    m.on_state(t0, Connection::Connected);
-    let other = name("a0000000-0000-4000-8000-000000000000", 0);
+    let mut s = attempt(None);
+    s.start(t0);
+    s.reply(t0, failed(ZkError::ConnectionLoss));
+    s.conn(t0, Connection::Disconnected);
+    s.reply(t0, failed(ZkError::ConnectionLoss));
+    s.conn(t0, Connection::Connected);
+    s.reply(t0, Reply::Done);
     assert_eq!(
-        m.on_reply(t0, kids(&[&other])),
+        s.reply(t0, kids(&[&name(UA, 6)])),
         [create_op(), children_op()]
     );
+}
+
+/// Defect 4: the recovery listing fails with `NoNode` (the base container was removed): the
+/// attempt starts over with the parents, and is never left without anything to do.
+#[test]
+fn a_failed_recovery_listing_starts_over_instead_of_stalling() {
+    let t0 = Instant::now();
+    let mut s = attempt(Some(t0 + ms(100)));
+    s.start(t0);
+    s.reply(t0, failed(ZkError::ConnectionLoss));
+    s.conn(t0, Connection::Disconnected);
+    s.reply(t0, failed(ZkError::ConnectionLoss));
+    s.conn(t0 + ms(10), Connection::Connected);
+    s.reply(t0 + ms(10), failed(ZkError::NoNode));
+    assert_eq!(
+        s.reply(t0 + ms(10), failed(ZkError::NoNode)),
+        [Op::CreateParents { path: BASE.into() }]
+    );
+    // A listing that fails otherwise, past the deadline: it ends, with a timer never in the past.
+    let mut s = attempt(Some(t0 + ms(100)));
+    s.start(t0);
+    s.reply(t0, failed(ZkError::ConnectionLoss));
+    s.reply(t0, failed(ZkError::ConnectionLoss));
+    s.conn(t0 + ms(150), Connection::Connected);
+    assert_eq!(s.m().outcome(), Some(&Outcome::TimedOut));
+    assert_eq!(s.m().cleanups(), [find_ours()]);
+}
+
+/// Defect 4: a connection loss the session has not reported yet is retried after a delay, not
+/// in a loop.
+#[test]
+fn a_connection_loss_before_the_state_change_is_retried_after_a_delay() {
+    let t0 = Instant::now();
+    let (a, ours) = (name(UA, 1), name(U1, 2));
+    let mut s = attempt(None);
+    waiting_behind(&mut s, t0, &ours, &[&a, &ours], &a);
+    assert_eq!(s.feed(t0, deleted(&a)), [children_op()]);
+    assert_eq!(s.reply(t0, failed(ZkError::ConnectionLoss)), []);
+    assert_eq!(s.m().poll_timeout(), Some(t0 + RETRY_DELAY));
+    assert_eq!(s.timeout(t0 + RETRY_DELAY), [children_op()]);
+}
+
+/// Defect 7: a create re-sent with the same protection id that fails keeps the duty to find
+/// the first one.
+#[test]
+fn a_failed_resent_create_keeps_the_duty_to_find_the_first() {
+    let t0 = Instant::now();
+    let mut s = attempt(None);
+    s.start(t0);
+    s.reply(t0, failed(ZkError::ConnectionLoss));
+    s.conn(t0, Connection::Disconnected);
+    s.reply(t0, failed(ZkError::ConnectionLoss));
+    s.conn(t0, Connection::Connected);
+    s.reply(t0, Reply::Done);
+    assert_eq!(s.reply(t0, kids(&[])), [create_op(), children_op()]);
+    // The second create fails too, for a lost connection: the duty stays.
+    s.reply(t0, failed(ZkError::ConnectionLoss));
+    assert_eq!(s.m().cleanups(), [find_ours()]);
+    // ... and for a final error: it still stays (the first may exist).
+    let mut s = attempt(None);
+    s.start(t0);
+    s.reply(t0, failed(ZkError::ConnectionLoss));
+    s.conn(t0, Connection::Disconnected);
+    s.reply(t0, failed(ZkError::ConnectionLoss));
+    s.conn(t0, Connection::Connected);
+    s.reply(t0, Reply::Done);
+    s.reply(t0, failed(ZkError::Transient)); // the sync's listing fails for a moment
+    s.timeout(t0 + RETRY_DELAY);
+    assert_eq!(s.m().cleanups(), [find_ours()]);
+}
+
+#[test]
+fn a_second_node_of_ours_is_deleted_when_seen() {
+    let t0 = Instant::now();
+    let (ours, twin) = (name(U1, 3), name(U1, 5));
+    let mut s = attempt(None);
+    s.start(t0);
+    s.reply(t0, created(&ours, 4));
+    assert_eq!(
+        s.reply(t0, kids(&[&twin, &ours])),
+        [Op::Delete { path: path(&twin) }]
+    );
+    assert_eq!(s.m().outcome(), held(&ours, 4));
 }
 
 #[test]
 fn expiry_and_local_loss_end_the_attempt() {
     let t0 = Instant::now();
-    let (a, ours) = (name("a0000000-0000-4000-8000-000000000000", 1), name(U1, 2));
-    let mut m = machine(None);
-    m.start(t0);
-    m.on_reply(
-        t0,
-        Reply::Created {
-            path: path(&ours),
-            czxid: 9,
-        },
-    );
-    m.on_reply(t0, kids(&[&a, &ours]));
-    m.on_reply(t0, Reply::Watching);
-    m.on_state(t0, Connection::Disconnected);
-    assert_eq!(m.outcome(), None, "a disconnect alone changes nothing");
-    m.on_state(t0, Connection::Expired);
-    assert_eq!(m.outcome(), Some(&Outcome::Failed(Failure::SessionExpired)));
-    assert_eq!(m.cleanup(), Cleanup::Nothing, "the session took our node");
-
-    let mut m = machine(None);
-    m.start(t0);
-    m.on_reply(
-        t0,
-        Reply::Created {
-            path: path(&ours),
-            czxid: 9,
-        },
-    );
-    m.on_reply(t0, kids(&[&a, &ours]));
-    m.on_state(t0, Connection::Lost);
-    assert_eq!(m.outcome(), Some(&Outcome::Failed(Failure::SessionLost)));
+    let (a, ours) = (name(UA, 1), name(U1, 2));
+    let mut s = attempt(None);
+    waiting_behind(&mut s, t0, &ours, &[&a, &ours], &a);
+    s.conn(t0, Connection::Expired);
     assert_eq!(
-        m.cleanup(),
-        Cleanup::Delete(path(&ours)),
-        "in case the session survives"
+        s.m().outcome(),
+        Some(&Outcome::Failed(Failure::SessionExpired))
     );
-}
+    assert_eq!(s.m().cleanups(), [], "ephemerals went with the session");
 
-#[test]
-fn our_node_missing_from_the_list_means_it_vanished() {
-    let t0 = Instant::now();
-    let mut m = machine(None);
-    m.start(t0);
-    m.on_reply(
-        t0,
-        Reply::Created {
-            path: path(&name(U1, 2)),
-            czxid: 9,
-        },
+    let mut s = attempt(None);
+    waiting_behind(&mut s, t0, &ours, &[&a, &ours], &a);
+    s.conn(t0, Connection::Disconnected);
+    s.conn(t0, Connection::Lost);
+    assert_eq!(
+        s.m().outcome(),
+        Some(&Outcome::Failed(Failure::SessionLost))
     );
-    m.on_reply(
-        t0,
-        kids(&[&name("a0000000-0000-4000-8000-000000000000", 1)]),
-    );
-    assert_eq!(m.outcome(), Some(&Outcome::Failed(Failure::NodeVanished)));
+    assert_eq!(s.m().cleanups(), [Cleanup::Delete(path(&ours))]);
 }
 
 #[test]
 fn a_listing_lost_to_a_disconnect_is_retried_once_connected() {
     let t0 = Instant::now();
-    let ours = name(U1, 2);
-    let mut m = machine(None);
-    m.start(t0);
-    m.on_reply(
-        t0,
-        Reply::Created {
-            path: path(&ours),
-            czxid: 9,
-        },
-    );
-    assert_eq!(m.on_reply(t0, Reply::Failed(ZkError::ConnectionLoss)), []);
-    assert_eq!(m.on_state(t0, Connection::Connected), [children_op()]);
-    m.on_reply(t0, kids(&[&ours]));
-    assert!(matches!(m.outcome(), Some(Outcome::Held { .. })));
+    let (a, ours) = (name(UA, 1), name(U1, 2));
+    let mut s = attempt(None);
+    waiting_behind(&mut s, t0, &ours, &[&a, &ours], &a);
+    s.feed(t0, deleted(&a));
+    s.conn(t0, Connection::Disconnected);
+    assert_eq!(s.reply(t0, failed(ZkError::ConnectionLoss)), []);
+    assert_eq!(s.m().poll_timeout(), None, "waits for the connection");
+    assert_eq!(s.conn(t0, Connection::ReadOnly), []);
+    assert_eq!(s.conn(t0, Connection::Connected), [children_op()]);
 }
 
 #[test]
 fn other_errors_fail_the_attempt() {
     let t0 = Instant::now();
-    let mut m = machine(None);
-    m.start(t0);
-    m.on_reply(t0, Reply::Failed(ZkError::Other));
-    assert_eq!(m.outcome(), Some(&Outcome::Failed(Failure::Zk)));
-    assert_eq!(m.cleanup(), Cleanup::Nothing);
+    let mut s = attempt(None);
+    s.start(t0);
+    s.reply(t0, failed(ZkError::Other));
+    assert_eq!(
+        s.m().outcome(),
+        Some(&Outcome::Failed(Failure::Zk(ZkError::Other)))
+    );
 }
 
 #[test]
-fn second_in_line_holds_on_its_predecessors_deletion_without_listing_again() {
+fn starting_disconnected_waits_for_the_connection() {
     let t0 = Instant::now();
-    let (a, ours) = (name("a0000000-0000-4000-8000-000000000000", 1), name(U1, 2));
-    let mut m = machine(None);
-    m.start(t0);
-    m.on_reply(
-        t0,
-        Reply::Created {
-            path: path(&ours),
-            czxid: 9,
-        },
-    );
+    let mut s = attempt(None);
+    assert_eq!(s.conn(t0, Connection::Disconnected), []);
+    assert_eq!(s.start(t0), []);
     assert_eq!(
-        m.on_reply(t0, kids(&[&a, &ours])),
-        [Op::Watch { path: path(&a) }]
+        s.conn(t0, Connection::Connected),
+        [create_op(), children_op()]
     );
-    m.on_reply(t0, Reply::Watching);
-    // Any other event on it (a revoke written to it, the watch's end): list again.
-    assert_eq!(m.on_watch(t0, false), [children_op()]);
+}
+
+#[test]
+fn a_lock_under_the_root_has_no_double_slash() {
+    let t0 = Instant::now();
+    let mut m = AcquireMachine::new("/", Exclusive::mutex(), U1, Bytes::new(), None);
+    m.handle(t0, Input::Start);
     assert_eq!(
-        m.on_reply(t0, kids(&[&a, &ours])),
-        [Op::Watch { path: path(&a) }]
-    );
-    m.on_reply(t0, Reply::Watching);
-    // Its deletion: nothing can be ahead of us now.
-    assert_eq!(m.on_watch(t0, true), []);
-    assert_eq!(
-        m.outcome(),
-        Some(&Outcome::Held {
-            path: path(&ours),
-            czxid: 9
+        m.poll_op(),
+        Some(Op::Create {
+            path: format!("/_c_{U1}-lock-"),
+            mode: NodeMode::EphemeralSequential,
+            data: Bytes::new()
         })
     );
+}
+
+// The cleanup machine.
+
+fn cleanup(cleanups: Vec<Cleanup>) -> Script<CleanupMachine> {
+    Script(Runner::new(CleanupMachine::new(cleanups)))
+}
+
+/// Defect 6: every transient error is retried, with a growing back-off.
+#[test]
+fn cleanups_retry_every_transient_error_until_done() {
+    let t0 = Instant::now();
+    let node = path(&name(U1, 1));
+    let del = Op::Delete { path: node.clone() };
+    let mut s = cleanup(vec![Cleanup::Delete(node)]);
+    assert_eq!(s.start(t0), std::slice::from_ref(&del));
+    assert_eq!(s.reply(t0, failed(ZkError::Transient)), []);
+    assert_eq!(s.m().poll_timeout(), Some(t0 + ms(50)));
+    assert_eq!(s.timeout(t0 + ms(50)), std::slice::from_ref(&del));
+    assert_eq!(s.reply(t0 + ms(50), failed(ZkError::Transient)), []);
+    assert_eq!(s.m().poll_timeout(), Some(t0 + ms(150)));
+    s.conn(t0 + ms(60), Connection::Disconnected);
+    assert_eq!(s.conn(t0 + ms(70), Connection::Connected), std::slice::from_ref(&del));
+    assert_eq!(s.reply(t0, failed(ZkError::ConnectionLoss)), []);
+    s.conn(t0 + ms(80), Connection::Disconnected);
+    assert_eq!(s.conn(t0 + ms(90), Connection::Connected), [del]);
+    assert_eq!(s.reply(t0, Reply::Done), []);
+    assert_eq!(s.m().outcome(), Some(&Outcome::Held(())));
+}
+
+#[test]
+fn find_and_delete_syncs_first_and_deletes_every_node_with_the_prefix() {
+    let t0 = Instant::now();
+    let mut s = cleanup(vec![find_ours(), Cleanup::Delete("/x".into())]);
+    assert_eq!(s.start(t0), [sync_op(), children_op()]);
+    s.reply(t0, Reply::Done);
+    assert_eq!(
+        s.reply(t0, kids(&[&name(UA, 1), &name(U1, 2), &name(U1, 3)])),
+        [
+            Op::Delete {
+                path: path(&name(U1, 2))
+            },
+            Op::Delete {
+                path: path(&name(U1, 3))
+            }
+        ]
+    );
+    s.reply(t0, Reply::Done);
+    assert_eq!(
+        s.reply(t0, failed(ZkError::NoNode)),
+        [Op::Delete { path: "/x".into() }]
+    );
+    s.reply(t0, failed(ZkError::SessionExpired));
+    assert_eq!(s.m().outcome(), Some(&Outcome::Held(())));
+}
+
+#[test]
+fn a_final_error_gives_one_cleanup_up_and_goes_on() {
+    let t0 = Instant::now();
+    let mut s = cleanup(vec![
+        Cleanup::Delete("/a".into()),
+        Cleanup::Delete("/b".into()),
+    ]);
+    s.start(t0);
+    assert_eq!(
+        s.reply(t0, failed(ZkError::Other)),
+        [Op::Delete { path: "/b".into() }]
+    );
+    s.reply(t0, Reply::Done);
+    assert_eq!(
+        s.m().outcome(),
+        Some(&Outcome::Failed(Failure::Zk(ZkError::Other)))
+    );
+}
+
+#[test]
+fn a_runner_catches_a_machine_left_with_nothing_to_do() {
+    /// Forgets to do anything after its first reply.
+    struct Forgetful;
+    impl Machine for Forgetful {
+        type Output = ();
+        fn handle(&mut self, _: Instant, _: Input) {}
+        fn poll_op(&mut self) -> Option<Op> {
+            None
+        }
+        fn poll_timeout(&self) -> Option<Instant> {
+            None
+        }
+        fn outcome(&self) -> Option<&Outcome<()>> {
+            None
+        }
+        fn cleanups(&self) -> Vec<Cleanup> {
+            Vec::new()
+        }
+    }
+    let mut r = Runner::new(Forgetful);
+    assert!(r.handle(Instant::now(), Input::Start).is_err());
+
+    /// Keeps a timer in the past (the spin of defect 4).
+    struct Spinner(Instant);
+    impl Machine for Spinner {
+        type Output = ();
+        fn handle(&mut self, _: Instant, _: Input) {}
+        fn poll_op(&mut self) -> Option<Op> {
+            None
+        }
+        fn poll_timeout(&self) -> Option<Instant> {
+            Some(self.0)
+        }
+        fn outcome(&self) -> Option<&Outcome<()>> {
+            None
+        }
+        fn cleanups(&self) -> Vec<Cleanup> {
+            Vec::new()
+        }
+    }
+    let t0 = Instant::now();
+    let mut r = Runner::new(Spinner(t0));
+    let err = r.handle(t0 + ms(1), Input::Timeout).unwrap_err();
+    assert!(err.to_string().contains("already due"), "{err}");
 }
