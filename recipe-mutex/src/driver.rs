@@ -24,7 +24,7 @@ use recipes_core::{
     AcquireMachine, Cleanup, CleanupMachine, Connection, Failure, Held, Input, Machine, NodeMode,
     Op, Outcome, Predicate, Reply, Runner, Stuck, WatchEvent, WatchKind, ZkError,
 };
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 use zk_client::{Client, CreateMode, CreateOptions, OneshotWatcher, SessionState, StateStream};
 
@@ -78,7 +78,11 @@ where
     loop {
         let uuid = crate::uuid::random_uuid();
         let machine = AcquireMachine::new(base, predicate.clone(), &uuid, data.clone(), deadline);
-        let (outcome, error) = drive(client, machine, turn.clone()).await;
+        let options = DriveOptions {
+            turn: turn.clone(),
+            wake: None,
+        };
+        let (outcome, error) = drive(client, machine, options).await;
         match outcome {
             Ok(Held { path, czxid }) => {
                 return Ok(Some(Acquired {
@@ -93,6 +97,25 @@ where
             }
             Err(ended) => return Err(error_of(client, ended, error)),
         }
+    }
+}
+
+/// What [`drive`] is given besides the machine.
+#[derive(Default)]
+pub struct DriveOptions {
+    /// Kept alive until the machine is completely finished, background work included.
+    pub turn: Option<Turn>,
+    /// Gives the machine [`Input::Wake`] each time it is notified (`notify_one`): something
+    /// outside ZooKeeper changed, such as a semaphore's shared lease count.
+    pub wake: Option<Arc<Notify>>,
+}
+
+impl std::fmt::Debug for DriveOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DriveOptions")
+            .field("turn", &self.turn.is_some())
+            .field("wake", &self.wake.is_some())
+            .finish()
     }
 }
 
@@ -147,14 +170,15 @@ pub fn session_error(state: SessionState) -> Error {
 pub async fn drive<M>(
     client: &Client,
     machine: M,
-    turn: Option<Turn>,
+    options: DriveOptions,
 ) -> (Result<M::Output, Ended>, Option<zk_client::Error>)
 where
     M: Machine + Send + 'static,
     M::Output: Clone,
 {
     let mut run = Run::new(client.clone(), machine);
-    run.turn = turn;
+    run.turn = options.turn;
+    run.wake = options.wake;
     run.start();
     run.until_outcome().await;
     let error = run.last_error.clone();
@@ -265,6 +289,7 @@ struct Run<M: Machine + Send + 'static> {
     abandon_on_drop: bool,
     /// Kept until everything, background work included, is done.
     turn: Option<Turn>,
+    wake: Option<Arc<Notify>>,
 }
 
 impl<M: Machine + Send + 'static> Run<M> {
@@ -280,6 +305,7 @@ impl<M: Machine + Send + 'static> Run<M> {
             stuck: None,
             abandon_on_drop: true,
             turn: None,
+            wake: None,
         }
     }
 
@@ -352,6 +378,7 @@ impl<M: Machine + Send + 'static> Run<M> {
                     self.feed(Input::Connection(connection(state)));
                 }
                 _ = sleep_until(deadline) => self.feed(Input::Timeout),
+                _ = notified(self.wake.as_deref()) => self.feed(Input::Wake),
             }
         }
     }
@@ -392,6 +419,7 @@ impl<M: Machine + Send + 'static> Run<M> {
             stuck: None,
             abandon_on_drop: false,
             turn: self.turn.take(),
+            wake: None,
         };
         rest.feed(Input::Abandon);
         spawn(async move {
@@ -483,6 +511,13 @@ fn watch_event(event: zk_client::EventType) -> WatchEvent {
         EventType::NodeDataChanged => WatchEvent::DataChanged,
         EventType::NodeChildrenChanged => WatchEvent::ChildrenChanged,
         _ => WatchEvent::SessionEnded,
+    }
+}
+
+async fn notified(wake: Option<&Notify>) {
+    match wake {
+        Some(n) => n.notified().await,
+        None => std::future::pending().await,
     }
 }
 
