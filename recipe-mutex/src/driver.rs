@@ -78,25 +78,33 @@ where
     loop {
         let uuid = crate::uuid::random_uuid();
         let machine = AcquireMachine::new(base, predicate.clone(), &uuid, data.clone(), deadline);
-        let options = DriveOptions {
-            turn: turn.clone(),
-            wake: None,
-        };
-        let (outcome, error) = drive(client, machine, options).await;
-        match outcome {
-            Ok(Held { path, czxid }) => {
-                return Ok(Some(Acquired {
-                    path,
-                    czxid,
-                    session_id: client.session_id(),
-                }));
-            }
-            Err(Ended::TimedOut) => return Ok(None),
-            Err(Ended::Failed(Failure::NodeVanished)) if vanished < VANISHED_RETRIES => {
-                vanished += 1;
-            }
-            Err(ended) => return Err(error_of(client, ended, error)),
+        match take_node(client, machine, turn.clone()).await {
+            Err(Error::NodeVanished) if vanished < VANISHED_RETRIES => vanished += 1,
+            other => return other,
         }
+    }
+}
+
+/// Runs a machine whose outcome is a node to hold: `Ok(Some)` when held, `Ok(None)` when its
+/// deadline passed, the error otherwise. Cancel-safe as [`drive`].
+pub async fn take_node<M>(
+    client: &Client,
+    machine: M,
+    turn: Option<Turn>,
+) -> Result<Option<Acquired>, Error>
+where
+    M: Machine<Output = Held> + Send + 'static,
+{
+    let options = DriveOptions { turn, wake: None };
+    let (outcome, error) = drive(client, machine, options).await;
+    match outcome {
+        Ok(Held { path, czxid }) => Ok(Some(Acquired {
+            path,
+            czxid,
+            session_id: client.session_id(),
+        })),
+        Err(Ended::TimedOut) => Ok(None),
+        Err(ended) => Err(error_of(client, ended, error)),
     }
 }
 

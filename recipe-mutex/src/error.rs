@@ -43,6 +43,14 @@ pub enum Error {
         /// The lock's path.
         path: String,
     },
+    /// The calling task holds the read lock and asked for the write lock of the same
+    /// read/write lock: an upgrade can never succeed (its write node would wait behind its own
+    /// read node forever; Curator hangs). Release the read lock first.
+    #[error("this task holds the read lock of {path}: upgrading to the write lock is refused")]
+    UpgradeRefused {
+        /// The lock's path.
+        path: String,
+    },
     /// A deadline passed before the operation could finish.
     #[error("timed out")]
     TimedOut,

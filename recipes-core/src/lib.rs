@@ -11,6 +11,7 @@
 //!
 //! Every recipe's machine implements [`Machine`]: ops out ([`Op`]); replies, watch events,
 //! connection changes and time in ([`Input`]); an [`Outcome`] and the [`Cleanup`]s still owed.
+//! The read/write lock's predicates and its downgrade are in [`rwlock`].
 //! [`Runner`] runs any machine and checks after every input that it is not idle by accident;
 //! the async driver in `recipe-mutex` and the simulator both use it.
 
@@ -21,6 +22,7 @@ pub mod name;
 pub mod op;
 pub mod predicate;
 pub mod runner;
+pub mod rwlock;
 
 pub use acquire::{AcquireMachine, DEADLINE_GRACE, Held, RETRY_DELAY, child_path};
 pub use cleanup::CleanupMachine;
@@ -28,6 +30,7 @@ pub use machine::{Cleanup, Failure, Input, Machine, Outcome};
 pub use op::{Connection, NodeMode, Op, Reply, WatchEvent, WatchKind, ZkError};
 pub use predicate::{Exclusive, NodeMissing, Predicate, Verdict};
 pub use runner::{Runner, Stuck};
+pub use rwlock::{DowngradeMachine, ReadPredicate, WritePredicate};
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]

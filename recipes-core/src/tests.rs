@@ -568,7 +568,10 @@ fn cleanups_retry_every_transient_error_until_done() {
     assert_eq!(s.reply(t0 + ms(50), failed(ZkError::Transient)), []);
     assert_eq!(s.m().poll_timeout(), Some(t0 + ms(150)));
     s.conn(t0 + ms(60), Connection::Disconnected);
-    assert_eq!(s.conn(t0 + ms(70), Connection::Connected), std::slice::from_ref(&del));
+    assert_eq!(
+        s.conn(t0 + ms(70), Connection::Connected),
+        std::slice::from_ref(&del)
+    );
     assert_eq!(s.reply(t0, failed(ZkError::ConnectionLoss)), []);
     s.conn(t0 + ms(80), Connection::Disconnected);
     assert_eq!(s.conn(t0 + ms(90), Connection::Connected), [del]);
@@ -666,4 +669,182 @@ fn a_runner_catches_a_machine_left_with_nothing_to_do() {
     let mut r = Runner::new(Spinner(t0));
     let err = r.handle(t0 + ms(1), Input::Timeout).unwrap_err();
     assert!(err.to_string().contains("already due"), "{err}");
+}
+
+// The read/write lock.
+
+mod rw {
+    use super::*;
+    use crate::rwlock::{ReadPredicate, WritePredicate, rw_sort};
+
+    fn r(uuid: &str, seq: i32) -> String {
+        format!("_c_{uuid}-__READ__{seq:010}")
+    }
+
+    fn w(uuid: &str, seq: i32) -> String {
+        format!("_c_{uuid}-__WRIT__{seq:010}")
+    }
+
+    fn sorted(names: &[&str]) -> Vec<String> {
+        let mut v: Vec<String> = names.iter().map(|s| (*s).to_owned()).collect();
+        rw_sort(&mut v);
+        v
+    }
+
+    #[test]
+    fn reads_and_writes_interleave_by_sequence() {
+        let v = sorted(&[&r(UA, 4), &w(UB, 3), "foreign", &r(U1, 1)]);
+        assert_eq!(v, [r(U1, 1), w(UB, 3), r(UA, 4), "foreign".to_owned()]);
+    }
+
+    #[test]
+    fn a_writer_holds_only_when_first_and_watches_the_node_just_before_it() {
+        let p = WritePredicate;
+        let v = sorted(&[&r(UA, 1), &w(UB, 2), &w(U1, 3)]);
+        assert_eq!(p.verdict(&v, &w(UB, 2)), Ok(Verdict::Watch(r(UA, 1))));
+        assert_eq!(p.verdict(&v, &w(U1, 3)), Ok(Verdict::Watch(w(UB, 2))));
+        let v = sorted(&[&w(UB, 2)]);
+        assert_eq!(p.verdict(&v, &w(UB, 2)), Ok(Verdict::Hold));
+        // Foreign names block writers.
+        let v = sorted(&[&w(UB, 2), "-x"]);
+        assert_eq!(p.verdict(&v, &w(UB, 2)), Ok(Verdict::Watch("-x".into())));
+    }
+
+    #[test]
+    fn readers_share_unless_a_writer_is_ahead_and_then_watch_the_first_writer() {
+        let p = ReadPredicate;
+        let v = sorted(&[
+            &r(UA, 1),
+            &r(UB, 2),
+            &w(U1, 3),
+            &r(UA, 4),
+            &w(UB, 5),
+            &r(U1, 6),
+        ]);
+        assert_eq!(p.verdict(&v, &r(UA, 1)), Ok(Verdict::Hold));
+        assert_eq!(p.verdict(&v, &r(UB, 2)), Ok(Verdict::Hold));
+        assert_eq!(p.verdict(&v, &r(UA, 4)), Ok(Verdict::Watch(w(U1, 3))));
+        assert_eq!(p.verdict(&v, &r(U1, 6)), Ok(Verdict::Watch(w(U1, 3))));
+        // Foreign names do not block readers.
+        let v = sorted(&[&r(UA, 1), "-x"]);
+        assert_eq!(p.verdict(&v, &r(UA, 1)), Ok(Verdict::Hold));
+        assert_eq!(p.verdict(&v, &r(UB, 9)), Err(NodeMissing));
+    }
+
+    /// CURATOR-621: the downgrade node sorts level with its write node, so a writer queued
+    /// behind stays blocked once the write node goes, and a later reader waits for that writer.
+    #[test]
+    fn a_downgrade_node_keeps_a_queued_writer_blocked() {
+        let down = crate::rwlock::downgrade_name(U1, &w(UA, 1)).unwrap();
+        assert_eq!(down, r(U1, 1));
+        let v = sorted(&[&w(UB, 2), &w(UA, 1), &down, &r(UA, 3)]);
+        assert_eq!(
+            WritePredicate.verdict(&v, &w(UB, 2)),
+            Ok(Verdict::Watch(v[1].clone()))
+        );
+        // The write lock released: the writer behind still waits, on the downgrade node.
+        let v = sorted(&[&w(UB, 2), &down, &r(UA, 3)]);
+        assert_eq!(
+            WritePredicate.verdict(&v, &w(UB, 2)),
+            Ok(Verdict::Watch(down))
+        );
+        assert_eq!(
+            ReadPredicate.verdict(&v, &r(UA, 3)),
+            Ok(Verdict::Watch(w(UB, 2)))
+        );
+    }
+
+    fn downgrade(deadline: Option<Instant>) -> Script<DowngradeMachine> {
+        let m = DowngradeMachine::new(BASE, &w(UA, 7), U1, Bytes::new(), deadline).unwrap();
+        Script(Runner::new(m))
+    }
+
+    fn down_path() -> String {
+        path(&r(U1, 7))
+    }
+
+    fn create_down() -> Op {
+        Op::Create {
+            path: down_path(),
+            mode: NodeMode::Ephemeral,
+            data: Bytes::new(),
+        }
+    }
+
+    fn check_down() -> [Op; 2] {
+        [
+            sync_op(),
+            Op::Exists {
+                path: down_path(),
+                watch: false,
+            },
+        ]
+    }
+
+    #[test]
+    fn a_downgrade_is_one_exact_create() {
+        let t0 = Instant::now();
+        let mut s = downgrade(None);
+        assert_eq!(s.start(t0), [create_down()]);
+        s.reply(
+            t0,
+            Reply::Created {
+                path: down_path(),
+                czxid: 12,
+            },
+        );
+        assert_eq!(
+            s.m().outcome(),
+            Some(&Outcome::Held(Held {
+                path: down_path(),
+                czxid: 12
+            }))
+        );
+        assert_eq!(s.m().cleanups(), []);
+    }
+
+    #[test]
+    fn a_lost_downgrade_reply_is_recovered_by_the_exact_name() {
+        let t0 = Instant::now();
+        let mut s = downgrade(None);
+        s.start(t0);
+        s.conn(t0, Connection::Disconnected);
+        assert_eq!(s.reply(t0, failed(ZkError::ConnectionLoss)), []);
+        assert_eq!(s.m().cleanups(), [Cleanup::Delete(down_path())]);
+        assert_eq!(s.conn(t0, Connection::Connected), check_down());
+        s.reply(t0, Reply::Done);
+        s.reply(t0, Reply::Exists(Some(13)));
+        assert!(matches!(s.m().outcome(), Some(Outcome::Held(_))));
+
+        // Not applied: created again. Applied, seen as NodeExists: ours.
+        let mut s = downgrade(None);
+        s.start(t0);
+        s.conn(t0, Connection::Disconnected);
+        s.reply(t0, failed(ZkError::ConnectionLoss));
+        s.conn(t0, Connection::Connected);
+        s.reply(t0, Reply::Done);
+        assert_eq!(s.reply(t0, Reply::Exists(None)), [create_down()]);
+        assert_eq!(s.reply(t0, failed(ZkError::NodeExists)), check_down());
+        s.reply(t0, Reply::Done);
+        s.reply(t0, Reply::Exists(Some(14)));
+        assert!(matches!(s.m().outcome(), Some(Outcome::Held(_))));
+    }
+
+    #[test]
+    fn a_downgrade_waiting_for_the_connection_ends_at_its_deadline_and_owes_its_node() {
+        let t0 = Instant::now();
+        let mut s = downgrade(Some(t0 + ms(100)));
+        s.start(t0);
+        s.conn(t0, Connection::Disconnected);
+        s.reply(t0, failed(ZkError::ConnectionLoss));
+        assert_eq!(s.m().poll_timeout(), Some(t0 + ms(100)));
+        s.timeout(t0 + ms(100));
+        assert_eq!(s.m().outcome(), Some(&Outcome::TimedOut));
+        assert_eq!(s.m().cleanups(), [Cleanup::Delete(down_path())]);
+        // Abandoned with its create in flight: the exact node is owed.
+        let mut s = downgrade(None);
+        s.start(t0);
+        s.feed(t0, Input::Abandon);
+        assert_eq!(s.m().cleanups(), [Cleanup::Delete(down_path())]);
+    }
 }

@@ -44,6 +44,13 @@ pub async fn wait_children(c: &Client, path: &str, n: usize) {
             let (kids, watcher) = match c.get_children_and_watch(path).await {
                 Ok(r) => r,
                 Err(zk_client::Error::NoNode) if n == 0 => return,
+                Err(zk_client::Error::NoNode) => {
+                    // Not there yet: wait for it to be created.
+                    if let (None, created) = c.exists_and_watch(path).await.unwrap() {
+                        created.await;
+                    }
+                    continue;
+                }
                 Err(e) => panic!("{e}"),
             };
             if kids.len() == n {

@@ -1,0 +1,348 @@
+//! InterProcessReadWriteLock against real ZooKeeper servers started by the tests: Curator's
+//! TestInterProcessReadWriteLock behaviours (testGetParticipantNodes,
+//! testThatUpgradingIsDisallowed, testThatDowngradingRespectsThreads, testDowngrading,
+//! testContendingDowngrading from 5.5, testBasic, testSetNodeData, testReentrantSingleLock,
+//! testLockPath), writer fairness, faults and cancellation.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use recipe_rwlock::{Error, InterProcessReadWriteLock};
+use xtask::FaultProxy;
+use zk_client::{Client, SessionState};
+
+// The mutex's real-server test helpers (one server per test binary, clients, bounded waits).
+#[path = "../../recipe-mutex/tests/support/mod.rs"]
+mod support;
+use support::{bounded, client, client_at, server, wait_children};
+
+fn rw(c: &Client, path: &str) -> InterProcessReadWriteLock {
+    InterProcessReadWriteLock::new(c.clone(), path).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_share_and_writers_exclude() {
+    let path = "/t/rw-basic";
+    let c = client().await;
+    let lock = rw(&c, path);
+    // Readers in three tasks hold at once.
+    let (tx, _) = tokio::sync::broadcast::channel::<()>(1);
+    let holding = Arc::new(AtomicUsize::new(0));
+    let mut readers = Vec::new();
+    for _ in 0..3 {
+        let (lock, holding, mut rx) = (lock.clone(), holding.clone(), tx.subscribe());
+        readers.push(tokio::spawn(async move {
+            let g = lock.read_lock().lock().await.unwrap();
+            holding.fetch_add(1, Ordering::SeqCst);
+            let _ = rx.recv().await;
+            g.release().await.unwrap();
+        }));
+    }
+    wait_children(&c, path, 3).await;
+    bounded(async {
+        while holding.load(Ordering::SeqCst) < 3 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    // A writer from another session waits for all of them.
+    let other = rw(&client().await, path);
+    assert!(
+        other
+            .write_lock()
+            .try_lock_for(Duration::from_millis(200))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let writer = tokio::spawn(async move { other.write_lock().lock().await.map(|g| (g, other)) });
+    wait_children(&c, path, 4).await;
+    drop(tx);
+    for r in readers {
+        bounded(r).await.unwrap();
+    }
+    let (w, other) = bounded(writer).await.unwrap().unwrap();
+    // While it writes, a reader waits.
+    assert!(
+        lock.read_lock()
+            .try_lock_for(Duration::from_millis(200))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    w.release().await.unwrap();
+    assert!(!other.write_lock().is_acquired_in_this_process());
+    bounded(lock.read_lock().lock())
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    wait_children(&c, path, 0).await;
+}
+
+/// A writer is not starved by readers that arrive after it: they queue behind it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn later_readers_queue_behind_a_waiting_writer() {
+    let path = "/t/rw-fair";
+    let c = client().await;
+    let first = rw(&c, path).read_lock().lock().await.unwrap();
+    let writer_lock = rw(&client().await, path);
+    let writer = tokio::spawn(async move {
+        let g = writer_lock.write_lock().lock().await.unwrap();
+        (g.fencing_token(), g)
+    });
+    wait_children(&c, path, 2).await;
+    let late_lock = rw(&client().await, path);
+    let late = tokio::spawn(async move {
+        let g = late_lock.read_lock().lock().await.unwrap();
+        g.fencing_token()
+    });
+    wait_children(&c, path, 3).await;
+    assert!(!late.is_finished());
+    first.release().await.unwrap();
+    let (w_token, w) = bounded(writer).await.unwrap();
+    assert!(
+        !late.is_finished(),
+        "a later reader held while the writer did"
+    );
+    w.release().await.unwrap();
+    let r_token = bounded(late).await.unwrap();
+    assert!(r_token > w_token);
+}
+
+/// testGetParticipantNodes: 20 readers hold, 8 writers queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn participant_nodes_per_lock() {
+    let path = "/t/rw-participants";
+    let c = client().await;
+    let lock = rw(&c, path);
+    let (tx, _) = tokio::sync::broadcast::channel::<()>(1);
+    let mut tasks = Vec::new();
+    for i in 0..28 {
+        let (lock, mut rx) = (lock.clone(), tx.subscribe());
+        tasks.push(tokio::spawn(async move {
+            let g = if i < 20 {
+                lock.read_lock().lock().await.unwrap()
+            } else {
+                lock.write_lock().lock().await.unwrap()
+            };
+            let _ = rx.recv().await;
+            drop(g);
+        }));
+        if i == 19 {
+            wait_children(&c, path, 20).await;
+        }
+    }
+    wait_children(&c, path, 28).await;
+    let reads = lock.read_lock().participant_nodes().await.unwrap();
+    let writes = lock.write_lock().participant_nodes().await.unwrap();
+    assert_eq!((reads.len(), writes.len()), (20, 8));
+    assert!(reads.iter().all(|p| p.contains("__READ__")));
+    drop(tx);
+    for t in tasks {
+        bounded(t).await.unwrap();
+    }
+    wait_children(&c, path, 0).await;
+}
+
+/// testThatUpgradingIsDisallowed: ours says so at once (Curator hangs, or times out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrading_is_refused_at_once() {
+    let c = client().await;
+    let lock = rw(&c, "/t/rw-upgrade");
+    let r = lock.read_lock().lock().await.unwrap();
+    let refused = Error::UpgradeRefused {
+        path: "/t/rw-upgrade".into(),
+    };
+    assert_eq!(lock.write_lock().lock().await.err(), Some(refused.clone()));
+    assert_eq!(
+        lock.write_lock()
+            .acquire_timeout(Duration::from_secs(5))
+            .await,
+        Err(refused)
+    );
+    r.release().await.unwrap();
+    wait_children(&c, "/t/rw-upgrade", 0).await;
+}
+
+/// testThatDowngradingRespectsThreads: the write holder's task may read; another task may not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn downgrading_respects_tasks() {
+    let c = client().await;
+    let lock = rw(&c, "/t/rw-down-tasks");
+    let w = lock.write_lock().lock().await.unwrap();
+    let other = lock.clone();
+    let got = tokio::spawn(async move {
+        other
+            .read_lock()
+            .acquire_timeout(Duration::from_millis(300))
+            .await
+    });
+    assert_eq!(bounded(got).await.unwrap(), Ok(false));
+    w.release().await.unwrap();
+}
+
+/// testDowngrading: write, read (at once), release write, release read. The read node carries
+/// the write node's sequence (Curator 5.5).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn downgrading() {
+    let c = client().await;
+    let path = "/t/rw-downgrade";
+    let lock = rw(&c, path);
+    let w = lock.write_lock().lock().await.unwrap();
+    let r = lock.read_lock().lock().await.unwrap();
+    let seq = |p: &str| p[p.len() - 10..].to_owned();
+    assert_eq!(seq(r.node_path()), seq(w.node_path()));
+    assert!(r.node_path().contains("__READ__"));
+    assert!(r.fencing_token() > w.fencing_token());
+    w.release().await.unwrap();
+    assert!(lock.read_lock().is_owned_by_current_task());
+    assert!(r.is_valid());
+    r.release().await.unwrap();
+    wait_children(&c, path, 0).await;
+}
+
+/// testContendingDowngrading (Curator 5.5, CURATOR-621): a writer queued behind the write node
+/// stays blocked after the holder downgrades and releases the write lock, until it stops
+/// reading.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_writer_stays_blocked_after_a_downgrade() {
+    let c = client().await;
+    let path = "/t/rw-contending-downgrade";
+    let lock = rw(&c, path);
+    let w1 = lock.write_lock().lock().await.unwrap();
+    let other = rw(&client().await, path);
+    let w2 = tokio::spawn(async move { other.write_lock().lock().await.map(|g| (g, other)) });
+    wait_children(&c, path, 2).await;
+    let r1 = lock.read_lock().lock().await.unwrap();
+    w1.release().await.unwrap();
+    wait_children(&c, path, 2).await; // the read node and the queued writer
+    // Readers of other sessions are blocked too (a writer is ahead of them).
+    assert!(
+        rw(&client().await, path)
+            .read_lock()
+            .try_lock_for(Duration::from_millis(300))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(!w2.is_finished(), "the queued writer holds while we read");
+    r1.release().await.unwrap();
+    let (g, _other) = bounded(w2).await.unwrap().unwrap();
+    g.release().await.unwrap();
+    wait_children(&c, path, 0).await;
+}
+
+/// testSetNodeData and testReentrantSingleLock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_data_and_reentrancy() {
+    let c = client().await;
+    let path = "/t/rw-data";
+    let lock =
+        InterProcessReadWriteLock::with_data(c.clone(), path, Bytes::from_static(&[1, 2, 3, 4]))
+            .unwrap();
+    let w = lock.write_lock().lock().await.unwrap();
+    let (data, _) = c.get_data(w.node_path()).await.unwrap();
+    assert_eq!(&data[..], &[1, 2, 3, 4]);
+    lock.write_lock().acquire().await.unwrap();
+    wait_children(&c, path, 1).await;
+    lock.write_lock().release().await.unwrap();
+    assert!(lock.write_lock().is_owned_by_current_task());
+    w.release().await.unwrap();
+    assert!(!lock.write_lock().is_acquired_in_this_process());
+    let r = lock.read_lock().lock().await.unwrap();
+    let (data, _) = c.get_data(r.node_path()).await.unwrap();
+    assert_eq!(&data[..], &[1, 2, 3, 4]);
+    r.release().await.unwrap();
+    wait_children(&c, path, 0).await;
+}
+
+/// testLockPath: the writer's session ends; a reader of another client then holds, and the
+/// writer's node is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writers_ended_session_lets_readers_in() {
+    let path = "/t/rw-lock-path";
+    let observer = client().await;
+    let c1 = client().await;
+    let w = rw(&c1, path).write_lock().lock().await.unwrap();
+    let node = w.node_path().to_owned();
+    let reader = rw(&client().await, path);
+    let r = tokio::spawn(async move { reader.read_lock().lock().await.map(|g| (g, reader)) });
+    wait_children(&observer, path, 2).await;
+    c1.close().await.unwrap();
+    let (g, _reader) = bounded(r).await.unwrap().unwrap();
+    assert!(observer.exists(&node).await.unwrap().is_none());
+    drop(w);
+    g.release().await.unwrap();
+    wait_children(&observer, path, 0).await;
+}
+
+/// A connection cut while the downgrade's create is in flight: the read lock is still taken
+/// (the node found by its exact name, or created again), exactly one read node exists, and
+/// nothing is left after both releases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_during_the_downgrade_create_is_recovered() {
+    let path = "/t/rw-down-cut";
+    let observer = client().await;
+    let proxy = FaultProxy::start(server().addr()).unwrap();
+    let pc = client_at(&proxy.addr().to_string(), Duration::from_secs(20)).await;
+    let lock = rw(&pc, path);
+    let w = lock.write_lock().lock().await.unwrap();
+    // Send the downgrade's create (the first poll sends it), then cut the connection.
+    let mut downgrade = std::pin::pin!(lock.read_lock().lock());
+    std::future::poll_fn(|cx| {
+        let _ = downgrade.as_mut().poll(cx);
+        std::task::Poll::Ready(())
+    })
+    .await;
+    proxy.cut();
+    let r = bounded(downgrade).await.unwrap();
+    let mut states = pc.state_watch();
+    bounded(states.wait_for(|s| *s == SessionState::Connected))
+        .await
+        .unwrap();
+    assert_eq!(lock.read_lock().participant_nodes().await.unwrap().len(), 1);
+    w.release().await.unwrap();
+    r.release().await.unwrap();
+    wait_children(&observer, path, 0).await;
+}
+
+/// Cancellation at random points (reads, writes, downgrades) leaves no node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_acquires_leave_no_node() {
+    let path = "/t/rw-cancel";
+    let observer = client().await;
+    let holder = rw(&observer, path).write_lock().lock().await.unwrap();
+    let seq = Arc::new(AtomicI32::new(1));
+    let mut tasks = Vec::new();
+    for t in 0..6u64 {
+        let lock = rw(&client().await, path);
+        let seq = seq.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..15u64 {
+                let wait = Duration::from_micros((t * 7919 + i * 104_729) % 4_000);
+                let n = seq.fetch_add(1, Ordering::Relaxed);
+                if n % 3 == 0 {
+                    let _ = tokio::time::timeout(wait, lock.write_lock().lock()).await;
+                } else if n % 3 == 1 {
+                    let _ = tokio::time::timeout(wait, lock.read_lock().lock()).await;
+                } else if let Ok(Ok(w)) = tokio::time::timeout(wait, lock.write_lock().lock()).await
+                {
+                    let _ = tokio::time::timeout(wait, lock.read_lock().lock()).await;
+                    drop(w);
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        bounded(t).await.unwrap();
+    }
+    holder.release().await.unwrap();
+    wait_children(&observer, path, 0).await;
+}
