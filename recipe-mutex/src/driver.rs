@@ -244,21 +244,30 @@ pub async fn run_cleanups(client: &Client, cleanups: Vec<Cleanup>) -> Result<(),
 
 /// Deletes `path` with a guarantee: the delete is sent now (so it keeps its place ahead of
 /// whatever the caller sends next), and if it fails for anything but a final error, a
-/// background task retries it until done or the session ends. The receiver says how it ended.
-pub fn guaranteed_delete(client: &Client, path: String) -> oneshot::Receiver<Result<(), Error>> {
-    let (tx, rx) = oneshot::channel();
+/// background task retries it until done or the session ends. `done` is called with how it
+/// ended, from that task (or at once, without a runtime to run it on).
+pub fn guaranteed_delete(
+    client: &Client,
+    path: String,
+    done: impl FnOnce(Result<(), Error>) + Send + 'static,
+) {
     let first = client.delete(&path, None);
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        // Nothing to run the wait on; the session's end (the process's) removes the node.
+        done(Ok(()));
+        return;
+    };
     let client = client.clone();
-    spawn(async move {
+    let task = async move {
         let result = match first.await {
             Ok(()) | Err(zk_client::Error::NoNode) => Ok(()),
             Err(zk_client::Error::SessionExpired | zk_client::Error::Closed) => Ok(()),
             Err(e) if zk_error(&e) == ZkError::Other => Err(Error::Zk(e)),
             Err(_) => run_cleanups(&client, vec![Cleanup::Delete(path)]).await,
         };
-        let _ = tx.send(result);
-    });
-    rx
+        done(result);
+    };
+    drop(handle.spawn(task));
 }
 
 fn spawn(task: impl Future<Output = ()> + Send + 'static) {

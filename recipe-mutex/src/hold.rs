@@ -269,18 +269,12 @@ impl Holds {
         table.releasing.insert(id, hold.node.clone());
         drop(table);
         // Sent now, so it keeps its place ahead of whatever the caller sends next.
-        let delete = driver::guaranteed_delete(&self.client, hold.node.path);
         let (tx, rx) = oneshot::channel();
         let holds = self.clone();
-        let track = async move {
-            let result = delete.await.unwrap_or(Ok(()));
+        driver::guaranteed_delete(&self.client, hold.node.path, move |result| {
             holds.table().releasing.remove(&id);
             let _ = tx.send(result);
-        };
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) => drop(handle.spawn(track)),
-            Err(_) => drop(self.table().releasing.remove(&id)),
-        }
+        });
         Ok(Some(rx))
     }
 
