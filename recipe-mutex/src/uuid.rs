@@ -16,14 +16,29 @@ pub fn random_uuid() -> String {
         h.finish()
     };
     let (a, b) = (word(0x9e37_79b9_7f4a_7c15), word(0xc2b2_ae3d_27d4_eb4f));
-    format!(
-        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
-        a >> 32,
-        (a >> 16) & 0xffff,
-        a & 0xfff,
-        0x8000 | ((b >> 48) & 0x3fff),
-        b & 0xffff_ffff_ffff
-    )
+    // Version 4 (the 13th hex digit), variant 10xx (the 17th).
+    let a = (a & !0xf000) | 0x4000;
+    let b = (b & !(0xc000 << 48)) | (0x8000 << 48);
+    // 8-4-4-4-12 hex digits, written without `format!` (this runs once per attempt).
+    let mut out = String::with_capacity(36);
+    push_hex(&mut out, a >> 32, 8);
+    out.push('-');
+    push_hex(&mut out, a >> 16, 4);
+    out.push('-');
+    push_hex(&mut out, a, 4);
+    out.push('-');
+    push_hex(&mut out, b >> 48, 4);
+    out.push('-');
+    push_hex(&mut out, b, 12);
+    out
+}
+
+/// Appends the low `digits` hex digits of `word`, lowercase.
+fn push_hex(out: &mut String, word: u64, digits: u32) {
+    for i in (0..digits).rev() {
+        let nibble = (word >> (i * 4)) & 0xf;
+        out.extend(char::from_digit(nibble as u32, 16));
+    }
 }
 
 #[cfg(test)]

@@ -620,9 +620,10 @@ impl<P: Predicate> Machine for AcquireMachine<P> {
 
 /// `base/name`, without a double slash under the root.
 pub fn child_path(base: &str, name: &str) -> String {
-    if base == "/" {
-        format!("/{name}")
-    } else {
-        format!("{base}/{name}")
-    }
+    let base = if base == "/" { "" } else { base };
+    let mut path = String::with_capacity(base.len() + 1 + name.len());
+    path.push_str(base);
+    path.push('/');
+    path.push_str(name);
+    path
 }

@@ -23,12 +23,23 @@ pub const MUTEX_LOCK_NAME: &str = "lock-";
 /// assert_eq!(name, "_c_3f0c6a52-8f7e-4b1e-9a53-2d6f0e1c9b7a-lock-");
 /// ```
 pub fn node_prefix(uuid: &str, lock_name: &str) -> String {
-    format!("{PROTECTED_PREFIX}{uuid}-{lock_name}")
+    let mut name = protection_prefix_with(uuid, lock_name.len());
+    name.push_str(lock_name);
+    name
 }
 
 /// The protection prefix `_c_<uuid>-` that finds our node after a lost create reply.
 pub fn protection_prefix(uuid: &str) -> String {
-    format!("{PROTECTED_PREFIX}{uuid}-")
+    protection_prefix_with(uuid, 0)
+}
+
+/// `_c_<uuid>-` with room for `extra` more bytes (no `format!`: this runs once per attempt).
+fn protection_prefix_with(uuid: &str, extra: usize) -> String {
+    let mut name = String::with_capacity(PROTECTED_PREFIX.len() + uuid.len() + 1 + extra);
+    name.push_str(PROTECTED_PREFIX);
+    name.push_str(uuid);
+    name.push('-');
+    name
 }
 
 /// Whether `name` carries a protection prefix as Curator checks it (`_c_`, a UUID, `-` at
