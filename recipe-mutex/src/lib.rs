@@ -15,6 +15,7 @@
 pub mod driver;
 mod error;
 pub mod hold;
+mod lock;
 mod mutex;
 mod owner;
 mod revoke;
@@ -22,6 +23,7 @@ mod uuid;
 
 pub use error::Error;
 pub use hold::{LockGuard, Loss};
+pub use lock::{Lock, LockFuture};
 pub use mutex::{InterProcessMutex, MutexGuard, participant_nodes, validate_lock_path};
 pub use owner::Owner;
 pub use revoke::{REVOKE_MESSAGE, RevocationListener, revoke};

@@ -173,6 +173,28 @@ impl InterProcessMutex {
     }
 }
 
+impl crate::Lock for InterProcessMutex {
+    fn path(&self) -> &str {
+        self.holds.path()
+    }
+
+    fn kind(&self) -> &'static str {
+        "mutex"
+    }
+
+    fn lock_until(&self, deadline: Option<Instant>) -> crate::LockFuture<'_, Option<LockGuard>> {
+        Box::pin(self.take(deadline))
+    }
+
+    fn release_current(&self) -> crate::LockFuture<'_, ()> {
+        Box::pin(self.release())
+    }
+
+    fn is_acquired_in_this_process(&self) -> bool {
+        self.holds.is_acquired_in_this_process()
+    }
+}
+
 /// Validates a lock path: a valid ZooKeeper path, not under `/zookeeper`.
 pub fn validate_lock_path(path: &str) -> Result<(), Error> {
     zk_proto::validate_path(path, false)?;

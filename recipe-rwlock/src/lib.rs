@@ -272,6 +272,31 @@ macro_rules! lock_surface {
                 participant_nodes(self.shared.client(), self.shared.path(), $name).await
             }
         }
+
+        impl recipe_mutex::Lock for $ty {
+            fn path(&self) -> &str {
+                self.shared.path()
+            }
+
+            fn kind(&self) -> &'static str {
+                $what
+            }
+
+            fn lock_until(
+                &self,
+                deadline: Option<Instant>,
+            ) -> recipe_mutex::LockFuture<'_, Option<LockGuard>> {
+                Box::pin(self.take(deadline))
+            }
+
+            fn release_current(&self) -> recipe_mutex::LockFuture<'_, ()> {
+                Box::pin(self.release())
+            }
+
+            fn is_acquired_in_this_process(&self) -> bool {
+                self.shared.$holds.is_acquired_in_this_process()
+            }
+        }
     };
 }
 

@@ -1,0 +1,41 @@
+//! [`Error`]: how a multi-lock operation fails, member by member.
+
+/// One member's failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberError {
+    /// The member's lock path.
+    pub path: String,
+    /// Its kind (`"mutex"`, `"read"`, `"write"`, `"semaphore-mutex"`).
+    pub kind: &'static str,
+    /// What went wrong.
+    pub error: recipe_mutex::Error,
+}
+
+impl std::fmt::Display for MemberError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {}", self.path, self.kind, self.error)
+    }
+}
+
+/// Why a multi-lock operation failed. Each variant says what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A member could not be made or taken. The members taken before it were released.
+    #[error("multi-lock member {0}")]
+    Member(MemberError),
+    /// Some members failed to release (each error is here; Curator keeps only the first). The
+    /// releases that failed for a lost connection go on in the background until done or the
+    /// session ends.
+    #[error("multi-lock release: {} member(s) failed, first {}", .0.len(), .0.first().map(ToString::to_string).unwrap_or_default())]
+    Release(Vec<MemberError>),
+    /// A multi-lock needs at least one member.
+    #[error("a multi-lock needs at least one member")]
+    NoMembers,
+}
+
+impl From<MemberError> for Error {
+    fn from(e: MemberError) -> Self {
+        Error::Member(e)
+    }
+}

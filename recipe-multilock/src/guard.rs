@@ -1,0 +1,121 @@
+//! [`MultiGuard`]: proof of holding every member; releases them in reverse order.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+
+use recipe_mutex::{Lock, LockGuard, Loss};
+
+use crate::{Error, MemberError};
+
+/// The members taken so far, in order; dropped, they release in reverse order (each in the
+/// background, guaranteed).
+#[derive(Debug, Default)]
+pub(crate) struct Taken {
+    members: Vec<(Arc<dyn Lock>, LockGuard)>,
+}
+
+impl Taken {
+    pub(crate) fn push(&mut self, member: Arc<dyn Lock>, guard: LockGuard) {
+        self.members.push((member, guard));
+    }
+
+    /// Releases every member, last first, and reports each one's error.
+    pub(crate) async fn release_all(&mut self) -> Vec<MemberError> {
+        let mut errors = Vec::new();
+        while let Some((member, guard)) = self.members.pop() {
+            if let Err(error) = guard.release().await {
+                errors.push(MemberError {
+                    path: member.path().to_owned(),
+                    kind: member.kind(),
+                    error,
+                });
+            }
+        }
+        errors
+    }
+}
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        // Last first.
+        while let Some(taken) = self.members.pop() {
+            drop(taken);
+        }
+    }
+}
+
+/// Proof of holding every member of an `InterProcessMultiLock`.
+///
+/// Dropping it releases every member in reverse order (in the background);
+/// [`MultiGuard::release`] does it now and reports every member's error. Like a member's guard,
+/// [`MultiGuard::is_valid`] and [`MultiGuard::lost`] are advisory: the fence is
+/// [`MultiGuard::check_ops`] in a `multi` (or the fencing tokens, checked by the resource).
+#[derive(Debug)]
+pub struct MultiGuard {
+    taken: Taken,
+}
+
+impl MultiGuard {
+    pub(crate) fn new(taken: Taken) -> Self {
+        Self { taken }
+    }
+
+    /// Each member's guard, in the order they were taken.
+    pub fn members(&self) -> impl Iterator<Item = &LockGuard> {
+        self.taken.members.iter().map(|(_, g)| g)
+    }
+
+    /// Each member's fencing token (its lock node's creation zxid), in the order taken.
+    pub fn fencing_tokens(&self) -> Vec<i64> {
+        self.members().map(LockGuard::fencing_token).collect()
+    }
+
+    /// `multi` ops that hold only while every member's node exists: put them in a transaction
+    /// with the writes that must happen under the locks, and it commits only if every member is
+    /// still held. (All members must be on the client that runs the `multi`.)
+    pub fn check_ops(&self) -> Vec<zk_client::Op> {
+        self.members().map(LockGuard::check_op).collect()
+    }
+
+    /// Whether every member is surely still held, as far as this process knows.
+    pub fn is_valid(&self) -> bool {
+        self.members().all(LockGuard::is_valid)
+    }
+
+    /// Resolves when any member can no longer be trusted, with that member's [`Loss`].
+    pub async fn lost(&self) -> Loss {
+        let mut losses: Vec<Pin<Box<dyn Future<Output = Loss> + Send + '_>>> = self
+            .members()
+            .map(|g| Box::pin(g.lost()) as Pin<Box<dyn Future<Output = Loss> + Send + '_>>)
+            .collect();
+        std::future::poll_fn(|cx| {
+            for loss in losses.iter_mut() {
+                if let Poll::Ready(l) = loss.as_mut().poll(cx) {
+                    return Poll::Ready(l);
+                }
+            }
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Releases every member now, last first, and reports every member's error. Each delete,
+    /// once started, finishes in the background even if this future is dropped.
+    pub async fn release(mut self) -> Result<(), Error> {
+        let errors = self.taken.release_all().await;
+        match errors.is_empty() {
+            true => Ok(()),
+            false => Err(Error::Release(errors)),
+        }
+    }
+
+    /// Keeps every member's count without the guard (Curator-style `acquire`): released by the
+    /// multi-lock's `release()`.
+    pub fn keep(mut self) {
+        for (_, guard) in self.taken.members.drain(..) {
+            guard.keep();
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! InterProcessMultiLock against real ZooKeeper servers started by the tests: Curator's
+//! TestInterProcessMultiMutex behaviours that apply, the canonical order (no deadlock between
+//! opposite orders), all or nothing, mixed members, cancellation, and a bank transfer on a
+//! 3-member ensemble with a leader kill.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use recipe_multilock::{Error, InterProcessMultiLock, Lock, MemberError};
+use recipe_mutex::InterProcessMutex;
+use recipe_rwlock::InterProcessReadWriteLock;
+use xtask::{Ensemble, ZkOptions};
+use zk_client::{Client, CreateMode, CreateOptions, EventType, Op};
+
+// The mutex's real-server test helpers (one server per test binary, clients, bounded waits).
+#[path = "../../recipe-mutex/tests/support/mod.rs"]
+mod support;
+use support::{bounded, client, client_at, wait_children};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_are_taken_in_canonical_order_and_released_in_reverse() {
+    let c = client().await;
+    let multi = InterProcessMultiLock::new(c.clone(), &["/t/ml-order/b", "/t/ml-order/a"]).unwrap();
+    let paths: Vec<&str> = multi.members().iter().map(|m| m.path()).collect();
+    assert_eq!(paths, ["/t/ml-order/a", "/t/ml-order/b"]);
+    let g = multi.lock().await.unwrap();
+    let nodes: Vec<String> = g.members().map(|m| m.node_path().to_owned()).collect();
+    assert!(nodes[0].starts_with("/t/ml-order/a/") && nodes[1].starts_with("/t/ml-order/b/"));
+    let tokens = g.fencing_tokens();
+    assert!(tokens[0] < tokens[1], "a's node was created first");
+    assert!(multi.is_acquired_in_this_process());
+    // Watch both nodes, release, and see b's node go first.
+    let (_, _, wa) = c.get_data_and_watch(&nodes[0]).await.unwrap();
+    let (_, _, wb) = c.get_data_and_watch(&nodes[1]).await.unwrap();
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = |w: zk_client::OneshotWatcher, name: &'static str| {
+        let order = order.clone();
+        tokio::spawn(async move {
+            assert_eq!(w.await.event_type, EventType::NodeDeleted);
+            order.lock().unwrap().push(name);
+        })
+    };
+    let (ta, tb) = (record(wa, "a"), record(wb, "b"));
+    g.release().await.unwrap();
+    bounded(ta).await.unwrap();
+    bounded(tb).await.unwrap();
+    // Notifications come in zxid order: b's delete was applied first.
+    assert_eq!(*order.lock().unwrap(), ["b", "a"]);
+    assert!(!multi.is_acquired_in_this_process());
+}
+
+/// A member that cannot be taken in time: the members taken before it are released before the
+/// acquire returns, and nothing of ours is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_that_cannot_be_taken_releases_the_others() {
+    let c = client().await;
+    let other = InterProcessMutex::new(client().await, "/t/ml-partial/b")
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
+    let multi =
+        InterProcessMultiLock::new(c.clone(), &["/t/ml-partial/a", "/t/ml-partial/b"]).unwrap();
+    assert!(
+        multi
+            .try_lock_for(Duration::from_millis(300))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(!multi.is_acquired_in_this_process());
+    wait_children(&c, "/t/ml-partial/a", 0).await;
+    wait_children(&c, "/t/ml-partial/b", 1).await;
+    other.release().await.unwrap();
+    // Curator-shaped use now succeeds, and releases both.
+    multi.acquire().await.unwrap();
+    assert!(multi.is_acquired_in_this_process());
+    multi.release().await.unwrap();
+    wait_children(&c, "/t/ml-partial/a", 0).await;
+    wait_children(&c, "/t/ml-partial/b", 0).await;
+}
+
+/// A member that fails (here: a write lock this task holds the read lock of, an upgrade) stops
+/// the acquisition at once, releases what was taken, and names the member.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_member_stops_the_acquisition_and_is_named() {
+    let c = client().await;
+    let rw = InterProcessReadWriteLock::new(c.clone(), "/t/ml-fail/rw").unwrap();
+    let reading = rw.read_lock().lock().await.unwrap();
+    let mutex = InterProcessMutex::new(c.clone(), "/t/ml-fail/a").unwrap();
+    let members: Vec<Arc<dyn Lock>> = vec![Arc::new(rw.write_lock().clone()), Arc::new(mutex)];
+    let multi = InterProcessMultiLock::from_locks(members).unwrap();
+    let err = bounded(multi.lock()).await.unwrap_err();
+    assert_eq!(
+        err,
+        Error::Member(MemberError {
+            path: "/t/ml-fail/rw".into(),
+            kind: "write",
+            error: recipe_mutex::Error::UpgradeRefused {
+                path: "/t/ml-fail/rw".into()
+            },
+        })
+    );
+    wait_children(&c, "/t/ml-fail/a", 0).await;
+    reading.release().await.unwrap();
+}
+
+/// Mixed members: a mutex and a read/write lock's write lock; a reader elsewhere blocks the set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mixed_members_are_all_or_nothing() {
+    let c = client().await;
+    let rw = InterProcessReadWriteLock::new(c.clone(), "/t/ml-mixed/rw").unwrap();
+    let members: Vec<Arc<dyn Lock>> = vec![
+        Arc::new(rw.write_lock().clone()),
+        Arc::new(InterProcessMutex::new(c.clone(), "/t/ml-mixed/m").unwrap()),
+    ];
+    let multi = InterProcessMultiLock::from_locks(members).unwrap();
+    let reader = InterProcessReadWriteLock::new(client().await, "/t/ml-mixed/rw").unwrap();
+    let r = reader.read_lock().lock().await.unwrap();
+    assert!(
+        multi
+            .try_lock_for(Duration::from_millis(300))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    wait_children(&c, "/t/ml-mixed/m", 0).await;
+    r.release().await.unwrap();
+    let g = bounded(multi.lock()).await.unwrap();
+    assert!(g.is_valid());
+    assert_eq!(g.check_ops().len(), 2);
+    drop(g); // released in the background, last first
+    wait_children(&c, "/t/ml-mixed/m", 0).await;
+    wait_children(&c, "/t/ml-mixed/rw", 0).await;
+}
+
+/// The deadlock case: multi-locks over {a, b} and {b, a}, in several tasks of two sessions,
+/// with no timeout, all finish (Curator's order would let them deadlock).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opposite_orders_do_not_deadlock() {
+    let (c1, c2) = (client().await, client().await);
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let c = if i % 2 == 0 { c1.clone() } else { c2.clone() };
+        let paths = if i % 2 == 0 {
+            ["/t/ml-deadlock/a", "/t/ml-deadlock/b"]
+        } else {
+            ["/t/ml-deadlock/b", "/t/ml-deadlock/a"]
+        };
+        let multi = InterProcessMultiLock::new(c, &paths).unwrap();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..5 {
+                let g = multi.lock().await.unwrap();
+                tokio::task::yield_now().await;
+                g.release().await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        bounded(t).await.unwrap();
+    }
+}
+
+/// Cancellation at random points leaves no node in any member.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_multi_acquires_leave_no_node() {
+    let observer = client().await;
+    let holder = InterProcessMutex::new(observer.clone(), "/t/ml-cancel/c")
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for t in 0..6u64 {
+        let multi = InterProcessMultiLock::new(
+            client().await,
+            &["/t/ml-cancel/a", "/t/ml-cancel/b", "/t/ml-cancel/c"],
+        )
+        .unwrap();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..10u64 {
+                let wait = Duration::from_micros((t * 7919 + i * 104_729) % 5_000);
+                let _ = tokio::time::timeout(wait, multi.lock()).await;
+            }
+        }));
+    }
+    for t in tasks {
+        bounded(t).await.unwrap();
+    }
+    holder.release().await.unwrap();
+    for m in ["a", "b", "c"] {
+        wait_children(&observer, &format!("/t/ml-cancel/{m}"), 0).await;
+    }
+}
+
+fn balance(data: &[u8]) -> i64 {
+    std::str::from_utf8(data).unwrap().parse().unwrap()
+}
+
+/// Accounts as nodes; concurrent transfers, each under a multi-lock over its two accounts and
+/// committed as one guarded `multi`; a 3-member ensemble whose leader is killed in the middle.
+/// Money is neither made nor lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bank_transfers_conserve_the_total_across_a_leader_kill() {
+    const ACCOUNTS: usize = 5;
+    const START: i64 = 1_000;
+    let mut ens = tokio::task::block_in_place(|| Ensemble::start(3, ZkOptions::default())).unwrap();
+    let hosts = ens.connect_string();
+    let long = Duration::from_secs(20);
+    let setup = client_at(&hosts, long).await;
+    let open = CreateOptions::new(CreateMode::Persistent);
+    recipe_mutex::driver::create_parents(&setup, "/bank/acct")
+        .await
+        .unwrap();
+    for i in 0..ACCOUNTS {
+        let data = START.to_string();
+        setup
+            .create(&format!("/bank/acct/{i}"), data.as_bytes(), &open)
+            .await
+            .unwrap();
+    }
+    let committed = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for t in 0..6u64 {
+        let c = client_at(&hosts, long).await;
+        let committed = committed.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut done = 0;
+            for n in 0..25u64 {
+                let from = ((t + n) % ACCOUNTS as u64) as usize;
+                let to = ((t * 3 + n * 7 + 1) % ACCOUNTS as u64) as usize;
+                if from == to {
+                    continue;
+                }
+                if transfer(&c, from, to, (n % 7 + 1) as i64).await.is_ok() {
+                    done += 1;
+                    committed.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+            done
+        }));
+    }
+    // Kill the leader while the transfers run: once a few have committed.
+    let leader = tokio::task::block_in_place(|| ens.wait_leader(Duration::from_secs(30))).unwrap();
+    bounded(async {
+        while committed.load(Ordering::SeqCst) < 10 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    tokio::task::block_in_place(|| ens.kill(leader)).unwrap();
+    let at_kill = committed.load(Ordering::SeqCst);
+    let mut done = 0;
+    for t in tasks {
+        done += bounded(t).await.unwrap();
+    }
+    let check = client_at(&hosts, long).await;
+    let mut total = 0;
+    for i in 0..ACCOUNTS {
+        let (data, _) = bounded(check.get_data(&format!("/bank/acct/{i}")))
+            .await
+            .unwrap();
+        total += balance(&data);
+    }
+    eprintln!("FIGURE bank: {done} transfers committed, {at_kill} before the leader kill");
+    assert!(done > at_kill, "no transfer after the kill");
+    assert_eq!(total, START * ACCOUNTS as i64);
+}
+
+/// One transfer: lock both accounts, read, write both under the locks' check ops.
+async fn transfer(c: &Client, from: usize, to: usize, amount: i64) -> Result<(), Error> {
+    let lock_paths = [format!("/bank/locks/{from}"), format!("/bank/locks/{to}")];
+    let multi = InterProcessMultiLock::new(c.clone(), &[&lock_paths[0], &lock_paths[1]])?;
+    let guard = multi.lock().await?;
+    let read = |i: usize| {
+        let c = c.clone();
+        async move { c.get_data(&format!("/bank/acct/{i}")).await }
+    };
+    let (Ok((a, sa)), Ok((b, sb))) = (read(from).await, read(to).await) else {
+        return Ok(());
+    };
+    let mut ops = guard.check_ops();
+    ops.push(Op::SetData {
+        path: format!("/bank/acct/{from}"),
+        data: Bytes::from((balance(&a) - amount).to_string()),
+        version: Some(sa.version),
+    });
+    ops.push(Op::SetData {
+        path: format!("/bank/acct/{to}"),
+        data: Bytes::from((balance(&b) + amount).to_string()),
+        version: Some(sb.version),
+    });
+    let committed = c.multi(&ops).await;
+    let _ = guard.release().await;
+    match committed {
+        Ok(_) => Ok(()),
+        Err(error) => Err(Error::Member(MemberError {
+            path: "/bank".into(),
+            kind: "multi",
+            error: error.into(),
+        })),
+    }
+}
