@@ -6,7 +6,9 @@
 //! transaction with its per-op results, and `closeSession` removing ephemerals at once. Then
 //! the same lock through `recipe-mutex`: a FIFO hand-off with fencing tokens, and a holder
 //! whose network fails, told first that it can no longer be sure and then that the lock is
-//! gone, while a waiter takes over with a higher token. The other recipes join as they land.
+//! gone, while a waiter takes over with a higher token. Then the read/write lock (readers
+//! sharing, a writer waiting, a downgrade that keeps a queued writer out, an upgrade refused)
+//! and the multi-lock (transfers between accounts under two locks, in one canonical order).
 
 use std::time::Duration;
 
@@ -68,6 +70,8 @@ pub fn run(_args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         .enable_all()
         .build()?;
     runtime.block_on(mutex_demo(&server))?;
+    runtime.block_on(rwlock_demo(&server))?;
+    runtime.block_on(multilock_demo(&server))?;
     drop(runtime);
     step("stopping ZooKeeper");
     drop(server);
@@ -353,5 +357,172 @@ async fn mutex_demo(server: &ZkServer) -> Result<(), Box<dyn std::error::Error>>
     proxy.pass();
     bob.close().await?;
     carol.close().await?;
+    Ok(())
+}
+
+/// The read/write lock: readers share, a writer waits, a downgrade, an upgrade refused.
+async fn rwlock_demo(server: &ZkServer) -> Result<(), Box<dyn std::error::Error>> {
+    use recipe_rwlock::{Error, InterProcessReadWriteLock};
+    use zk_client::Client;
+
+    let path = "/demo/rwlock";
+    step(&format!(
+        "recipe-rwlock: readers share {path}, a writer waits for them (InterProcessReadWriteLock)"
+    ));
+    let connect = || Client::builder().hosts(server.connect_string()).connect();
+    let (alice, bob) = (connect().await?, connect().await?);
+    let la = InterProcessReadWriteLock::new(alice.clone(), path)?;
+    let lb = InterProcessReadWriteLock::new(bob.clone(), path)?;
+    let r1 = la.read_lock().lock().await?;
+    let r2 = lb.read_lock().lock().await?;
+    println!(
+        "alice and bob both hold the read lock ({} readers)",
+        la.read_lock().participant_nodes().await?.len()
+    );
+    let writer = {
+        let lb = lb.clone();
+        tokio::spawn(async move { lb.write_lock().lock().await })
+    };
+    while la.write_lock().participant_nodes().await?.is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    println!("bob asks for the write lock in another task: it queues behind the readers");
+    let late_reader = tokio::spawn({
+        let la = la.clone();
+        async move {
+            la.read_lock()
+                .try_lock_for(Duration::from_millis(200))
+                .await
+        }
+    });
+    println!(
+        "a reader arriving after the writer waits too (no writer starvation): got it within 200 ms? {}",
+        late_reader.await??.is_some()
+    );
+    r1.release().await?;
+    r2.release().await?;
+    let w = writer.await??;
+    println!(
+        "readers gone: bob writes, fencing token {}",
+        w.fencing_token()
+    );
+    w.release().await?;
+
+    step(
+        "a downgrade: alice writes, takes the read lock, releases the write lock; bob's queued writer stays out",
+    );
+    let wa = la.write_lock().lock().await?;
+    let queued = {
+        let lb = lb.clone();
+        tokio::spawn(async move { lb.write_lock().lock().await })
+    };
+    while la.write_lock().participant_nodes().await?.len() < 2 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let ra = la.read_lock().lock().await?;
+    println!(
+        "alice's read node sorts level with her write node: {} / {}",
+        ra.node_path().rsplit('/').next().unwrap_or(""),
+        wa.node_path().rsplit('/').next().unwrap_or("")
+    );
+    wa.release().await?;
+    println!(
+        "alice released the write lock and still reads; bob's writer holds? {}",
+        queued.is_finished()
+    );
+    match la.write_lock().try_lock_for(Duration::ZERO).await {
+        Err(Error::UpgradeRefused { .. }) => {
+            println!("alice (a reader) asking for the write lock: refused at once (Curator hangs)")
+        }
+        other => return Err(format!("upgrade should be refused, got {other:?}").into()),
+    }
+    ra.release().await?;
+    let wb = queued.await??;
+    println!(
+        "alice stopped reading: bob writes, fencing token {}",
+        wb.fencing_token()
+    );
+    wb.release().await?;
+    alice.close().await?;
+    bob.close().await?;
+    Ok(())
+}
+
+/// The multi-lock: transfers between accounts, each under the locks of its two accounts.
+async fn multilock_demo(server: &ZkServer) -> Result<(), Box<dyn std::error::Error>> {
+    use recipe_multilock::InterProcessMultiLock;
+    use zk_client::{Client, CreateOptions, Op};
+
+    step(
+        "recipe-multilock: transfers between accounts, each under both accounts' locks (InterProcessMultiLock)",
+    );
+    let client = Client::builder()
+        .hosts(server.connect_string())
+        .connect()
+        .await?;
+    recipe_mutex::driver::create_parents(&client, "/demo/bank/acct").await?;
+    let open = CreateOptions::new(CreateMode::Persistent);
+    for (account, balance) in [("a", 100), ("b", 100), ("c", 100)] {
+        client
+            .create(
+                &format!("/demo/bank/acct/{account}"),
+                balance.to_string().as_bytes(),
+                &open,
+            )
+            .await?;
+    }
+    let balance = |data: &[u8]| -> i64 {
+        std::str::from_utf8(data)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0)
+    };
+    let mut tasks = Vec::new();
+    for (from, to, amount) in [
+        ("a", "b", 10),
+        ("b", "a", 5),
+        ("c", "a", 20),
+        ("b", "c", 15),
+    ] {
+        let client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            let locks = [format!("/demo/bank/locks/{from}"), format!("/demo/bank/locks/{to}")];
+            let multi = InterProcessMultiLock::new(client.clone(), &[&locks[0], &locks[1]])?;
+            let guard = multi.lock().await?;
+            let (f, fs) = client.get_data(&format!("/demo/bank/acct/{from}")).await?;
+            let (t, ts) = client.get_data(&format!("/demo/bank/acct/{to}")).await?;
+            let mut ops = guard.check_ops();
+            ops.push(Op::SetData {
+                path: format!("/demo/bank/acct/{from}"),
+                data: (balance(&f) - amount).to_string().into_bytes().into(),
+                version: Some(fs.version),
+            });
+            ops.push(Op::SetData {
+                path: format!("/demo/bank/acct/{to}"),
+                data: (balance(&t) + amount).to_string().into_bytes().into(),
+                version: Some(ts.version),
+            });
+            client.multi(&ops).await?;
+            println!(
+                "moved {amount:>2} from {from} to {to} under {:?} (taken in that order whatever the order given)",
+                multi.members().iter().map(|m| m.path()).collect::<Vec<_>>()
+            );
+            guard.release().await?;
+            Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+        }));
+    }
+    for t in tasks {
+        t.await?.map_err(|e| e.to_string())?;
+    }
+    let mut total = 0;
+    for account in ["a", "b", "c"] {
+        let (data, _) = client
+            .get_data(&format!("/demo/bank/acct/{account}"))
+            .await?;
+        println!("account {account}: {}", balance(&data));
+        total += balance(&data);
+    }
+    println!("total {total} (300 before: transfers under both locks, committed with check ops)");
+    client.close().await?;
     Ok(())
 }
