@@ -98,19 +98,16 @@ impl InterProcessMultiLock {
 
     /// Curator's `acquire()`: takes every member for the calling task.
     pub async fn acquire(&self) -> Result<(), Error> {
-        self.lock().await?.keep();
-        Ok(())
+        self.lock().await.map(MultiGuard::keep)
     }
 
     /// Curator's `acquire(time, unit)`: true if every member was taken within `timeout`.
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<bool, Error> {
-        match self.try_lock_for(timeout).await? {
-            Some(guard) => {
-                guard.keep();
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(self
+            .try_lock_for(timeout)
+            .await?
+            .map(MultiGuard::keep)
+            .is_some())
     }
 
     /// Curator's `release()`: one count of the calling task's hold of every member, in reverse

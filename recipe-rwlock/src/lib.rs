@@ -228,19 +228,12 @@ macro_rules! lock_surface {
 
             /// Curator's `acquire()`: takes the lock for the calling task (or re-enters it).
             pub async fn acquire(&self) -> Result<(), Error> {
-                self.lock().await?.keep();
-                Ok(())
+                self.lock().await.map(LockGuard::keep)
             }
 
             /// Curator's `acquire(time, unit)`: true if taken within `timeout`.
             pub async fn acquire_timeout(&self, timeout: Duration) -> Result<bool, Error> {
-                match self.try_lock_for(timeout).await? {
-                    Some(guard) => {
-                        guard.keep();
-                        Ok(true)
-                    }
-                    None => Ok(false),
-                }
+                Ok(self.try_lock_for(timeout).await?.map(LockGuard::keep).is_some())
             }
 
             /// Curator's `release()`: one count of the calling task's hold; the last deletes

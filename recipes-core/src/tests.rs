@@ -145,6 +145,18 @@ fn waiting_behind(
     assert_eq!(s.m().outcome(), None);
 }
 
+/// Starts `s`, loses its create's reply to a disconnect, reconnects and answers the sync: the
+/// recovery listing is in flight.
+fn lose_the_create_reply_and_sync(s: &mut Script<AcquireMachine<Exclusive>>, t0: Instant) {
+    assert_eq!(s.start(t0), [create_op(), children_op()]);
+    assert_eq!(s.reply(t0, failed(ZkError::ConnectionLoss)), []);
+    assert_eq!(s.conn(t0, Connection::Disconnected), []);
+    assert_eq!(s.reply(t0, failed(ZkError::ConnectionLoss)), []);
+    assert_eq!(s.m().cleanups(), [find_ours()]);
+    assert_eq!(s.conn(t0, Connection::Connected), [sync_op(), children_op()]);
+    assert_eq!(s.reply(t0, Reply::Done), []);
+}
+
 #[test]
 fn uncontended_lock_is_one_flight() {
     let t0 = Instant::now();
@@ -376,12 +388,7 @@ fn a_lost_create_reply_is_recovered_by_the_protection_prefix_after_a_sync() {
 fn a_create_that_was_not_applied_is_sent_again_with_the_same_uuid() {
     let t0 = Instant::now();
     let mut s = attempt(None);
-    s.start(t0);
-    s.reply(t0, failed(ZkError::ConnectionLoss));
-    s.conn(t0, Connection::Disconnected);
-    s.reply(t0, failed(ZkError::ConnectionLoss));
-    s.conn(t0, Connection::Connected);
-    s.reply(t0, Reply::Done);
+    lose_the_create_reply_and_sync(&mut s, t0);
     assert_eq!(
         s.reply(t0, kids(&[&name(UA, 6)])),
         [create_op(), children_op()]
@@ -434,24 +441,14 @@ fn a_connection_loss_before_the_state_change_is_retried_after_a_delay() {
 fn a_failed_resent_create_keeps_the_duty_to_find_the_first() {
     let t0 = Instant::now();
     let mut s = attempt(None);
-    s.start(t0);
-    s.reply(t0, failed(ZkError::ConnectionLoss));
-    s.conn(t0, Connection::Disconnected);
-    s.reply(t0, failed(ZkError::ConnectionLoss));
-    s.conn(t0, Connection::Connected);
-    s.reply(t0, Reply::Done);
+    lose_the_create_reply_and_sync(&mut s, t0);
     assert_eq!(s.reply(t0, kids(&[])), [create_op(), children_op()]);
     // The second create fails too, for a lost connection: the duty stays.
     s.reply(t0, failed(ZkError::ConnectionLoss));
     assert_eq!(s.m().cleanups(), [find_ours()]);
     // ... and for a final error: it still stays (the first may exist).
     let mut s = attempt(None);
-    s.start(t0);
-    s.reply(t0, failed(ZkError::ConnectionLoss));
-    s.conn(t0, Connection::Disconnected);
-    s.reply(t0, failed(ZkError::ConnectionLoss));
-    s.conn(t0, Connection::Connected);
-    s.reply(t0, Reply::Done);
+    lose_the_create_reply_and_sync(&mut s, t0);
     s.reply(t0, failed(ZkError::Transient)); // the sync's listing fails for a moment
     s.timeout(t0 + RETRY_DELAY);
     assert_eq!(s.m().cleanups(), [find_ours()]);
