@@ -164,7 +164,8 @@ impl InterProcessMutex {
         participant_nodes(
             self.holds.client(),
             self.holds.path(),
-            recipes_core::name::MUTEX_LOCK_NAME,
+            &Exclusive::mutex(),
+            false,
         )
         .await
     }
@@ -203,18 +204,24 @@ pub fn validate_lock_path(path: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// The sorted full paths of the children of `base` for lock name `lock_name`.
+/// The full paths of the children of `base`, sorted by `predicate`'s order; only those whose
+/// name contains its lock name if `only_its_own` (Curator's read/write lock filters; its mutex
+/// does not).
 pub async fn participant_nodes(
     client: &Client,
     base: &str,
-    lock_name: &str,
+    predicate: &dyn recipes_core::Predicate,
+    only_its_own: bool,
 ) -> Result<Vec<String>, Error> {
     let mut children = match client.get_children(base).await {
         Ok(children) => children,
         Err(zk_client::Error::NoNode) => return Ok(Vec::new()),
         Err(e) => return Err(e.into()),
     };
-    recipes_core::name::sort_children(&mut children, lock_name);
+    if only_its_own {
+        children.retain(|c| c.contains(predicate.lock_name()));
+    }
+    predicate.sort(&mut children);
     Ok(children
         .into_iter()
         .map(|c| recipes_core::child_path(base, &c))

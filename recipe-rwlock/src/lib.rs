@@ -40,7 +40,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use recipe_mutex::driver;
 use recipe_mutex::hold::Holds;
-use recipes_core::rwlock::{READ_LOCK_NAME, WRITE_LOCK_NAME, rw_sort};
 use recipes_core::{DowngradeMachine, ReadPredicate, WritePredicate};
 use tokio::time::Instant;
 use zk_client::Client;
@@ -262,7 +261,8 @@ macro_rules! lock_surface {
 
             #[doc = concat!("The ", $what, " lock's nodes under the path, in lock order: full paths (Curator filters the children by lock name).")]
             pub async fn participant_nodes(&self) -> Result<Vec<String>, Error> {
-                participant_nodes(self.shared.client(), self.shared.path(), $name).await
+                let (client, path) = (self.shared.client(), self.shared.path());
+                recipe_mutex::participant_nodes(client, path, &$name, true).await
             }
         }
 
@@ -293,23 +293,5 @@ macro_rules! lock_surface {
     };
 }
 
-lock_surface!(ReadLock, read, READ_LOCK_NAME, "read");
-lock_surface!(WriteLock, write, WRITE_LOCK_NAME, "write");
-
-async fn participant_nodes(
-    client: &Client,
-    base: &str,
-    lock_name: &str,
-) -> Result<Vec<String>, Error> {
-    let mut children = match client.get_children(base).await {
-        Ok(children) => children,
-        Err(zk_client::Error::NoNode) => return Ok(Vec::new()),
-        Err(e) => return Err(e.into()),
-    };
-    children.retain(|c| c.contains(lock_name));
-    rw_sort(&mut children);
-    Ok(children
-        .into_iter()
-        .map(|c| recipes_core::child_path(base, &c))
-        .collect())
-}
+lock_surface!(ReadLock, read, ReadPredicate, "read");
+lock_surface!(WriteLock, write, WritePredicate, "write");

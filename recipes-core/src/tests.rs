@@ -153,7 +153,10 @@ fn lose_the_create_reply_and_sync(s: &mut Script<AcquireMachine<Exclusive>>, t0:
     assert_eq!(s.conn(t0, Connection::Disconnected), []);
     assert_eq!(s.reply(t0, failed(ZkError::ConnectionLoss)), []);
     assert_eq!(s.m().cleanups(), [find_ours()]);
-    assert_eq!(s.conn(t0, Connection::Connected), [sync_op(), children_op()]);
+    assert_eq!(
+        s.conn(t0, Connection::Connected),
+        [sync_op(), children_op()]
+    );
     assert_eq!(s.reply(t0, Reply::Done), []);
 }
 
