@@ -149,6 +149,7 @@ pub fn error_of(client: &Client, ended: Ended, error: Option<zk_client::Error>) 
             Failure::SessionLost => Error::SessionLost,
             Failure::NodeVanished => Error::NodeVanished,
             Failure::ParentMissing => Error::ParentMissing,
+            Failure::SequenceWrapped => Error::SequenceWrapped,
             Failure::Abandoned => Error::SessionLost,
             Failure::Zk(_) => match error {
                 Some(zk_client::Error::SessionExpired) => Error::SessionExpired,

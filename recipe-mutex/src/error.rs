@@ -51,6 +51,12 @@ pub enum Error {
         /// The lock's path.
         path: String,
     },
+    /// The lock directory's 32-bit sequence counter wrapped (over 2^31 nodes were created
+    /// under it while it was never empty): in Curator's order a new node would sort before
+    /// older ones and two clients could hold. The attempt was given up and its node deleted;
+    /// the counter resets once the directory (a container) is empty and removed.
+    #[error("the lock directory's sequence counter wrapped; refusing to hold")]
+    SequenceWrapped,
     /// A deadline passed before the operation could finish.
     #[error("timed out")]
     TimedOut,

@@ -77,8 +77,10 @@ struct Shared {
 ///
 /// Guards are [`LockGuard`]s: fencing token, `check_op`, `lost()`, `is_valid()`, release on
 /// drop. A reader's fencing token is its own node's creation zxid: it orders readers against
-/// writers (a reader that holds after a writer has a larger token than that writer's), not
-/// readers among themselves, which hold together.
+/// writers (a reader that holds after a writer has a larger token than that writer's, a writer
+/// after a reader a larger one than the reader's), not readers among themselves, which hold
+/// together. A downgraded reader carries its write hold's token (its read node was created
+/// later, but it continues the write hold: the next writer's token is greater).
 ///
 /// Cancel-safe and with guaranteed releases, as the mutex.
 #[derive(Debug, Clone)]
@@ -173,9 +175,11 @@ impl ReadLock {
                         let name = write.path.rsplit('/').next().unwrap_or_default();
                         let uuid = recipe_mutex::random_uuid();
                         let deadline = deadline.map(Instant::into_std);
-                        let Some(machine) =
-                            DowngradeMachine::new(path, name, &uuid, data, deadline)
-                        else {
+                        // The read hold carries the write hold's fencing token: it continues
+                        // the write hold, and the next writer's token is greater.
+                        let machine =
+                            DowngradeMachine::new(path, name, write.czxid, &uuid, data, deadline);
+                        let Some(machine) = machine else {
                             return Err(Error::NodeVanished);
                         };
                         driver::take_node(client, machine, Some(turn)).await

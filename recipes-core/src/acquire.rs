@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use crate::machine::{Cleanup, Failure, Input, Machine, Outcome};
-use crate::name::{node_prefix, protection_prefix};
+use crate::name::{node_prefix, protection_prefix, sort_key};
 use crate::op::{Connection, NodeMode, Op, Reply, WatchEvent, ZkError};
 use crate::predicate::{Predicate, Verdict};
 
@@ -91,6 +91,8 @@ enum Phase {
 /// - after a lost create reply it `sync`s, then looks for its node by the protection prefix; it
 ///   keeps the duty to delete by prefix until a listing settles whether the create was applied,
 ///   and deletes any second node of its own (a create re-sent with the same prefix) it sees;
+/// - it never holds through a node whose sequence number wrapped past 2^31 (negative: it would
+///   sort before older nodes), failing with [`Failure::SequenceWrapped`] instead;
 /// - past its deadline it ends at once while disconnected, and within [`DEADLINE_GRACE`] while
 ///   replies are in flight; its cleanups then say what to delete.
 ///
@@ -458,6 +460,12 @@ impl<P: Predicate> AcquireMachine<P> {
             self.send(Sent::DeleteTwin, op);
         }
         children.retain(|c| !c.starts_with(&self.prefix) || *c == ours);
+        if sort_key(&ours, self.predicate.lock_name()).starts_with('-') {
+            // The parent's sequence counter wrapped: in Curator's order our node would jump
+            // ahead of older ones. Never hold on that.
+            self.finish(Outcome::Failed(Failure::SequenceWrapped));
+            return;
+        }
         self.predicate.sort(&mut children);
         match self.predicate.verdict(&children, &ours) {
             Err(_) => self.vanished(),

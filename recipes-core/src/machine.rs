@@ -58,6 +58,11 @@ pub enum Failure {
     /// A node above the lock path is missing and could not be created (with a chroot: the
     /// chroot node itself does not exist).
     ParentMissing,
+    /// Our node's sequence number is negative: the parent's 32-bit sequence counter wrapped
+    /// after 2^31 creations, and Curator's string order would put our node before older ones
+    /// (two holders). The attempt gives up rather than hold; the counter resets once the
+    /// lock's container is empty and removed.
+    SequenceWrapped,
     /// An op failed with an error the machine does not retry; the driver kept the full error.
     Zk(crate::ZkError),
     /// The caller abandoned the attempt ([`Input::Abandon`]).
@@ -114,4 +119,30 @@ pub trait Machine {
     /// What must be deleted if the attempt ends now without holding (or was abandoned), so that
     /// nothing of ours is left. Empty once held.
     fn cleanups(&self) -> Vec<Cleanup>;
+}
+
+/// A boxed machine is a machine (so a simulator or a driver can hold machines of several
+/// kinds, or wrapped ones, behind one type).
+impl<M: Machine + ?Sized> Machine for Box<M> {
+    type Output = M::Output;
+
+    fn handle(&mut self, now: Instant, input: Input) {
+        (**self).handle(now, input);
+    }
+
+    fn poll_op(&mut self) -> Option<Op> {
+        (**self).poll_op()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        (**self).poll_timeout()
+    }
+
+    fn outcome(&self) -> Option<&Outcome<Self::Output>> {
+        (**self).outcome()
+    }
+
+    fn cleanups(&self) -> Vec<Cleanup> {
+        (**self).cleanups()
+    }
 }

@@ -76,6 +76,11 @@ impl<M: Machine> Runner<M> {
         self.in_flight.len()
     }
 
+    /// The watch the oldest op in flight asked for, if any (its reply comes next).
+    pub fn next_reply_watch(&self) -> Option<(WatchKind, String)> {
+        self.in_flight.front().cloned().flatten()
+    }
+
     /// Watches set and not fired.
     pub fn watches(&self) -> &[(WatchKind, String)] {
         &self.watches

@@ -129,47 +129,64 @@ const RETRY_DELAY: Duration = Duration::from_millis(50);
 enum Sent {
     Create,
     Sync,
-    Exists,
+    Children,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Next {
     Create,
-    /// A create's reply was lost: sync, then see whether our exact node exists.
+    /// A create's reply was lost: sync, then look for our exact node.
     Check,
 }
 
 /// A write holder takes its read lock (a downgrade), Curator 5.5's way: create the read node
 /// `EPHEMERAL` (not sequential) under [`downgrade_name`], so that it sorts level with the write
-/// node and a writer queued behind stays blocked after the write lock is released. No listing:
-/// holding the write lock is what lets this task read.
+/// node and a writer queued behind stays blocked after the write lock is released. Holding the
+/// write lock is what lets this task read.
 ///
-/// A lost create reply is recovered by the exact name: after a `sync`, the node exists (ours:
-/// nobody else uses our protection id) or it is created again; `NodeExists` on our own name
-/// after a connection loss is ours too. The deadline ends the attempt only while waiting for
-/// the connection.
+/// Beyond Curator, the create travels with a listing (answered in order, in the same round
+/// trip), and the read lock is held only if that listing shows both our read node and our
+/// write node: if someone deleted our write node, another writer may hold, and the downgrade
+/// fails ([`Failure::NodeVanished`]) and deletes its read node instead of reading beside that
+/// writer.
+///
+/// A lost create reply is recovered by the exact name: after a `sync`, the listing shows our
+/// node (ours: nobody else uses our protection id) or it is created again; `NodeExists` on our
+/// own name is ours too. The deadline ends the attempt only while waiting for the connection.
+/// The read hold carries the write hold's fencing token (`write_czxid`): it continues the write
+/// hold, and the next writer's token is greater.
 #[derive(Debug)]
 pub struct DowngradeMachine {
     base: String,
     path: String,
+    name: String,
+    write_name: String,
+    write_czxid: i64,
     data: Bytes,
     deadline: Option<Instant>,
     connection: Connection,
     sent: VecDeque<Sent>,
     outbox: VecDeque<Op>,
+    /// What to do once the flight in the air has landed.
+    planned: Option<Next>,
+    /// Waiting (for the connection or `retry_at`) to do this.
     next: Option<Next>,
     retry_at: Option<Instant>,
     /// A create of ours may have been applied.
     maybe_created: bool,
+    /// The flight's listing.
+    listing: Option<Vec<String>>,
     outcome: Option<Outcome<Held>>,
 }
 
 impl DowngradeMachine {
-    /// A downgrade under lock directory `base`, for the write node `write_node` (a name),
-    /// with protection id `uuid`. `None` if `write_node` is not a write node.
+    /// A downgrade under lock directory `base`, for the write node `write_node` (a name) whose
+    /// creation zxid is `write_czxid`, with protection id `uuid`. `None` if `write_node` is not
+    /// a write node.
     pub fn new(
         base: &str,
         write_node: &str,
+        write_czxid: i64,
         uuid: &str,
         data: Bytes,
         deadline: Option<Instant>,
@@ -178,14 +195,19 @@ impl DowngradeMachine {
         Some(Self {
             base: base.to_owned(),
             path: crate::acquire::child_path(base, &name),
+            name,
+            write_name: write_node.to_owned(),
+            write_czxid,
             data,
             deadline,
             connection: Connection::Connected,
             sent: VecDeque::new(),
             outbox: VecDeque::new(),
+            planned: None,
             next: None,
             retry_at: None,
             maybe_created: false,
+            listing: None,
             outcome: None,
         })
     }
@@ -202,7 +224,9 @@ impl DowngradeMachine {
 
     fn go(&mut self, now: Instant, next: Next) {
         self.next = None;
+        self.planned = None;
         self.retry_at = None;
+        self.listing = None;
         if self.connection != Connection::Connected {
             self.wait(now, next);
             return;
@@ -222,13 +246,13 @@ impl DowngradeMachine {
                     path: self.base.clone(),
                 };
                 self.send(Sent::Sync, sync);
-                let exists = Op::Exists {
-                    path: self.path.clone(),
-                    watch: false,
-                };
-                self.send(Sent::Exists, exists);
             }
         }
+        let list = Op::Children {
+            path: self.base.clone(),
+            watch: false,
+        };
+        self.send(Sent::Children, list);
     }
 
     /// Waits for the connection (or a short delay if it looks up) to do `next`.
@@ -245,9 +269,17 @@ impl DowngradeMachine {
 
     fn finish(&mut self, outcome: Outcome<Held>) {
         self.next = None;
+        self.planned = None;
         self.retry_at = None;
         if self.outcome.is_none() {
             self.outcome = Some(outcome);
+        }
+    }
+
+    fn plan(&mut self, next: Next) {
+        // Checking beats creating: a create may have been applied.
+        if self.planned != Some(Next::Check) {
+            self.planned = Some(next);
         }
     }
 
@@ -258,56 +290,75 @@ impl DowngradeMachine {
         if kind == Sent::Create {
             match &reply {
                 Reply::Failed(e) if !e.is_uncertain() && *e != ZkError::Transient => {
-                    // A definite answer: created (then ours), exists (ours, from before), or not.
+                    // A definite answer: it exists (ours, from before) or it was not made.
                     self.maybe_created = *e == ZkError::NodeExists;
                 }
                 _ => {}
             }
         }
+        if let (Sent::Children, Reply::Children(kids)) = (kind, &reply) {
+            self.maybe_created = kids.contains(&self.name);
+        }
         if self.outcome.is_some() {
             return;
         }
         match (kind, reply) {
-            (Sent::Create, Reply::Created { path, czxid }) => {
-                self.finish(Outcome::Held(Held { path, czxid }));
-            }
-            // Only our own earlier create (its reply lost) can have made this name.
-            (Sent::Create, Reply::Failed(ZkError::NodeExists)) => self.go(now, Next::Check),
-            (Sent::Create, Reply::Failed(ZkError::NoNode)) => {
-                self.finish(Outcome::Failed(Failure::NodeVanished));
-            }
-            (Sent::Create | Sent::Exists, Reply::Failed(e)) => self.on_failure(now, e),
-            (Sent::Sync, _) => {} // the check that follows decides
-            (Sent::Exists, Reply::Exists(Some(czxid))) => {
-                self.maybe_created = true;
-                let path = self.path.clone();
-                self.finish(Outcome::Held(Held { path, czxid }));
-            }
-            (Sent::Exists, Reply::Exists(None)) => {
-                self.maybe_created = false;
-                self.go(now, Next::Create);
-            }
-            (_, _) => self.finish(Outcome::Failed(Failure::Zk(ZkError::Other))),
-        }
-    }
-
-    fn on_failure(&mut self, now: Instant, e: ZkError) {
-        match e {
-            ZkError::ConnectionLoss | ZkError::Transient => self.wait(now, Next::Check),
-            ZkError::NotSent => {
+            // The listing decides (our node exists: made now, or by an earlier create).
+            (Sent::Create, Reply::Created { .. } | Reply::Failed(ZkError::NodeExists)) => {}
+            (Sent::Create, Reply::Failed(ZkError::NoNode)) => self.vanished(),
+            (Sent::Create, Reply::Failed(ZkError::NotSent)) => {
                 let next = if self.maybe_created {
                     Next::Check
                 } else {
                     Next::Create
                 };
-                self.wait(now, next);
+                self.plan(next);
             }
-            ZkError::SessionExpired => {
-                self.maybe_created = false;
-                self.finish(Outcome::Failed(Failure::SessionExpired));
-            }
-            e => self.finish(Outcome::Failed(Failure::Zk(e))),
+            (Sent::Sync, _) => {} // the listing that follows decides
+            (Sent::Children, Reply::Children(kids)) => self.listing = Some(kids),
+            (Sent::Children, Reply::Failed(ZkError::NoNode)) => self.vanished(),
+            (_, Reply::Failed(e)) => match e {
+                ZkError::ConnectionLoss | ZkError::Transient | ZkError::NotSent => {
+                    self.plan(Next::Check)
+                }
+                ZkError::SessionExpired => {
+                    self.maybe_created = false;
+                    self.finish(Outcome::Failed(Failure::SessionExpired));
+                }
+                e => self.finish(Outcome::Failed(Failure::Zk(e))),
+            },
+            (_, _) => self.finish(Outcome::Failed(Failure::Zk(ZkError::Other))),
         }
+        if self.outcome.is_none() && self.sent.is_empty() {
+            self.settle(now);
+        }
+    }
+
+    /// The flight has landed: decide.
+    fn settle(&mut self, now: Instant) {
+        if let Some(next) = self.planned.take() {
+            // Once connected (or, if the session has not reported a loss yet, after a delay).
+            self.wait(now, next);
+            return;
+        }
+        let Some(listing) = self.listing.take() else {
+            self.wait(now, Next::Check);
+            return;
+        };
+        if !listing.contains(&self.write_name) {
+            // Someone deleted our write node: another writer may hold. Do not read.
+            self.vanished();
+        } else if listing.contains(&self.name) {
+            let path = self.path.clone();
+            let czxid = self.write_czxid;
+            self.finish(Outcome::Held(Held { path, czxid }));
+        } else {
+            self.go(now, Next::Create);
+        }
+    }
+
+    fn vanished(&mut self) {
+        self.finish(Outcome::Failed(Failure::NodeVanished));
     }
 }
 
@@ -375,7 +426,8 @@ impl Machine for DowngradeMachine {
 
     fn cleanups(&self) -> Vec<Cleanup> {
         let held = matches!(self.outcome, Some(Outcome::Held(_)));
-        let nothing_made = !self.maybe_created && self.sent.is_empty();
+        let in_flight_create = self.sent.contains(&Sent::Create);
+        let nothing_made = !self.maybe_created && !in_flight_create;
         if held || nothing_made {
             return Vec::new();
         }

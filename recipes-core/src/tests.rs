@@ -224,6 +224,23 @@ fn a_node_sorting_before_ours_that_appears_later_keeps_us_waiting() {
     assert_eq!(s.m().outcome(), None);
 }
 
+/// A node of ours whose sequence wrapped (negative, sorting before older nodes) never holds.
+#[test]
+fn a_wrapped_sequence_never_holds() {
+    let t0 = Instant::now();
+    let ours = format!("_c_{U1}-lock--2147483648");
+    let older = name(UA, 2_147_483_647);
+    let mut s = attempt(None);
+    s.start(t0);
+    s.reply(t0, created(&ours, 9));
+    assert_eq!(s.reply(t0, kids(&[&older, &ours])), []);
+    assert_eq!(
+        s.m().outcome(),
+        Some(&Outcome::Failed(Failure::SequenceWrapped))
+    );
+    assert_eq!(s.m().cleanups(), [Cleanup::Delete(path(&ours))]);
+}
+
 #[test]
 fn a_data_change_on_the_predecessor_means_look_again() {
     let t0 = Instant::now();
@@ -755,7 +772,7 @@ mod rw {
     }
 
     fn downgrade(deadline: Option<Instant>) -> Script<DowngradeMachine> {
-        let m = DowngradeMachine::new(BASE, &w(UA, 7), U1, Bytes::new(), deadline).unwrap();
+        let m = DowngradeMachine::new(BASE, &w(UA, 7), 3, U1, Bytes::new(), deadline).unwrap();
         Script(Runner::new(m))
     }
 
@@ -763,44 +780,57 @@ mod rw {
         path(&r(U1, 7))
     }
 
-    fn create_down() -> Op {
-        Op::Create {
-            path: down_path(),
-            mode: NodeMode::Ephemeral,
-            data: Bytes::new(),
-        }
-    }
-
-    fn check_down() -> [Op; 2] {
+    fn create_down() -> [Op; 2] {
         [
-            sync_op(),
-            Op::Exists {
+            Op::Create {
                 path: down_path(),
-                watch: false,
+                mode: NodeMode::Ephemeral,
+                data: Bytes::new(),
             },
+            children_op(),
         ]
     }
 
+    fn check_down() -> [Op; 2] {
+        [sync_op(), children_op()]
+    }
+
+    fn both() -> Reply {
+        kids(&[&w(UA, 7), &r(U1, 7), &w(UB, 8)])
+    }
+
     #[test]
-    fn a_downgrade_is_one_exact_create() {
+    fn a_downgrade_is_one_exact_create_with_a_listing_that_shows_the_write_node() {
         let t0 = Instant::now();
         let mut s = downgrade(None);
-        assert_eq!(s.start(t0), [create_down()]);
-        s.reply(
-            t0,
-            Reply::Created {
-                path: down_path(),
-                czxid: 12,
-            },
-        );
+        assert_eq!(s.start(t0), create_down());
+        let created = Reply::Created {
+            path: down_path(),
+            czxid: 12,
+        };
+        assert_eq!(s.reply(t0, created.clone()), []);
+        assert_eq!(s.m().outcome(), None, "the listing decides");
+        s.reply(t0, both());
+        // The read hold carries the write hold's token.
         assert_eq!(
             s.m().outcome(),
             Some(&Outcome::Held(Held {
                 path: down_path(),
-                czxid: 12
+                czxid: 3
             }))
         );
         assert_eq!(s.m().cleanups(), []);
+
+        // Someone deleted our write node: another writer may hold; do not read.
+        let mut s = downgrade(None);
+        s.start(t0);
+        s.reply(t0, created);
+        s.reply(t0, kids(&[&r(U1, 7), &w(UB, 8)]));
+        assert_eq!(
+            s.m().outcome(),
+            Some(&Outcome::Failed(Failure::NodeVanished))
+        );
+        assert_eq!(s.m().cleanups(), [Cleanup::Delete(down_path())]);
     }
 
     #[test]
@@ -810,23 +840,24 @@ mod rw {
         s.start(t0);
         s.conn(t0, Connection::Disconnected);
         assert_eq!(s.reply(t0, failed(ZkError::ConnectionLoss)), []);
+        assert_eq!(s.reply(t0, failed(ZkError::ConnectionLoss)), []);
         assert_eq!(s.m().cleanups(), [Cleanup::Delete(down_path())]);
         assert_eq!(s.conn(t0, Connection::Connected), check_down());
         s.reply(t0, Reply::Done);
-        s.reply(t0, Reply::Exists(Some(13)));
+        s.reply(t0, both());
         assert!(matches!(s.m().outcome(), Some(Outcome::Held(_))));
 
-        // Not applied: created again. Applied, seen as NodeExists: ours.
+        // Not applied: created again; NodeExists then is ours, and the listing shows it.
         let mut s = downgrade(None);
         s.start(t0);
         s.conn(t0, Connection::Disconnected);
         s.reply(t0, failed(ZkError::ConnectionLoss));
+        s.reply(t0, failed(ZkError::ConnectionLoss));
         s.conn(t0, Connection::Connected);
         s.reply(t0, Reply::Done);
-        assert_eq!(s.reply(t0, Reply::Exists(None)), [create_down()]);
-        assert_eq!(s.reply(t0, failed(ZkError::NodeExists)), check_down());
-        s.reply(t0, Reply::Done);
-        s.reply(t0, Reply::Exists(Some(14)));
+        assert_eq!(s.reply(t0, kids(&[&w(UA, 7)])), create_down());
+        s.reply(t0, failed(ZkError::NodeExists));
+        s.reply(t0, both());
         assert!(matches!(s.m().outcome(), Some(Outcome::Held(_))));
     }
 
@@ -836,6 +867,7 @@ mod rw {
         let mut s = downgrade(Some(t0 + ms(100)));
         s.start(t0);
         s.conn(t0, Connection::Disconnected);
+        s.reply(t0, failed(ZkError::ConnectionLoss));
         s.reply(t0, failed(ZkError::ConnectionLoss));
         assert_eq!(s.m().poll_timeout(), Some(t0 + ms(100)));
         s.timeout(t0 + ms(100));

@@ -40,6 +40,12 @@ Commands:
                  processes on one fresh server for N s (default 20, 2+2 sessions); fails
                  on any overlap; last line `violations=N`. --java-path gives Curator
                  another path: a negative control that must report overlaps
+  sim [--recipe mutex|rwlock|multilock] [--schedules N] [--seed S] [--faults LIST]
+                 the recipes' machines in the seeded ZooKeeper simulator (zk-sim, release
+                 build): N schedules (default 10000) from seed S (default 1) per recipe, with
+                 the faults in LIST (default all: disconnect,expire,lost,meddle,foreign,wrap,
+                 abandon,deadlines); one line per recipe, then `sim: N schedules, V violations`;
+                 a failing schedule prints its seed and trace (`--seed S --schedules 1` replays)
   deps           install what the demo, tests and benchmarks need (Debian packages)
   help           show this help
 ";
@@ -70,6 +76,7 @@ fn run(args: &[String]) -> Result {
         "conformance" => xtask::conformance::run(rest),
         "bench" => xtask::bench::run(rest),
         "interop" => xtask::interop::run(rest),
+        "sim" => sim(rest),
         "deps" => no_args("deps", rest).and_then(|()| {
             deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator, Need::Kazoo])?;
             println!("Java, ZooKeeper, Curator and kazoo are installed");
@@ -80,6 +87,30 @@ fn run(args: &[String]) -> Result {
             Ok(())
         }
         other => Err(format!("unknown command `{other}`; see `cargo xtask help`").into()),
+    }
+}
+
+/// `cargo xtask sim ...`: the simulator's binary, built in release (a debug build is several
+/// times slower), with the same arguments.
+fn sim(args: &[String]) -> Result {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .args([
+            "run",
+            "--quiet",
+            "--release",
+            "-p",
+            "zk-sim",
+            "--bin",
+            "zk-sim",
+            "--",
+        ])
+        .args(args)
+        .status()?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("the simulator reported violations or bad arguments ({status})").into())
     }
 }
 

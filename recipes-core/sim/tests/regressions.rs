@@ -1,0 +1,38 @@
+//! Seeds that found bugs, kept as regression tests (replay one with
+//! `cargo xtask sim --recipe R --seed S --schedules 1`). A fix changes the ops a machine sends,
+//! so a seed no longer drives exactly the schedule that found its bug; each bug also has a
+//! scripted test in recipes-core that replays the exact sequence
+//! (`a_downgrade_is_one_exact_create_with_a_listing_that_shows_the_write_node`,
+//! `a_wrapped_sequence_never_holds`).
+
+#![allow(clippy::unwrap_used)]
+
+use zk_sim::{Config, Recipe, run};
+
+fn passes(recipe: Recipe, seed: u64) {
+    if let Err(failure) = run(seed, Config::new(recipe)) {
+        panic!("{failure}");
+    }
+}
+
+/// The downgrade created its read node without looking at its write node, which someone had
+/// deleted: a queued writer held while the downgraded reader read (found as a fencing token
+/// going backwards). The downgrade now holds only after a listing shows both nodes.
+#[test]
+fn rwlock_seed_1112_downgrade_after_its_write_node_was_deleted() {
+    passes(Recipe::ReadWrite, 1112);
+}
+
+/// The downgrade held on its create's reply and an existence check of the write node while
+/// its own read node had been deleted in between. The listing now decides.
+#[test]
+fn rwlock_seed_341_downgrade_whose_read_node_was_deleted_in_flight() {
+    passes(Recipe::ReadWrite, 341);
+}
+
+/// A lock directory whose sequence counter wraps (the first node after 2147483647 is
+/// -2147483648 and sorts first): the new node must not hold beside the old holder.
+#[test]
+fn rwlock_seed_3_wrapped_sequence() {
+    passes(Recipe::ReadWrite, 3);
+}
