@@ -413,19 +413,27 @@ pub fn run(args: &[String]) -> Result<()> {
                 None => Ok(()),
             }
         }
-        Some((what, _)) => Err(format!("unknown interop check `{what}`: use `mutex`").into()),
-        None => Err("`cargo xtask interop` needs a recipe: `mutex`".into()),
+        Some((what, rest)) if what == "rwlock" || what == "multilock" => {
+            crate::recipe_interop::run_command(what, rest)
+        }
+        Some((what, _)) => Err(format!(
+            "unknown interop check `{what}`: use `mutex`, `rwlock` or `multilock`"
+        )
+        .into()),
+        None => {
+            Err("`cargo xtask interop` needs a recipe: `mutex`, `rwlock` or `multilock`".into())
+        }
     }
 }
 
 /// A fresh temporary directory, removed when dropped unless kept.
-struct TempDir {
-    path: PathBuf,
-    keep: bool,
+pub(crate) struct TempDir {
+    pub(crate) path: PathBuf,
+    pub(crate) keep: bool,
 }
 
 impl TempDir {
-    fn new(what: &str) -> std::io::Result<TempDir> {
+    pub(crate) fn new(what: &str) -> std::io::Result<TempDir> {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -618,7 +626,7 @@ impl Side {
 
 /// A worker process, driven by lines: `READY` and `COUNTS` from it, `GO` to it. Dropping
 /// it kills the process if it still runs, and reaps it.
-struct ProcessSide {
+pub(crate) struct ProcessSide {
     name: &'static str,
     child: Child,
     /// Held open: the worker halts when it closes.
@@ -627,7 +635,7 @@ struct ProcessSide {
 }
 
 impl ProcessSide {
-    fn spawn(name: &'static str, mut cmd: Command) -> Result<ProcessSide> {
+    pub(crate) fn spawn(name: &'static str, mut cmd: Command) -> Result<ProcessSide> {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -658,7 +666,7 @@ impl ProcessSide {
     }
 
     /// The next line starting with `prefix`, echoing others to stderr.
-    fn expect(&mut self, prefix: &str, by: Instant) -> Result<String> {
+    pub(crate) fn expect(&mut self, prefix: &str, by: Instant) -> Result<String> {
         let name = self.name;
         loop {
             let left = by.saturating_duration_since(Instant::now());
@@ -685,7 +693,7 @@ impl ProcessSide {
         }
     }
 
-    fn go(&mut self) -> Result<()> {
+    pub(crate) fn go(&mut self) -> Result<()> {
         let stdin = self.stdin.as_mut().ok_or("no stdin pipe")?;
         stdin.write_all(b"GO\n")?;
         stdin.flush()?;
@@ -693,7 +701,7 @@ impl ProcessSide {
     }
 
     /// Waits for the process to exit successfully by `by`.
-    fn finish(&mut self, by: Instant) -> Result<()> {
+    pub(crate) fn finish(&mut self, by: Instant) -> Result<()> {
         loop {
             if let Some(status) = self.child.try_wait()? {
                 if !status.success() {

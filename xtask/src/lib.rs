@@ -16,6 +16,7 @@ pub mod interop;
 pub mod java;
 pub mod paths;
 pub mod proxy;
+pub mod recipe_interop;
 pub mod suite;
 pub mod wire;
 pub mod zk;

@@ -1,0 +1,274 @@
+// The Curator side of `cargo xtask interop rwlock|multilock` (xtask/src/recipe_interop.rs):
+// Apache Curator 5.4's InterProcessReadWriteLock or InterProcessMultiLock contending with ours
+// on the same paths.
+//
+//   java -cp <classes>:<curator and zookeeper jars> CuratorRecipeWorker \
+//       <rwlock|multilock> <connect> <lock path> <clients> <run ms> <marker dir>
+//
+// Starts <clients> threads, each with its own CuratorFramework (its own session). When every
+// client is connected it prints "READY" and waits for "GO" on stdin; then each thread loops
+// for <run ms>: acquire (the time left as timeout) -> enter the critical section -> hold a
+// random 0.2..3 ms -> leave -> release. The critical section is checked with files in
+// <marker dir>, shared with our side (the same rules, src/recipe_interop.rs):
+//
+//   rwlock, writer: create "W" exclusively (exists: two writers), then no "R-*" may exist
+//   rwlock, reader: create "R-<name>", then "W" may not exist
+//   multilock:      create "M-<k>" exclusively for each member k held
+//
+// A broken rule is a violation, counted and reported on stderr. Curator's side never
+// downgrades (Curator 5.4's downgrade lets a queued writer in: CURATOR-621); ours does. At
+// the end it prints one line
+//
+//   COUNTS side=java clients=<n> acquisitions=<n> violations=<n> errors=<n>
+//
+// and exits 0; a setup failure prints "ERROR <message>" and exits 1. It halts when stdin
+// ends (the harness went away), and by itself 120 s after the end of its run.
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+public final class CuratorRecipeWorker {
+    private static final AtomicLong ACQUISITIONS = new AtomicLong();
+    private static final AtomicLong VIOLATIONS = new AtomicLong();
+    private static final AtomicLong ERRORS = new AtomicLong();
+    /** Members of the multi-lock: <path>/0, <path>/1, <path>/2. */
+    private static final int MEMBERS = 3;
+
+    public static void main(String[] args) {
+        try {
+            run(args);
+        } catch (Throwable e) {
+            System.out.println("ERROR " + e);
+            System.out.flush();
+            Runtime.getRuntime().halt(1);
+        }
+        System.out.flush();
+        Runtime.getRuntime().halt(0);
+    }
+
+    private static void run(String[] args) throws Exception {
+        if (args.length != 6) {
+            throw new IllegalArgumentException("usage: CuratorRecipeWorker <rwlock|multilock> "
+                + "<connect> <lock path> <clients> <run ms> <marker dir>");
+        }
+        String recipe = args[0];
+        if (!recipe.equals("rwlock") && !recipe.equals("multilock")) {
+            throw new IllegalArgumentException("unknown recipe " + recipe);
+        }
+        String connect = args[1];
+        String path = args[2];
+        int clients = Integer.parseInt(args[3]);
+        long runMs = Long.parseLong(args[4]);
+        File dir = new File(args[5]);
+
+        List<CuratorFramework> sessions = new ArrayList<>();
+        for (int i = 0; i < clients; i++) {
+            CuratorFramework client = CuratorFrameworkFactory.newClient(
+                connect, 10_000, 5_000, new ExponentialBackoffRetry(100, 5));
+            client.start();
+            if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
+                throw new IOException("client " + i + " did not connect to " + connect);
+            }
+            sessions.add(client);
+        }
+        BufferedReader stdin = new BufferedReader(
+            new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        System.out.println("READY");
+        System.out.flush();
+        String line = stdin.readLine();
+        if (line == null || !line.trim().equals("GO")) {
+            throw new IOException("expected GO on stdin, got " + line);
+        }
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(runMs);
+        Thread watchdog = new Thread(() -> {
+            try {
+                while (stdin.readLine() != null) {
+                }
+            } catch (IOException e) {
+                // the same as end of file
+            }
+            Runtime.getRuntime().halt(3);
+        });
+        watchdog.setDaemon(true);
+        watchdog.start();
+        Thread deadman = new Thread(() -> {
+            long haltAt = end + TimeUnit.MILLISECONDS.toNanos(120_000);
+            for (long left; (left = haltAt - System.nanoTime()) > 0; ) {
+                LockSupport.parkNanos(left);
+            }
+            System.err.println("CuratorRecipeWorker: still running 120 s after its run; halting");
+            Runtime.getRuntime().halt(4);
+        });
+        deadman.setDaemon(true);
+        deadman.start();
+
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < clients; i++) {
+            String name = "java-" + i;
+            CuratorFramework client = sessions.get(i);
+            Runnable body = recipe.equals("rwlock")
+                ? () -> rwLoop(name, new InterProcessReadWriteLock(client, path), end, dir)
+                : () -> multiLoop(name, client, path, end, dir);
+            Thread t = new Thread(body, name);
+            t.start();
+            threads.add(t);
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        for (CuratorFramework client : sessions) {
+            client.close();
+        }
+        System.out.println("COUNTS side=java clients=" + clients
+            + " acquisitions=" + ACQUISITIONS.get()
+            + " violations=" + VIOLATIONS.get()
+            + " errors=" + ERRORS.get());
+    }
+
+    private static void rwLoop(String name, InterProcessReadWriteLock rw, long end, File dir) {
+        while (true) {
+            boolean write = ThreadLocalRandom.current().nextInt(10) < 3;
+            InterProcessLock lock = write ? rw.writeLock() : rw.readLock();
+            if (!take(name, lock, end)) {
+                return;
+            }
+            try {
+                if (write) {
+                    writerEnter(name, dir);
+                    hold();
+                    leave(new File(dir, "W"));
+                } else {
+                    File mine = new File(dir, "R-" + name);
+                    readerEnter(name, mine, dir);
+                    hold();
+                    leave(mine);
+                }
+            } catch (IOException e) {
+                error(name, "critical section", e);
+            } finally {
+                release(name, lock);
+            }
+        }
+    }
+
+    private static void multiLoop(String name, CuratorFramework client, String path, long end,
+            File dir) {
+        while (true) {
+            // A random non-empty subset, in the canonical order (sorted paths) ours uses.
+            List<String> members = new ArrayList<>();
+            List<Integer> ks = new ArrayList<>();
+            for (int k = 0; k < MEMBERS; k++) {
+                if (ThreadLocalRandom.current().nextInt(10) < 6) {
+                    members.add(path + "/" + k);
+                    ks.add(k);
+                }
+            }
+            if (members.isEmpty()) {
+                members.add(path + "/0");
+                ks.add(0);
+            }
+            InterProcessMultiLock lock = new InterProcessMultiLock(client, members);
+            if (!take(name, lock, end)) {
+                return;
+            }
+            List<File> mine = new ArrayList<>();
+            try {
+                for (int k : ks) {
+                    File marker = new File(dir, "M-" + k);
+                    if (marker.createNewFile()) {
+                        mine.add(marker);
+                    } else {
+                        violation(name + " holds member " + k + " but its marker exists");
+                    }
+                }
+                hold();
+                for (File marker : mine) {
+                    leave(marker);
+                }
+            } catch (IOException e) {
+                error(name, "critical section", e);
+            } finally {
+                release(name, lock);
+            }
+        }
+    }
+
+    /** Acquires with the time left; false when the run is over. */
+    private static boolean take(String name, InterProcessLock lock, long end) {
+        while (true) {
+            long left = end - System.nanoTime();
+            if (left <= 0) {
+                return false;
+            }
+            try {
+                if (lock.acquire(TimeUnit.NANOSECONDS.toMillis(left), TimeUnit.MILLISECONDS)) {
+                    ACQUISITIONS.incrementAndGet();
+                    return true;
+                }
+                return false;
+            } catch (Exception e) {
+                error(name, "acquire", e);
+            }
+        }
+    }
+
+    private static void writerEnter(String name, File dir) throws IOException {
+        if (!new File(dir, "W").createNewFile()) {
+            violation(name + " writes but another writer's marker exists");
+        }
+        String[] readers = dir.list((d, n) -> n.startsWith("R-"));
+        if (readers != null && readers.length > 0) {
+            violation(name + " writes while readers are inside: " + String.join(",", readers));
+        }
+    }
+
+    private static void readerEnter(String name, File mine, File dir) throws IOException {
+        mine.createNewFile();
+        if (new File(dir, "W").exists()) {
+            violation(name + " reads while a writer is inside");
+        }
+    }
+
+    private static void hold() {
+        LockSupport.parkNanos(ThreadLocalRandom.current().nextLong(200_000, 3_000_000));
+    }
+
+    private static void leave(File marker) {
+        marker.delete();
+    }
+
+    private static void release(String name, InterProcessLock lock) {
+        try {
+            lock.release();
+        } catch (Exception e) {
+            error(name, "release", e);
+        }
+    }
+
+    private static void violation(String what) {
+        VIOLATIONS.incrementAndGet();
+        System.err.println("VIOLATION " + what);
+    }
+
+    private static void error(String name, String what, Exception e) {
+        ERRORS.incrementAndGet();
+        System.err.println("ERROR-COUNTED " + name + " " + what + ": " + e);
+        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
+    }
+}

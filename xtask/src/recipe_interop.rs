@@ -1,0 +1,455 @@
+//! `cargo xtask interop rwlock|multilock`: our read/write lock or multi-lock and Curator 5.4's
+//! on the same paths, on one fresh server, checking that they exclude each other.
+//!
+//! Curator's side is `java/CuratorRecipeWorker.java` (one JVM, a session per client thread);
+//! ours runs in this process, a [`zk_client::Client`] per task. Every client loops: acquire
+//! (the time left as timeout) → enter → hold 0.2–3 ms → leave → release, checking its
+//! critical section with marker files in a fresh directory both processes share:
+//!
+//! - read/write lock: a writer creates `W` exclusively (present: two writers) and then finds
+//!   no `R-*`; a reader creates `R-<name>` and then finds no `W`. If both hold at once, one of
+//!   them sees the other's file. Ours also downgrades (write → read → release write): it
+//!   creates its `R-` before deleting its `W`. Curator's side never downgrades (its 5.4
+//!   downgrade lets a queued writer in: CURATOR-621).
+//! - multi-lock over `<path>/0`, `<path>/1`, `<path>/2`: a random subset each time, in the
+//!   canonical order; each member held creates `M-<k>` exclusively.
+//!
+//! A broken rule is a **violation**; both sides count them. `--java-path P` gives Curator
+//! another path: a negative control that must report violations.
+
+use std::error::Error;
+use std::fs::{self, OpenOptions};
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use recipe_multilock::InterProcessMultiLock;
+use recipe_rwlock::InterProcessReadWriteLock;
+use zk_client::Client;
+
+use crate::deps::{self, Need};
+use crate::interop::{CURATOR_JARS, Counts, ProcessSide, TempDir, connect_clients};
+use crate::java;
+use crate::zk::ZkServer;
+
+type Result<T> = std::result::Result<T, Box<dyn Error>>;
+
+/// How long the sides may take to connect all their clients.
+const READY_BUDGET: Duration = Duration::from_secs(90);
+
+/// How long after the run the sides may take to report.
+const FINISH_SLACK: Duration = Duration::from_secs(60);
+
+/// The members of the multi-lock under the lock path.
+const MEMBERS: usize = 3;
+
+/// Which recipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checked {
+    /// `InterProcessReadWriteLock`.
+    ReadWrite,
+    /// `InterProcessMultiLock`.
+    MultiLock,
+}
+
+impl Checked {
+    fn name(self) -> &'static str {
+        match self {
+            Checked::ReadWrite => "rwlock",
+            Checked::MultiLock => "multilock",
+        }
+    }
+}
+
+/// What a run is given.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The recipe.
+    pub recipe: Checked,
+    /// Seconds of contention.
+    pub seconds: u64,
+    /// Curator's clients.
+    pub java_clients: usize,
+    /// Ours.
+    pub rust_clients: usize,
+    /// The lock path.
+    pub path: String,
+    /// Curator's lock path, if not ours (a negative control).
+    pub java_path: Option<String>,
+}
+
+impl Options {
+    /// Defaults for `recipe`: 20 s, 2 + 2 clients.
+    pub fn new(recipe: Checked) -> Self {
+        Self {
+            recipe,
+            seconds: 20,
+            java_clients: 2,
+            rust_clients: 2,
+            path: format!("/interop/{}", recipe.name()),
+            java_path: None,
+        }
+    }
+}
+
+/// What both sides counted.
+#[derive(Debug, Clone, Default)]
+pub struct Totals {
+    /// Curator's side.
+    pub java: Counts,
+    /// Ours.
+    pub rust: Counts,
+    /// Our downgrades (read/write lock).
+    pub downgrades: u64,
+}
+
+impl Totals {
+    /// Violations on either side.
+    pub fn violations(&self) -> u64 {
+        self.java.violations + self.rust.violations
+    }
+}
+
+/// `cargo xtask interop rwlock|multilock [--seconds N] [--java-clients N] [--rust-clients N]
+/// [--java-path P]`.
+pub fn run_command(what: &str, args: &[String]) -> Result<()> {
+    let recipe = if what == "rwlock" {
+        Checked::ReadWrite
+    } else {
+        Checked::MultiLock
+    };
+    let mut opts = Options::new(recipe);
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) => (f, Some(v.to_owned())),
+            None => (arg.as_str(), None),
+        };
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| it.next().cloned())
+                .ok_or_else(|| format!("{flag} needs a value"))
+        };
+        match flag {
+            "--seconds" => opts.seconds = value()?.parse()?,
+            "--java-clients" => opts.java_clients = value()?.parse()?,
+            "--rust-clients" => opts.rust_clients = value()?.parse()?,
+            "--java-path" => opts.java_path = Some(value()?),
+            other => return Err(format!("unknown flag {other}").into()),
+        }
+    }
+    let totals = run(&opts)?;
+    println!(
+        "\ninterop {what}: Curator {} acquisitions ({} errors), ours {} ({} errors, {} downgrades)",
+        totals.java.acquisitions,
+        totals.java.errors,
+        totals.rust.acquisitions,
+        totals.rust.errors,
+        totals.downgrades
+    );
+    println!("violations={}", totals.violations());
+    if opts.java_path.is_none() && totals.violations() > 0 {
+        return Err("Curator and ours overlapped".into());
+    }
+    if totals.java.acquisitions == 0 || totals.rust.acquisitions == 0 {
+        return Err("a side never took the lock".into());
+    }
+    Ok(())
+}
+
+/// Runs Curator's recipe against ours for `opts.seconds` on a fresh server.
+///
+/// # Errors
+/// Missing Java, ZooKeeper or Curator, a failed compile, a server that does not start, a side
+/// that fails to start, connect or finish in time.
+pub fn run(opts: &Options) -> Result<Totals> {
+    deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator])?;
+    let classpath = java::jars(&CURATOR_JARS);
+    let classes = java::compile(
+        "CuratorRecipeWorker",
+        &[java::java_dir().join("CuratorRecipeWorker.java")],
+        &classpath,
+    )?;
+    let dir = TempDir::new(opts.recipe.name())?;
+    let server = ZkServer::start()?;
+    let run_for = Duration::from_secs(opts.seconds);
+    let mut java = Command::new("java");
+    java.arg("-cp")
+        .arg(format!("{}:{classpath}", classes.display()))
+        .arg("CuratorRecipeWorker")
+        .arg(opts.recipe.name())
+        .arg(server.connect_string())
+        .arg(opts.java_path.as_deref().unwrap_or(&opts.path))
+        .arg(opts.java_clients.to_string())
+        .arg(run_for.as_millis().to_string())
+        .arg(&dir.path);
+    let mut java = ProcessSide::spawn("curator", java)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let clients = runtime
+        .block_on(connect_clients(&server.connect_string(), opts.rust_clients))
+        .map_err(|e| -> Box<dyn Error> { e.into() })?;
+    java.expect("READY", Instant::now() + READY_BUDGET)?;
+    java.go()?;
+    let end = tokio::time::Instant::now() + run_for;
+    let ours = runtime.block_on(ours(opts, clients, end, dir.path.clone()));
+    let done_by = Instant::now() + FINISH_SLACK;
+    let line = java.expect("COUNTS ", done_by)?;
+    let (_, java_counts) = Counts::parse(&line)?;
+    java.finish(done_by)?;
+    drop(server);
+    Ok(Totals {
+        java: java_counts,
+        rust: ours.0,
+        downgrades: ours.1,
+    })
+}
+
+async fn ours(
+    opts: &Options,
+    clients: Vec<Client>,
+    end: tokio::time::Instant,
+    dir: PathBuf,
+) -> (Counts, u64) {
+    let mut tasks = Vec::new();
+    for (i, client) in clients.iter().enumerate() {
+        let (client, dir, path) = (client.clone(), dir.clone(), opts.path.clone());
+        let name = format!("rust-{i}");
+        let seed = 0x9e37_79b9_7f4a_7c15_u64 ^ (i as u64 + 1) ^ u64::from(std::process::id());
+        tasks.push(match opts.recipe {
+            Checked::ReadWrite => tokio::spawn(rw_loop(name, client, path, end, dir, seed)),
+            Checked::MultiLock => tokio::spawn(multi_loop(name, client, path, end, dir, seed)),
+        });
+    }
+    let mut total = Counts {
+        clients: clients.len() as u64,
+        ..Counts::default()
+    };
+    let mut downgrades = 0;
+    for task in tasks {
+        match task.await {
+            Ok((c, d)) => {
+                total.acquisitions += c.acquisitions;
+                total.violations += c.violations;
+                total.errors += c.errors;
+                downgrades += d;
+            }
+            Err(e) => {
+                eprintln!("ERROR-COUNTED a client task failed: {e}");
+                total.errors += 1;
+            }
+        }
+    }
+    for client in clients {
+        let _ = client.close().await;
+    }
+    (total, downgrades)
+}
+
+fn next(rng: &mut u64) -> u64 {
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    *rng
+}
+
+async fn hold(rng: &mut u64) {
+    tokio::time::sleep(Duration::from_micros(200 + next(rng) % 2800)).await;
+}
+
+fn violation(counts: &mut Counts, what: String) {
+    counts.violations += 1;
+    eprintln!("VIOLATION {what}");
+}
+
+fn error(counts: &mut Counts, name: &str, what: &str, e: &dyn std::fmt::Display) {
+    counts.errors += 1;
+    eprintln!("ERROR-COUNTED {name} {what}: {e}");
+}
+
+/// Creates `path` exclusively; false if it exists.
+fn create_new(path: &Path) -> std::io::Result<bool> {
+    match OpenOptions::new().write(true).create_new(true).open(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+fn readers(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("R-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+async fn rw_loop(
+    name: String,
+    client: Client,
+    path: String,
+    end: tokio::time::Instant,
+    dir: PathBuf,
+    mut rng: u64,
+) -> (Counts, u64) {
+    let mut counts = Counts::default();
+    let mut downgrades = 0;
+    let lock = match InterProcessReadWriteLock::new(client, &path) {
+        Ok(lock) => lock,
+        Err(e) => {
+            error(&mut counts, &name, "creating the lock", &e);
+            return (counts, 0);
+        }
+    };
+    let (w_file, r_file) = (dir.join("W"), dir.join(format!("R-{name}")));
+    loop {
+        let left = end.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            return (counts, downgrades);
+        }
+        let roll = next(&mut rng) % 10;
+        if roll < 3 {
+            let w = match lock.write_lock().try_lock_for(left).await {
+                Ok(Some(g)) => g,
+                Ok(None) => return (counts, downgrades),
+                Err(e) => {
+                    error(&mut counts, &name, "write acquire", &e);
+                    continue;
+                }
+            };
+            counts.acquisitions += 1;
+            match create_new(&w_file) {
+                Ok(true) => {}
+                Ok(false) => violation(
+                    &mut counts,
+                    format!("{name} writes but another writer's marker exists"),
+                ),
+                Err(e) => error(&mut counts, &name, "marker", &e),
+            }
+            let inside = readers(&dir);
+            if !inside.is_empty() {
+                violation(
+                    &mut counts,
+                    format!("{name} writes while readers are inside: {inside:?}"),
+                );
+            }
+            hold(&mut rng).await;
+            if roll == 0 {
+                // A downgrade: read, then let the write lock go while still reading.
+                match lock.read_lock().lock().await {
+                    Ok(r) => {
+                        downgrades += 1;
+                        let _ = create_new(&r_file);
+                        let _ = fs::remove_file(&w_file);
+                        if let Err(e) = w.release().await {
+                            error(&mut counts, &name, "write release", &e);
+                        }
+                        hold(&mut rng).await;
+                        let _ = fs::remove_file(&r_file);
+                        if let Err(e) = r.release().await {
+                            error(&mut counts, &name, "read release", &e);
+                        }
+                    }
+                    Err(e) => {
+                        error(&mut counts, &name, "downgrade", &e);
+                        let _ = fs::remove_file(&w_file);
+                        let _ = w.release().await;
+                    }
+                }
+            } else {
+                let _ = fs::remove_file(&w_file);
+                if let Err(e) = w.release().await {
+                    error(&mut counts, &name, "write release", &e);
+                }
+            }
+        } else {
+            let r = match lock.read_lock().try_lock_for(left).await {
+                Ok(Some(g)) => g,
+                Ok(None) => return (counts, downgrades),
+                Err(e) => {
+                    error(&mut counts, &name, "read acquire", &e);
+                    continue;
+                }
+            };
+            counts.acquisitions += 1;
+            let _ = create_new(&r_file);
+            if w_file.exists() {
+                violation(
+                    &mut counts,
+                    format!("{name} reads while a writer is inside"),
+                );
+            }
+            hold(&mut rng).await;
+            let _ = fs::remove_file(&r_file);
+            if let Err(e) = r.release().await {
+                error(&mut counts, &name, "read release", &e);
+            }
+        }
+    }
+}
+
+async fn multi_loop(
+    name: String,
+    client: Client,
+    path: String,
+    end: tokio::time::Instant,
+    dir: PathBuf,
+    mut rng: u64,
+) -> (Counts, u64) {
+    let mut counts = Counts::default();
+    loop {
+        let left = end.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            return (counts, 0);
+        }
+        let mut members: Vec<usize> = (0..MEMBERS).filter(|_| next(&mut rng) % 10 < 6).collect();
+        if members.is_empty() {
+            members.push(0);
+        }
+        let paths: Vec<String> = members.iter().map(|k| format!("{path}/{k}")).collect();
+        let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let multi = match InterProcessMultiLock::new(client.clone(), &refs) {
+            Ok(m) => m,
+            Err(e) => {
+                error(&mut counts, &name, "creating the multi-lock", &e);
+                return (counts, 0);
+            }
+        };
+        let guard = match multi.try_lock_for(left).await {
+            Ok(Some(g)) => g,
+            Ok(None) => return (counts, 0),
+            Err(e) => {
+                error(&mut counts, &name, "acquire", &e);
+                continue;
+            }
+        };
+        counts.acquisitions += 1;
+        let mut mine = Vec::new();
+        for k in &members {
+            let marker = dir.join(format!("M-{k}"));
+            match create_new(&marker) {
+                Ok(true) => mine.push(marker),
+                Ok(false) => violation(
+                    &mut counts,
+                    format!("{name} holds member {k} but its marker exists"),
+                ),
+                Err(e) => error(&mut counts, &name, "marker", &e),
+            }
+        }
+        hold(&mut rng).await;
+        for marker in mine {
+            let _ = fs::remove_file(marker);
+        }
+        if let Err(e) = guard.release().await {
+            error(&mut counts, &name, "release", &e);
+        }
+    }
+}
