@@ -17,6 +17,7 @@ pub mod java;
 pub mod paths;
 pub mod proxy;
 pub mod recipe_interop;
+pub mod stress;
 pub mod suite;
 pub mod wire;
 pub mod zk;

@@ -46,6 +46,10 @@ Commands:
                  the faults in LIST (default all: disconnect,expire,lost,meddle,foreign,wrap,
                  abandon,deadlines); one line per recipe, then `sim: N schedules, V violations`;
                  a failing schedule prints its seed and trace (`--seed S --schedules 1` replays)
+  stress mutex [--seconds N] [--processes P] [--tasks T]
+                 P processes (default 3) of T tasks (default 8) acquiring one mutex with
+                 timeouts that cancel them at any point for N s (default 10); prints the
+                 lock directory's peak size, locks granted and nodes left at the end (0)
   deps           install what the demo, tests and benchmarks need (Debian packages)
   help           show this help
 ";
@@ -77,6 +81,9 @@ fn run(args: &[String]) -> Result {
         "bench" => xtask::bench::run(rest),
         "interop" => xtask::interop::run(rest),
         "sim" => sim(rest),
+        "stress" => xtask::stress::run(rest),
+        // Run by `stress` in processes of their own.
+        "stress-worker" => xtask::stress::worker(rest),
         "deps" => no_args("deps", rest).and_then(|()| {
             deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator, Need::Kazoo])?;
             println!("Java, ZooKeeper, Curator and kazoo are installed");
