@@ -5,7 +5,11 @@
 // src/bin/zk-bench-worker.rs), kazoo's is xtask/python/kazoo_lock_bench.py.
 //
 //   java -cp <classes>:<curator and zookeeper jars> CuratorMutexBench \
-//       <connect> <lock path> <sessions> <warmup ms> <measure ms>
+//       <connect> <lock path> <sessions> <warmup ms> <measure ms> [workload]
+//
+// <workload> (default mutex) is the lock each cycle takes: mutex (InterProcessMutex), read or
+// write (InterProcessReadWriteLock's), rwmix:<P> (the read lock with probability P per cent,
+// else the write lock), multi:<K> (InterProcessMultiLock over <lock path>/0 .. /K-1).
 //
 // Each contender is a thread with its own CuratorFramework (its own session:
 // 10 s session timeout, 5 s connection timeout, ExponentialBackoffRetry(100,
@@ -37,7 +41,12 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Supplier;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public final class CuratorMutexBench {
@@ -48,10 +57,11 @@ public final class CuratorMutexBench {
     }
 
     private static void run(String[] args) throws Exception {
-        if (args.length != 5) {
+        if (args.length != 5 && args.length != 6) {
             throw new IllegalArgumentException(
-                    "usage: <connect> <lock path> <sessions> <warmup ms> <measure ms>");
+                    "usage: <connect> <lock path> <sessions> <warmup ms> <measure ms> [workload]");
         }
+        String workload = args.length == 6 ? args[5] : "mutex";
         BenchSupport.haltAtEndOfStdin();
         String connect = args[0];
         String path = args[1];
@@ -76,10 +86,10 @@ public final class CuratorMutexBench {
         List<Thread> threads = new ArrayList<>();
         List<BenchSupport.Histogram> histograms = new ArrayList<>();
         for (int i = 0; i < sessions; i++) {
-            InterProcessMutex mutex = new InterProcessMutex(clients.get(i), path);
+            Supplier<InterProcessLock> locks = locks(workload, clients.get(i), path);
             BenchSupport.Histogram rec = new BenchSupport.Histogram();
             histograms.add(rec);
-            Thread t = new Thread(() -> cycles(mutex, rec, start, end), "contender-" + i);
+            Thread t = new Thread(() -> cycles(locks, rec, start, end), "contender-" + i);
             t.start();
             threads.add(t);
         }
@@ -112,13 +122,42 @@ public final class CuratorMutexBench {
         BenchSupport.printResult(all, measureMs, cpu1 - cpu0);
     }
 
+    /** The lock each cycle of a contender takes, for <workload>. */
+    private static Supplier<InterProcessLock> locks(String workload, CuratorFramework client,
+            String path) {
+        if (workload.equals("mutex")) {
+            InterProcessMutex mutex = new InterProcessMutex(client, path);
+            return () -> mutex;
+        }
+        if (workload.equals("read") || workload.equals("write") || workload.startsWith("rwmix:")) {
+            InterProcessReadWriteLock rw = new InterProcessReadWriteLock(client, path);
+            int readPct = workload.equals("read") ? 100
+                : workload.equals("write") ? 0
+                : Integer.parseInt(workload.substring("rwmix:".length()));
+            return () -> ThreadLocalRandom.current().nextInt(100) < readPct
+                ? rw.readLock() : rw.writeLock();
+        }
+        if (workload.startsWith("multi:")) {
+            int k = Integer.parseInt(workload.substring("multi:".length()));
+            List<String> members = new ArrayList<>();
+            for (int m = 0; m < k; m++) {
+                members.add(path + "/" + m);
+            }
+            InterProcessMultiLock multi = new InterProcessMultiLock(client, members);
+            return () -> multi;
+        }
+        throw new IllegalArgumentException("unknown workload " + workload);
+    }
+
     /** One contender: acquire -> release until the window ends. */
-    private static void cycles(InterProcessMutex mutex, BenchSupport.Histogram rec, long start, long end) {
+    private static void cycles(Supplier<InterProcessLock> locks, BenchSupport.Histogram rec,
+            long start, long end) {
         try {
             long t0 = System.nanoTime();
             while (failure == null) {
-                mutex.acquire();
-                mutex.release();
+                InterProcessLock lock = locks.get();
+                lock.acquire();
+                lock.release();
                 long now = System.nanoTime();
                 if (now >= start && now < end) {
                     rec.record(now - t0);

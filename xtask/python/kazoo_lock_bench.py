@@ -7,7 +7,11 @@ looping acquire -> release on one lock path, printing one RESULT line. Ours is
 xtask/java/CuratorMutexBench.java.
 
     /usr/bin/python3 kazoo_lock_bench.py <connect> <lock path> <sessions> \\
-        <warmup ms> <measure ms>
+        <warmup ms> <measure ms> [workload]
+
+<workload> (default mutex) is the lock each cycle takes: mutex (``client.Lock``),
+read or write (``client.ReadLock``, ``client.WriteLock``), rwmix:<P> (the read
+lock with probability P per cent, else the write lock). kazoo has no multi-lock.
 
 Each contender is a thread with its own ``KazooClient`` (its own session, 10 s
 session timeout, the default threading handler) and its own
@@ -37,6 +41,7 @@ It exits when its stdin reaches end of file (the bench went away), and prints
 
 import logging
 import os
+import random
 import sys
 import threading
 import time
@@ -118,9 +123,19 @@ def sleep_until(deadline):
 class Contender(threading.Thread):
     """acquire -> release cycles on one client until the window ends."""
 
-    def __init__(self, index, client, path, start, end):
+    def __init__(self, index, client, path, start, end, workload):
         super().__init__(name="contender-%d" % index, daemon=True)
-        self.lock = client.Lock(path)
+        if workload == "mutex":
+            self.read_pct, self.lock = None, client.Lock(path)
+        elif workload in ("read", "write") or workload.startswith("rwmix:"):
+            self.read_pct = {"read": 100, "write": 0}.get(workload)
+            if self.read_pct is None:
+                self.read_pct = int(workload[len("rwmix:"):])
+            self.read_lock = client.ReadLock(path)
+            self.write_lock = client.WriteLock(path)
+            self.lock = None
+        else:
+            raise ValueError("kazoo has no lock for workload %r" % workload)
         self.start_ns = start
         self.end_ns = end
         self.counts = [0] * BUCKETS
@@ -133,7 +148,13 @@ class Contender(threading.Thread):
             counts = self.counts
             start, end = self.start_ns, self.end_ns
             t0 = time.monotonic_ns()
+            rng = random.Random(self.name)
             while True:
+                if self.read_pct is not None:
+                    if rng.randrange(100) < self.read_pct:
+                        lock = self.read_lock
+                    else:
+                        lock = self.write_lock
                 lock.acquire()
                 lock.release()
                 now = time.monotonic_ns()
@@ -148,9 +169,10 @@ class Contender(threading.Thread):
 
 
 def run(args):
-    if len(args) != 5:
+    if len(args) not in (5, 6):
         raise ValueError(
-            "usage: <connect> <lock path> <sessions> <warmup ms> <measure ms>")
+            "usage: <connect> <lock path> <sessions> <warmup ms> <measure ms> [workload]")
+    workload = args[5] if len(args) == 6 else "mutex"
     exit_at_end_of_stdin()
     connect, path = args[0], args[1]
     sessions = int(args[2])
@@ -166,7 +188,8 @@ def run(args):
     begin = time.monotonic_ns()
     start = begin + warmup_ns
     end = start + measure_ms * 1_000_000
-    contenders = [Contender(i, c, path, start, end) for i, c in enumerate(clients)]
+    contenders = [Contender(i, c, path, start, end, workload)
+                  for i, c in enumerate(clients)]
     for c in contenders:
         c.start()
 

@@ -2,9 +2,10 @@
 //!
 //! - [`client`]: zk-client against the plain Java ZooKeeper client, one workload per worker
 //!   process on one fresh server, with throughput, latency, CPU and memory side by side.
-//! - [`mutex`]: our `InterProcessMutex` against Curator's and kazoo's lock at 1, 4 and 16
-//!   contending sessions, each library in a worker process of its own on one fresh server,
-//!   with cycles/s, latency, CPU and memory per cycle, and the server's requests per cycle.
+//! - [`locks`]: our lock recipes (`mutex`, `rwlock`, `multilock`) against Curator's and
+//!   kazoo's at several contention levels, each library in a worker process of its own on one
+//!   fresh server, with cycles/s, latency, CPU and memory per cycle, and the server's requests
+//!   per cycle.
 //!
 //! The workers print one [`sample::Sample`] line each; [`procfs`] reads their CPU time and
 //! peak memory. Nothing here asserts on timing: benchmarks report, they do not pass or fail.
@@ -12,7 +13,7 @@
 mod args;
 pub mod client;
 pub mod histogram;
-pub mod mutex;
+pub mod locks;
 pub mod procfs;
 pub mod sample;
 pub(crate) mod worker;
@@ -26,10 +27,16 @@ use std::error::Error;
 pub fn run(args: &[String]) -> Result<(), Box<dyn Error>> {
     match args.split_first() {
         Some((what, rest)) if what == "client" => client::run(rest),
-        Some((what, rest)) if what == "mutex" => mutex::run(rest),
-        Some((what, _)) => {
-            Err(format!("unknown benchmark `{what}`: use `client` or `mutex`").into())
-        }
-        None => Err("`cargo xtask bench` needs a benchmark: `client` or `mutex`".into()),
+        Some((what, rest)) if what == "mutex" => locks::run(locks::Bench::Mutex, rest),
+        Some((what, rest)) if what == "rwlock" => locks::run(locks::Bench::ReadWrite, rest),
+        Some((what, rest)) if what == "multilock" => locks::run(locks::Bench::MultiLock, rest),
+        Some((what, _)) => Err(format!(
+            "unknown benchmark `{what}`: use `client`, `mutex`, `rwlock` or `multilock`"
+        )
+        .into()),
+        None => Err(
+            "`cargo xtask bench` needs a benchmark: `client`, `mutex`, `rwlock` or `multilock`"
+                .into(),
+        ),
     }
 }

@@ -6,6 +6,7 @@
 //! ```text
 //! zk-bench-worker <connect> <create|get> <warmup ms> <measure ms> <path>
 //! zk-bench-worker <connect> <mutex|mutex-drop> <warmup ms> <measure ms> <path> <sessions>
+//! zk-bench-worker <connect> <read|write|rwmix:P|multi:K> <warmup ms> <measure ms> <path> <sessions>
 //! ```
 //!
 //! - `create`: sequential round trips: create `<path>` (persistent, empty), await, delete it,
@@ -21,6 +22,10 @@
 //!   in the background). At the start and the end of the measured window the worker prints
 //!   `WINDOW_START` and `WINDOW_END`, so that the bench can read the server's request counters
 //!   at those moments.
+//! - `read`, `write`, `rwmix:P`, `multi:K`: the same loop with another lock per cycle: the read
+//!   or the write lock of a `recipe_rwlock::InterProcessReadWriteLock` on `<path>` (`rwmix:P`:
+//!   the read lock with probability P per cent), or a `recipe_multilock::InterProcessMultiLock`
+//!   over `<path>/0` .. `<path>/K-1`; released with `release().await`.
 //!
 //! Runtime: a **current-thread** tokio runtime; the session tasks and every request task (or
 //! contender) share the one thread. Requests run for `<warmup ms>` unmeasured, then for `<measure ms>`
@@ -34,7 +39,9 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use recipe_multilock::InterProcessMultiLock;
 use recipe_mutex::InterProcessMutex;
+use recipe_rwlock::InterProcessReadWriteLock;
 use xtask::bench::histogram::Histogram;
 use xtask::bench::procfs;
 use xtask::bench::sample::Sample;
@@ -82,7 +89,7 @@ struct Args {
     warmup: Duration,
     measure: Duration,
     path: String,
-    /// Contending sessions (`mutex` workloads only; 1 otherwise).
+    /// Contending sessions (lock workloads only; 1 otherwise).
     sessions: usize,
 }
 
@@ -90,12 +97,17 @@ const USAGE: &str = "usage: zk-bench-worker <connect> <create|get> <warmup ms> <
                      <path>\n   or: zk-bench-worker <connect> <mutex|mutex-drop> <warmup ms> \
                      <measure ms> <path> <sessions>";
 
+/// Whether `workload` takes locks (and a session count).
+fn is_lock(workload: &str) -> bool {
+    !matches!(workload, "create" | "get")
+}
+
 fn parse(args: &[String]) -> Result<Args> {
     let (connect, workload, warmup, measure, path, sessions) = match args {
-        [connect, workload, warmup, measure, path] if !workload.starts_with("mutex") => {
+        [connect, workload, warmup, measure, path] if !is_lock(workload) => {
             (connect, workload, warmup, measure, path, 1)
         }
-        [connect, workload, warmup, measure, path, sessions] if workload.starts_with("mutex") => {
+        [connect, workload, warmup, measure, path, sessions] if is_lock(workload) => {
             let sessions = sessions
                 .parse()
                 .ok()
@@ -123,6 +135,7 @@ fn run(args: &[String]) -> Result<Sample> {
     let (hist, cpu_window_ticks) = match args.workload.as_str() {
         "mutex" => rt.block_on(mutex_workload(&args, Release::Await))?,
         "mutex-drop" => rt.block_on(mutex_workload(&args, Release::Drop))?,
+        w if is_lock(w) => rt.block_on(mutex_workload(&args, Release::Await))?,
         _ => rt.block_on(workload(&args))?,
     };
     drop(rt);
@@ -282,10 +295,10 @@ async fn mutex_workload(args: &Args, release: Release) -> Result<(Histogram, u64
     };
     let hist = Arc::new(Mutex::new(Histogram::new()));
     let mut tasks = Vec::with_capacity(clients.len());
-    for client in &clients {
-        let mutex = InterProcessMutex::new(client.clone(), &args.path)?;
+    for (i, client) in clients.iter().enumerate() {
+        let taker = Taker::new(&args.workload, client, &args.path, i)?;
         tasks.push(tokio::spawn(lock_cycles(
-            mutex,
+            taker,
             release,
             window,
             hist.clone(),
@@ -311,23 +324,95 @@ async fn mutex_workload(args: &Args, release: Release) -> Result<(Histogram, u64
 /// One contender: lock → release cycles until the window ends (the cycle in progress then is
 /// finished, so that the others get their turn and end too).
 async fn lock_cycles(
-    mutex: InterProcessMutex,
+    mut taker: Taker,
     release: Release,
     window: Window,
     hist: Arc<Mutex<Histogram>>,
 ) -> Result<()> {
     let mut t0 = Instant::now();
     loop {
-        let guard = mutex.lock().await?;
-        match release {
-            Release::Await => guard.release().await?,
-            Release::Drop => drop(guard),
-        }
+        taker.cycle(release).await?;
         let now = Instant::now();
         record(&hist, window, t0, now);
         if now >= window.end {
             return Ok(());
         }
         t0 = now;
+    }
+}
+
+/// The lock a contender takes each cycle.
+enum Taker {
+    Mutex(InterProcessMutex),
+    /// A read/write lock, the read side with probability `read_pct` per cent.
+    ReadWrite {
+        lock: InterProcessReadWriteLock,
+        read_pct: u64,
+        rng: u64,
+    },
+    Multi(InterProcessMultiLock),
+}
+
+impl Taker {
+    fn new(workload: &str, client: &Client, path: &str, index: usize) -> Result<Taker> {
+        let rw = |read_pct: u64| -> Result<Taker> {
+            Ok(Taker::ReadWrite {
+                lock: InterProcessReadWriteLock::new(client.clone(), path)?,
+                read_pct,
+                rng: 0x9e37_79b9_7f4a_7c15 ^ (index as u64 + 1),
+            })
+        };
+        match workload {
+            "mutex" | "mutex-drop" => {
+                Ok(Taker::Mutex(InterProcessMutex::new(client.clone(), path)?))
+            }
+            "read" => rw(100),
+            "write" => rw(0),
+            w => {
+                if let Some(pct) = w.strip_prefix("rwmix:") {
+                    return rw(pct.parse()?);
+                }
+                if let Some(k) = w.strip_prefix("multi:") {
+                    let members: Vec<String> = (0..k.parse::<usize>()?)
+                        .map(|m| format!("{path}/{m}"))
+                        .collect();
+                    let refs: Vec<&str> = members.iter().map(String::as_str).collect();
+                    return Ok(Taker::Multi(InterProcessMultiLock::new(
+                        client.clone(),
+                        &refs,
+                    )?));
+                }
+                Err(format!("unknown workload `{w}`").into())
+            }
+        }
+    }
+
+    async fn cycle(&mut self, release: Release) -> Result<()> {
+        match self {
+            Taker::Mutex(m) => {
+                let guard = m.lock().await?;
+                match release {
+                    Release::Await => guard.release().await?,
+                    Release::Drop => drop(guard),
+                }
+            }
+            Taker::ReadWrite {
+                lock,
+                read_pct,
+                rng,
+            } => {
+                *rng ^= *rng << 13;
+                *rng ^= *rng >> 7;
+                *rng ^= *rng << 17;
+                let guard = if *rng % 100 < *read_pct {
+                    lock.read_lock().lock().await?
+                } else {
+                    lock.write_lock().lock().await?
+                };
+                guard.release().await?;
+            }
+            Taker::Multi(m) => m.lock().await?.release().await?,
+        }
+        Ok(())
     }
 }
