@@ -350,3 +350,36 @@ async fn cancelled_acquires_leave_no_node() {
     holder.release().await.unwrap();
     wait_children(&observer, path, 0).await;
 }
+
+/// Both locks are revocable (Curator's are InterProcessMutexes): a revoker's `__REVOKE__`
+/// reaches the holder's listener, which releases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_locks_are_revocable() {
+    let path = "/t/rw-revoke";
+    let c = client().await;
+    let lock = rw(&c, path);
+    for write in [false, true] {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let tx = std::sync::Mutex::new(Some(tx));
+        let listener = move || {
+            if let Some(tx) = tx.lock().unwrap().take() {
+                let _ = tx.send(());
+            }
+        };
+        let guard = if write {
+            lock.write_lock().make_revocable(listener);
+            lock.write_lock().lock().await.unwrap()
+        } else {
+            lock.read_lock().make_revocable(listener);
+            lock.read_lock().lock().await.unwrap()
+        };
+        let (data, _) = c.get_data(guard.node_path()).await.unwrap();
+        assert!(data.is_empty(), "a revocable node is created empty");
+        recipe_mutex::revoke(&client().await, guard.node_path())
+            .await
+            .unwrap();
+        bounded(rx).await.unwrap();
+        guard.release().await.unwrap();
+    }
+    wait_children(&c, path, 0).await;
+}
