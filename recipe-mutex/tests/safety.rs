@@ -6,8 +6,6 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use recipe_mutex::{Error, InterProcessMutex};
@@ -288,45 +286,16 @@ async fn cancellation_under_contention_stays_bounded_and_leaves_nothing() {
     let run_for = Duration::from_secs(3);
     let path = "/t/stress";
     let observer = client().await;
-    let granted = Arc::new(AtomicUsize::new(0));
-    let cancelled = Arc::new(AtomicUsize::new(0));
     let end = tokio::time::Instant::now() + run_for;
-    let mut tasks = Vec::new();
-    let mut clients = Vec::new();
+    let mut sessions = Vec::new();
+    let mut mutexes = Vec::new();
     for s in 0..SESSIONS {
         let m = InterProcessMutex::new(client().await, path).unwrap();
-        clients.push(m.clone());
-        for t in 0..TASKS {
-            let (m, granted, cancelled) = (m.clone(), granted.clone(), cancelled.clone());
-            let mut rng = 0x9e37_79b9_7f4a_7c15_u64 ^ ((s * TASKS + t) as u64 + 1);
-            tasks.push(tokio::spawn(async move {
-                while tokio::time::Instant::now() < end {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    // Mostly 0-3 ms (cancelled in the middle of anything), sometimes long
-                    // enough to wait in the queue.
-                    let wait = match rng % 8 {
-                        0 => Duration::from_millis(20 + rng % 40),
-                        _ => Duration::from_micros(rng % 3_000),
-                    };
-                    match tokio::time::timeout(wait, m.lock()).await {
-                        Ok(Ok(g)) => {
-                            granted.fetch_add(1, Ordering::Relaxed);
-                            if rng % 2 == 0 {
-                                drop(g);
-                            } else {
-                                let _ = g.release().await;
-                            }
-                        }
-                        Ok(Err(e)) => panic!("{e}"),
-                        Err(_) => {
-                            cancelled.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                }
-            }));
-        }
+        mutexes.push(m.clone());
+        // The same cancelling tasks as `cargo xtask stress mutex`.
+        sessions.push(tokio::spawn(async move {
+            xtask::stress::cancelling_tasks(&m, TASKS, run_for, s as u64).await
+        }));
     }
     let mut peak = 0;
     while tokio::time::Instant::now() < end {
@@ -338,14 +307,13 @@ async fn cancellation_under_contention_stays_bounded_and_leaves_nothing() {
         peak = peak.max(n);
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    for t in tasks {
-        bounded(t).await.unwrap();
+    let (mut granted, mut cancelled) = (0, 0);
+    for s in sessions {
+        let (g, c) = bounded(s).await.unwrap();
+        granted += g;
+        cancelled += c;
     }
     wait_children(&observer, path, 0).await;
-    let (granted, cancelled) = (
-        granted.load(Ordering::Relaxed),
-        cancelled.load(Ordering::Relaxed),
-    );
     eprintln!("FIGURE stress: {granted} granted, {cancelled} cancelled, peak directory {peak}");
     assert!(granted > 0, "no lock granted");
     assert!(
@@ -357,5 +325,5 @@ async fn cancellation_under_contention_stays_bounded_and_leaves_nothing() {
         "directory grew to {peak} with {} tasks",
         SESSIONS * TASKS
     );
-    drop(clients);
+    drop(mutexes);
 }

@@ -159,50 +159,9 @@ pub fn worker(args: &[String]) -> Result<()> {
     println!("READY");
     std::io::stdout().flush()?;
     stdin.lock().read_line(&mut line)?;
-    let granted = Arc::new(AtomicU64::new(0));
-    let cancelled = Arc::new(AtomicU64::new(0));
-    runtime.block_on(async {
-        let end = tokio::time::Instant::now() + run_for;
-        let mut handles = Vec::new();
-        for t in 0..tasks {
-            let (m, granted, cancelled) = (mutex.clone(), granted.clone(), cancelled.clone());
-            let mut rng =
-                0x9e37_79b9_7f4a_7c15_u64 ^ (u64::from(std::process::id()) << 16) ^ (t as u64 + 1);
-            handles.push(tokio::spawn(async move {
-                while tokio::time::Instant::now() < end {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    let wait = match rng % 8 {
-                        0 => Duration::from_millis(20 + rng % 40),
-                        _ => Duration::from_micros(rng % 3_000),
-                    };
-                    match tokio::time::timeout(wait, m.lock()).await {
-                        Ok(Ok(g)) => {
-                            granted.fetch_add(1, Ordering::Relaxed);
-                            if rng % 2 == 0 {
-                                drop(g);
-                            } else {
-                                let _ = g.release().await;
-                            }
-                        }
-                        Ok(Err(e)) => eprintln!("stress-worker: {e}"),
-                        Err(_) => {
-                            cancelled.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                }
-            }));
-        }
-        for h in handles {
-            let _ = h.await;
-        }
-    });
-    println!(
-        "DONE granted={} cancelled={}",
-        granted.load(Ordering::Relaxed),
-        cancelled.load(Ordering::Relaxed)
-    );
+    let seed = u64::from(std::process::id()) << 16;
+    let (granted, cancelled) = runtime.block_on(cancelling_tasks(&mutex, tasks, run_for, seed));
+    println!("DONE granted={granted} cancelled={cancelled}");
     std::io::stdout().flush()?;
     line.clear();
     stdin.lock().read_line(&mut line)?;
@@ -210,4 +169,62 @@ pub fn worker(args: &[String]) -> Result<()> {
         let _ = client.close().await;
     });
     Ok(())
+}
+
+/// `tasks` tasks on `mutex` (each its own owner) for `run_for`: each loops
+/// `tokio::time::timeout(d, mutex.lock())` with `d` mostly 0–3 ms (cancelled in the middle of
+/// anything) and one time in eight 20–60 ms (long enough to queue); a lock it gets is released
+/// by `release()` or by drop, at random. Returns the locks granted and the acquires cancelled.
+/// `cargo xtask stress` and recipe-mutex's stress test both run it.
+///
+/// # Panics
+/// If an acquire fails with an error (it should only ever be cancelled).
+pub async fn cancelling_tasks(
+    mutex: &InterProcessMutex,
+    tasks: usize,
+    run_for: Duration,
+    seed: u64,
+) -> (u64, u64) {
+    let granted = Arc::new(AtomicU64::new(0));
+    let cancelled = Arc::new(AtomicU64::new(0));
+    let end = tokio::time::Instant::now() + run_for;
+    let mut handles = Vec::new();
+    for t in 0..tasks {
+        let (m, granted, cancelled) = (mutex.clone(), granted.clone(), cancelled.clone());
+        let mut rng = 0x9e37_79b9_7f4a_7c15_u64 ^ seed ^ (t as u64 + 1);
+        handles.push(tokio::spawn(async move {
+            while tokio::time::Instant::now() < end {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                let wait = match rng % 8 {
+                    0 => Duration::from_millis(20 + rng % 40),
+                    _ => Duration::from_micros(rng % 3_000),
+                };
+                match tokio::time::timeout(wait, m.lock()).await {
+                    Ok(Ok(g)) => {
+                        granted.fetch_add(1, Ordering::Relaxed);
+                        if rng % 2 == 0 {
+                            drop(g);
+                        } else {
+                            let _ = g.release().await;
+                        }
+                    }
+                    Ok(Err(e)) => panic!("an acquire failed: {e}"),
+                    Err(_) => {
+                        cancelled.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }));
+    }
+    for h in handles {
+        if let Err(e) = h.await {
+            std::panic::resume_unwind(e.into_panic());
+        }
+    }
+    (
+        granted.load(Ordering::Relaxed),
+        cancelled.load(Ordering::Relaxed),
+    )
 }
