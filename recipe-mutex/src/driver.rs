@@ -169,7 +169,8 @@ pub fn session_error(state: SessionState) -> Error {
     }
 }
 
-/// Runs `machine` until it has an outcome. If it holds, its output; if not, the cleanups it
+/// Runs `machine` until it has an outcome. If it holds, its output (and the deletes of what
+/// it [releases](Machine::releases) have been started); if not, the cleanups it
 /// owes have been started in the background (for a timeout, awaited for up to
 /// [`recipes_core::DEADLINE_GRACE`] first, so that an attempt that gave up has usually deleted
 /// its node when it returns, as in Curator). The client's error for the last op that failed
@@ -193,7 +194,15 @@ where
     let error = run.last_error.clone();
     let outcome = run.outcome();
     match &outcome {
-        Ok(_) => {}
+        Ok(_) => {
+            // Scaffolding (the semaphore's inner lock) goes now, guaranteed, not awaited.
+            let releases = run
+                .runner
+                .as_ref()
+                .map(|r| r.machine().releases())
+                .unwrap_or_default();
+            start_releases(client, releases);
+        }
         Err(Ended::TimedOut) => {
             let done = run.hand_off();
             let grace = tokio::time::sleep(recipes_core::DEADLINE_GRACE);
@@ -205,6 +214,19 @@ where
         Err(_) => drop(run.hand_off()),
     }
     (outcome, error)
+}
+
+/// Starts what a machine that holds must release ([`Machine::releases`]): deletes are sent
+/// now (ahead of whatever the caller sends next) and guaranteed.
+fn start_releases(client: &Client, releases: Vec<Cleanup>) {
+    let mut rest = Vec::new();
+    for release in releases {
+        match release {
+            Cleanup::Delete(path) => guaranteed_delete(client, path, |_| {}),
+            other => rest.push(other),
+        }
+    }
+    drop(spawn_cleanups(client, rest));
 }
 
 /// Runs `cleanups` to the end in the background (guaranteed deletes: retried across connection

@@ -11,7 +11,8 @@
 //!
 //! Every recipe's machine implements [`Machine`]: ops out ([`Op`]); replies, watch events,
 //! connection changes and time in ([`Input`]); an [`Outcome`] and the [`Cleanup`]s still owed.
-//! The read/write lock's predicates and its downgrade are in [`rwlock`].
+//! The read/write lock's predicates and its downgrade are in [`rwlock`]; the semaphore's
+//! machine (an inner lock, then leases counted) in [`semaphore`].
 //! [`Runner`] runs any machine and checks after every input that it is not idle by accident;
 //! the async driver in `recipe-mutex` and the simulator both use it.
 
@@ -23,6 +24,7 @@ pub mod op;
 pub mod predicate;
 pub mod runner;
 pub mod rwlock;
+pub mod semaphore;
 
 pub use acquire::{AcquireMachine, DEADLINE_GRACE, Held, RETRY_DELAY, child_path};
 pub use cleanup::CleanupMachine;
@@ -31,6 +33,7 @@ pub use op::{Connection, NodeMode, Op, Reply, WatchEvent, WatchKind, ZkError};
 pub use predicate::{Exclusive, NodeMissing, Predicate, Verdict};
 pub use runner::{Runner, Stuck};
 pub use rwlock::{DowngradeMachine, ReadPredicate, WritePredicate};
+pub use semaphore::{MaxLeases, SemaphoreMachine};
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]

@@ -119,6 +119,14 @@ pub trait Machine {
     /// What must be deleted if the attempt ends now without holding (or was abandoned), so that
     /// nothing of ours is left. Empty once held.
     fn cleanups(&self) -> Vec<Cleanup>;
+
+    /// What must be deleted once the machine holds: scaffolding that served the acquisition
+    /// and must not outlive it (the semaphore's inner lock node). A driver starts these
+    /// deletes, guaranteed, as soon as it sees `Held`, without waiting for them. Empty
+    /// otherwise; none by default.
+    fn releases(&self) -> Vec<Cleanup> {
+        Vec::new()
+    }
 }
 
 /// A boxed machine is a machine (so a simulator or a driver can hold machines of several
@@ -144,5 +152,9 @@ impl<M: Machine + ?Sized> Machine for Box<M> {
 
     fn cleanups(&self) -> Vec<Cleanup> {
         (**self).cleanups()
+    }
+
+    fn releases(&self) -> Vec<Cleanup> {
+        (**self).releases()
     }
 }

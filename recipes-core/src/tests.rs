@@ -880,3 +880,421 @@ mod rw {
         assert_eq!(s.m().cleanups(), [Cleanup::Delete(down_path())]);
     }
 }
+
+mod semaphore {
+    use super::*;
+    use crate::semaphore::{MaxLeases, SemaphoreMachine};
+
+    const SEM: &str = "/sem";
+
+    fn inner(uuid: &str, seq: u32) -> String {
+        format!("_c_{uuid}-lock-{seq:010}")
+    }
+    fn lease(uuid: &str, seq: u32) -> String {
+        format!("_c_{uuid}-lease-{seq:010}")
+    }
+    fn lease_path(n: &str) -> String {
+        format!("{SEM}/leases/{n}")
+    }
+    fn inner_path(n: &str) -> String {
+        format!("{SEM}/locks/{n}")
+    }
+    fn sem(qty: u32, max: &MaxLeases, deadline: Option<Instant>) -> Script<SemaphoreMachine> {
+        Script(Runner::new(SemaphoreMachine::new(
+            SEM,
+            qty,
+            max.clone(),
+            U1,
+            Bytes::new(),
+            deadline,
+        )))
+    }
+    fn lease_create() -> Op {
+        Op::Create {
+            path: format!("{SEM}/leases/_c_{U1}-lease-"),
+            mode: NodeMode::EphemeralSequential,
+            data: Bytes::new(),
+        }
+    }
+    fn leases(watch: bool) -> Op {
+        Op::Children {
+            path: format!("{SEM}/leases"),
+            watch,
+        }
+    }
+    fn leases_changed() -> Input {
+        Input::Watch {
+            kind: WatchKind::Children,
+            path: format!("{SEM}/leases"),
+            event: WatchEvent::ChildrenChanged,
+        }
+    }
+    /// Starts and takes the inner lock (uncontended); returns the lease stage's first ops.
+    fn take_inner(s: &mut Script<SemaphoreMachine>, t0: Instant) -> Vec<Op> {
+        let ops = s.start(t0);
+        assert_eq!(
+            ops.len(),
+            2,
+            "inner create and listing in one flight: {ops:?}"
+        );
+        assert_eq!(
+            ops[1],
+            Op::Children {
+                path: format!("{SEM}/locks"),
+                watch: false
+            }
+        );
+        let me = inner(U1, 0);
+        let none = s.reply(
+            t0,
+            Reply::Created {
+                path: inner_path(&me),
+                czxid: 10,
+            },
+        );
+        assert!(none.is_empty());
+        s.reply(t0, kids(&[&me]))
+    }
+    fn watch_inner() -> Op {
+        Op::GetData {
+            path: inner_path(&inner(U1, 0)),
+            watch: true,
+        }
+    }
+    /// A first count that is too high: count again with a watch, and watch the inner node.
+    fn too_many(s: &mut Script<SemaphoreMachine>, t0: Instant, names: &[&str]) {
+        assert_eq!(s.reply(t0, kids(names)), vec![leases(true), watch_inner()]);
+        assert!(s.reply(t0, kids(names)).is_empty());
+        assert!(s.reply(t0, data()).is_empty());
+    }
+    fn lease_created(n: &str, czxid: i64) -> Reply {
+        Reply::Created {
+            path: lease_path(n),
+            czxid,
+        }
+    }
+
+    #[test]
+    fn uncontended_is_two_flights_with_no_watch_and_the_inner_lock_released_after() {
+        let t0 = Instant::now();
+        let max = MaxLeases::new(3);
+        let mut s = sem(1, &max, None);
+        assert_eq!(take_inner(&mut s, t0), vec![lease_create(), leases(false)]);
+        let l = lease(U1, 4);
+        assert!(s.reply(t0, lease_created(&l, 11)).is_empty());
+        assert!(
+            s.m().releases().is_empty(),
+            "nothing released before holding"
+        );
+        s.reply(t0, kids(&["a", "b", &l]));
+        assert_eq!(
+            s.m().outcome(),
+            Some(&Outcome::Held(vec![Held {
+                path: lease_path(&l),
+                czxid: 11
+            }]))
+        );
+        assert_eq!(
+            s.m().releases(),
+            vec![Cleanup::Delete(inner_path(&inner(U1, 0)))]
+        );
+        assert!(s.m().cleanups().is_empty());
+        assert!(
+            s.0.watches().is_empty(),
+            "no watch left: no wasted notification"
+        );
+    }
+
+    #[test]
+    fn too_many_children_wait_on_a_children_watch_holding_the_inner_lock() {
+        let t0 = Instant::now();
+        let max = MaxLeases::new(1);
+        let mut s = sem(1, &max, None);
+        take_inner(&mut s, t0);
+        let l = lease(U1, 2);
+        s.reply(t0, lease_created(&l, 11));
+        // Two children for one lease: count again, this time with a watch.
+        too_many(&mut s, t0, &["x", &l]);
+        assert_eq!(s.0.watches().len(), 2);
+        assert!(s.m().outcome().is_none());
+        assert!(
+            s.m().releases().is_empty(),
+            "the inner lock is kept while waiting"
+        );
+        // Someone leaves: count again.
+        assert_eq!(s.feed(t0, leases_changed()), vec![leases(true)]);
+        s.reply(t0, kids(&[&l]));
+        assert!(matches!(s.m().outcome(), Some(Outcome::Held(v)) if v.len() == 1));
+    }
+
+    #[test]
+    fn many_leases_are_created_in_one_flight_and_counted_together() {
+        let t0 = Instant::now();
+        let max = MaxLeases::new(3);
+        let mut s = sem(3, &max, None);
+        let ops = take_inner(&mut s, t0);
+        assert_eq!(
+            ops,
+            vec![
+                lease_create(),
+                lease_create(),
+                lease_create(),
+                leases(false)
+            ]
+        );
+        let ls: Vec<String> = (0..3).map(|i| lease(U1, i)).collect();
+        for (i, l) in ls.iter().enumerate() {
+            s.reply(t0, lease_created(l, 20 + i as i64));
+        }
+        // A fourth child (someone else's lease): 4 > 3, wait.
+        let mut all: Vec<&str> = ls.iter().map(String::as_str).collect();
+        all.push("other");
+        assert_eq!(s.reply(t0, kids(&all)), vec![leases(true), watch_inner()]);
+        all.pop();
+        s.reply(t0, kids(&all));
+        let Some(Outcome::Held(held)) = s.m().outcome() else {
+            panic!("not held: {:?}", s.m().outcome());
+        };
+        assert_eq!(held.len(), 3);
+    }
+
+    #[test]
+    fn a_grown_maximum_wakes_a_waiter() {
+        let t0 = Instant::now();
+        let max = MaxLeases::new(1);
+        let mut s = sem(1, &max, None);
+        take_inner(&mut s, t0);
+        let l = lease(U1, 1);
+        s.reply(t0, lease_created(&l, 11));
+        too_many(&mut s, t0, &["x", &l]);
+        max.set(2);
+        assert_eq!(s.feed(t0, Input::Wake), vec![leases(false)]);
+        s.reply(t0, kids(&["x", &l]));
+        assert!(matches!(s.m().outcome(), Some(Outcome::Held(_))));
+    }
+
+    #[test]
+    fn the_deadline_while_waiting_owes_the_leases_and_the_inner_lock() {
+        let t0 = Instant::now();
+        let max = MaxLeases::new(1);
+        let mut s = sem(2, &max, Some(t0 + ms(100)));
+        take_inner(&mut s, t0);
+        let (a, b) = (lease(U1, 1), lease(U1, 2));
+        s.reply(t0, lease_created(&a, 11));
+        s.reply(t0, lease_created(&b, 12));
+        too_many(&mut s, t0, &[&a, &b]);
+        assert_eq!(s.m().poll_timeout(), Some(t0 + ms(100)));
+        s.timeout(t0 + ms(100));
+        assert_eq!(s.m().outcome(), Some(&Outcome::TimedOut));
+        assert_eq!(
+            s.m().cleanups(),
+            vec![
+                Cleanup::Delete(lease_path(&a)),
+                Cleanup::Delete(lease_path(&b)),
+                Cleanup::Delete(inner_path(&inner(U1, 0))),
+            ]
+        );
+        assert!(s.m().releases().is_empty());
+    }
+
+    #[test]
+    fn the_inner_node_deleted_by_hand_while_waiting_gives_the_lease_back() {
+        let t0 = Instant::now();
+        let max = MaxLeases::new(1);
+        let mut s = sem(1, &max, None);
+        take_inner(&mut s, t0);
+        let l = lease(U1, 1);
+        s.reply(t0, lease_created(&l, 11));
+        too_many(&mut s, t0, &["x", &l]);
+        s.feed(
+            t0,
+            Input::Watch {
+                kind: WatchKind::Data,
+                path: inner_path(&inner(U1, 0)),
+                event: WatchEvent::Deleted,
+            },
+        );
+        assert_eq!(
+            s.m().outcome(),
+            Some(&Outcome::Failed(Failure::NodeVanished))
+        );
+        assert_eq!(s.m().cleanups()[0], Cleanup::Delete(lease_path(&l)));
+    }
+
+    #[test]
+    fn a_lost_lease_create_is_found_by_prefix_after_a_sync() {
+        let t0 = Instant::now();
+        let max = MaxLeases::new(2);
+        let mut s = sem(1, &max, None);
+        take_inner(&mut s, t0);
+        s.reply(t0, failed(ZkError::ConnectionLoss));
+        assert!(s.reply(t0, failed(ZkError::ConnectionLoss)).is_empty());
+        assert!(s.m().cleanups().iter().any(|c| matches!(
+            c,
+            Cleanup::FindAndDelete { base, .. } if base == "/sem/leases"
+        )));
+        s.conn(t0, Connection::Disconnected);
+        let ops = s.conn(t0, Connection::Connected);
+        assert_eq!(
+            ops,
+            vec![
+                Op::Sync {
+                    path: "/sem/leases".into()
+                },
+                leases(false)
+            ]
+        );
+        let l = lease(U1, 7);
+        s.reply(t0, Reply::Done);
+        // Found: its creation zxid, then one more count.
+        let ops = s.reply(t0, kids(&[&l]));
+        assert_eq!(
+            ops,
+            vec![
+                Op::Exists {
+                    path: lease_path(&l),
+                    watch: false
+                },
+                leases(false)
+            ]
+        );
+        s.reply(t0, Reply::Exists(Some(33)));
+        s.reply(t0, kids(&[&l]));
+        assert_eq!(
+            s.m().outcome(),
+            Some(&Outcome::Held(vec![Held {
+                path: lease_path(&l),
+                czxid: 33
+            }]))
+        );
+    }
+
+    #[test]
+    fn a_lost_create_that_was_not_applied_is_created_again() {
+        let t0 = Instant::now();
+        let max = MaxLeases::new(2);
+        let mut s = sem(1, &max, None);
+        take_inner(&mut s, t0);
+        s.reply(t0, failed(ZkError::ConnectionLoss));
+        s.reply(t0, failed(ZkError::ConnectionLoss));
+        s.conn(t0, Connection::Disconnected);
+        s.conn(t0, Connection::Connected);
+        s.reply(t0, Reply::Done);
+        assert_eq!(s.reply(t0, kids(&[])), vec![lease_create(), leases(false)]);
+    }
+
+    #[test]
+    fn a_lease_deleted_under_us_ends_the_attempt_as_vanished() {
+        let t0 = Instant::now();
+        let max = MaxLeases::new(1);
+        let mut s = sem(1, &max, None);
+        take_inner(&mut s, t0);
+        let l = lease(U1, 1);
+        s.reply(t0, lease_created(&l, 11));
+        too_many(&mut s, t0, &["x", &l]);
+        s.feed(t0, leases_changed());
+        s.reply(t0, kids(&["x"]));
+        assert_eq!(
+            s.m().outcome(),
+            Some(&Outcome::Failed(Failure::NodeVanished))
+        );
+        assert_eq!(
+            s.m().cleanups(),
+            vec![
+                Cleanup::Delete(lease_path(&l)),
+                Cleanup::Delete(inner_path(&inner(U1, 0)))
+            ]
+        );
+    }
+
+    #[test]
+    fn abandoning_while_the_inner_lock_is_contended_owes_only_the_inner_node() {
+        let t0 = Instant::now();
+        let max = MaxLeases::new(1);
+        let mut s = sem(1, &max, None);
+        s.start(t0);
+        let me = inner(U1, 1);
+        s.reply(
+            t0,
+            Reply::Created {
+                path: inner_path(&me),
+                czxid: 10,
+            },
+        );
+        let first = inner(UA, 0);
+        let ops = s.reply(t0, kids(&[&first, &me]));
+        assert_eq!(
+            ops,
+            vec![Op::GetData {
+                path: inner_path(&first),
+                watch: true
+            }]
+        );
+        s.reply(t0, data());
+        s.feed(t0, Input::Abandon);
+        assert_eq!(s.m().outcome(), Some(&Outcome::Failed(Failure::Abandoned)));
+        assert_eq!(s.m().cleanups(), vec![Cleanup::Delete(inner_path(&me))]);
+    }
+
+    #[test]
+    fn missing_lease_parents_are_made_then_the_leases_created() {
+        let t0 = Instant::now();
+        let max = MaxLeases::new(1);
+        let mut s = sem(1, &max, None);
+        take_inner(&mut s, t0);
+        s.reply(t0, failed(ZkError::NoNode));
+        let ops = s.reply(t0, failed(ZkError::NoNode));
+        assert_eq!(
+            ops,
+            vec![Op::CreateParents {
+                path: "/sem/leases".into()
+            }]
+        );
+        assert_eq!(
+            s.reply(t0, Reply::Done),
+            vec![lease_create(), leases(false)]
+        );
+    }
+
+    #[test]
+    fn expiry_in_the_lease_stage_owes_nothing() {
+        let t0 = Instant::now();
+        let max = MaxLeases::new(1);
+        let mut s = sem(1, &max, None);
+        take_inner(&mut s, t0);
+        let l = lease(U1, 1);
+        s.reply(t0, lease_created(&l, 11));
+        too_many(&mut s, t0, &["x", &l]);
+        s.conn(t0, Connection::Expired);
+        assert_eq!(
+            s.m().outcome(),
+            Some(&Outcome::Failed(Failure::SessionExpired))
+        );
+        assert!(s.m().cleanups().is_empty());
+    }
+
+    #[test]
+    fn a_zero_timeout_takes_a_free_semaphore() {
+        let t0 = Instant::now();
+        let max = MaxLeases::new(1);
+        let mut s = sem(1, &max, Some(t0));
+        take_inner(&mut s, t0);
+        let l = lease(U1, 1);
+        s.reply(t0 + ms(1), lease_created(&l, 11));
+        s.reply(t0 + ms(2), kids(&[&l]));
+        assert!(matches!(s.m().outcome(), Some(Outcome::Held(_))));
+    }
+
+    #[test]
+    fn a_zero_timeout_gives_up_at_once_on_a_full_one() {
+        let t0 = Instant::now();
+        let max = MaxLeases::new(1);
+        let mut s = sem(1, &max, Some(t0));
+        take_inner(&mut s, t0);
+        let l = lease(U1, 1);
+        s.reply(t0 + ms(1), lease_created(&l, 11));
+        s.reply(t0 + ms(2), kids(&["x", &l]));
+        assert_eq!(s.m().outcome(), Some(&Outcome::TimedOut));
+        assert_eq!(s.m().cleanups().len(), 2);
+    }
+}

@@ -40,7 +40,7 @@ Commands:
                  processes on one fresh server for N s (default 20, 2+2 sessions); fails
                  on any overlap; last line `violations=N`. --java-path gives Curator
                  another path: a negative control that must report overlaps
-  sim [--recipe mutex|rwlock|multilock] [--schedules N] [--seed S] [--faults LIST]
+  sim [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex] [--schedules N] [--seed S] [--faults LIST]
                  the recipes' machines in the seeded ZooKeeper simulator (zk-sim, release
                  build): N schedules (default 10000) from seed S (default 1) per recipe, with
                  the faults in LIST (default all: disconnect,expire,lost,meddle,foreign,wrap,

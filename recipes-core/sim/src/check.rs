@@ -4,7 +4,8 @@
 //!   was deleted by someone else, or whose session expired, no longer excludes anyone (and a
 //!   fencing token, not this process's belief, is what protects a resource then). Among the
 //!   holds that count on one lock path, an exclusive hold (mutex, write lock) is alone but for
-//!   its own task's holds (a downgrade's read lock); shared holds (read locks) share.
+//!   its own task's holds (a downgrade's read lock); shared holds (read locks) share; at most
+//!   `max` leases of a semaphore count at once.
 //! - **Fencing.** A new hold's token is greater than that of every exclusive hold taken before
 //!   it on the same path (equal for a downgrade's read hold, which carries its write hold's
 //!   token), and a new exclusive hold's is greater than every earlier hold's. Only holds whose
@@ -102,23 +103,29 @@ impl Checker {
             self.holds.push(hold.clone());
             return Ok(());
         }
+        if matches!(hold.kind, HoldKind::Lease { max } if max > 1) {
+            // Leases of a semaphore of several hold together: no order among them.
+            self.holds.push(hold.clone());
+            self.current.remove(&hold.task);
+            return Ok(());
+        }
         let (exclusive, any) = self.tokens.get(&hold.lock).copied().unwrap_or((0, 0));
         // A downgrade's read hold carries its write hold's token: equal, not greater.
-        let backwards = match hold.kind {
-            HoldKind::Exclusive => hold.czxid <= any,
-            HoldKind::Shared => hold.czxid < exclusive,
+        // A lease of a semaphore of one is exclusive.
+        let exclusive_kind = hold.kind != HoldKind::Shared;
+        let backwards = if exclusive_kind {
+            hold.czxid <= any
+        } else {
+            hold.czxid < exclusive
         };
-        let floor = match hold.kind {
-            HoldKind::Exclusive => any,
-            HoldKind::Shared => exclusive,
-        };
+        let floor = if exclusive_kind { any } else { exclusive };
         if backwards {
             return Err(Violation::Fencing(format!(
                 "{hold:?} after a token of {floor}"
             )));
         }
         let entry = self.tokens.entry(hold.lock.clone()).or_default();
-        if hold.kind == HoldKind::Exclusive {
+        if exclusive_kind {
             entry.0 = entry.0.max(hold.czxid);
         }
         entry.1 = entry.1.max(hold.czxid);
@@ -147,16 +154,11 @@ impl Checker {
     }
 
     /// A task is about to start an attempt: nothing of the one it gave up may be left.
-    pub fn starting(
-        &mut self,
-        tree: &Tree,
-        paths: &[String],
-        task: usize,
-    ) -> Result<(), Violation> {
+    pub fn starting(&mut self, tree: &Tree, dirs: &[String], task: usize) -> Result<(), Violation> {
         let Some(prefix) = self.given_up.remove(&task) else {
             return Ok(());
         };
-        for lock in paths {
+        for lock in dirs {
             if let Some(left) = tree.children(lock).iter().find(|c| c.starts_with(&prefix)) {
                 return Err(Violation::Turn(format!(
                     "task {task} starts again while {lock}/{left} is still there"
@@ -169,6 +171,17 @@ impl Checker {
     /// Exclusion among the holds that count now.
     pub fn check(&self, tree: &Tree) -> Result<(), Violation> {
         let counting: Vec<&Hold> = self.holds.iter().filter(|h| tree.exists(&h.node)).collect();
+        for a in &counting {
+            if let HoldKind::Lease { max } = a.kind {
+                let n = counting.iter().filter(|b| b.lock == a.lock).count();
+                if n > max as usize {
+                    return Err(Violation::Exclusion(format!(
+                        "{n} leases of {max} on {}: {counting:?}",
+                        a.lock
+                    )));
+                }
+            }
+        }
         for a in counting.iter().filter(|h| h.kind == HoldKind::Exclusive) {
             if let Some(b) = counting
                 .iter()

@@ -5,15 +5,69 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use recipes_core::{
-    AcquireMachine, DowngradeMachine, Exclusive, Held, Machine, ReadPredicate, WritePredicate,
+    AcquireMachine, Cleanup, DowngradeMachine, Exclusive, Held, Input, Machine, MaxLeases, Op,
+    Outcome, ReadPredicate, SemaphoreMachine, WritePredicate,
 };
 
-/// A boxed acquire machine: the real ones, or a planted bug wrapping one.
-pub type BoxedAttempt = Box<dyn Machine<Output = Held> + Send>;
+/// A boxed acquire machine: the real ones, or a planted bug wrapping one. It holds one node
+/// (a lock) or several (a semaphore's leases).
+pub type BoxedAttempt = Box<dyn Machine<Output = Vec<Held>> + Send>;
 
-/// Makes the machine for one attempt: lock `base`, protection id `uuid`, optional deadline.
+/// Makes the machine for one attempt: lock `base`, how the hold counts, how many leases
+/// (semaphores), protection id `uuid`, optional deadline.
 pub type Factory =
-    fn(kind: HoldKind, base: &str, uuid: &str, deadline: Option<Instant>) -> BoxedAttempt;
+    fn(kind: HoldKind, qty: u32, base: &str, uuid: &str, deadline: Option<Instant>) -> BoxedAttempt;
+
+/// A machine that holds one node, as one that holds a list of them.
+pub fn single<M>(machine: M) -> BoxedAttempt
+where
+    M: Machine<Output = Held> + Send + 'static,
+{
+    Box::new(Single {
+        machine,
+        outcome: None,
+    })
+}
+
+struct Single<M> {
+    machine: M,
+    outcome: Option<Outcome<Vec<Held>>>,
+}
+
+impl<M: Machine<Output = Held>> Machine for Single<M> {
+    type Output = Vec<Held>;
+
+    fn handle(&mut self, now: Instant, input: Input) {
+        self.machine.handle(now, input);
+        if self.outcome.is_none() {
+            self.outcome = self.machine.outcome().map(|o| match o {
+                Outcome::Held(h) => Outcome::Held(vec![h.clone()]),
+                Outcome::TimedOut => Outcome::TimedOut,
+                Outcome::Failed(f) => Outcome::Failed(*f),
+            });
+        }
+    }
+
+    fn poll_op(&mut self) -> Option<Op> {
+        self.machine.poll_op()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.machine.poll_timeout()
+    }
+
+    fn outcome(&self) -> Option<&Outcome<Vec<Held>>> {
+        self.outcome.as_ref()
+    }
+
+    fn cleanups(&self) -> Vec<Cleanup> {
+        self.machine.cleanups()
+    }
+
+    fn releases(&self) -> Vec<Cleanup> {
+        self.machine.releases()
+    }
+}
 
 /// How a hold counts against others on the same lock path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,6 +76,11 @@ pub enum HoldKind {
     Exclusive,
     /// A read lock: with other readers.
     Shared,
+    /// A semaphore's lease: at most `max` at once.
+    Lease {
+        /// The semaphore's maximum.
+        max: u32,
+    },
 }
 
 /// The recipes the simulator runs.
@@ -37,14 +96,23 @@ pub enum Recipe {
         /// How many member paths there are.
         members: usize,
     },
+    /// `InterProcessSemaphoreV2` with `leases` leases, each task taking 1 or 2 at once.
+    Semaphore {
+        /// The maximum.
+        leases: u32,
+    },
+    /// `InterProcessSemaphoreMutex`: one lease of one.
+    SemaphoreMutex,
 }
 
 impl Recipe {
     /// Every recipe, as `cargo xtask sim` runs them by default.
-    pub const ALL: [Recipe; 3] = [
+    pub const ALL: [Recipe; 5] = [
         Recipe::Mutex,
         Recipe::ReadWrite,
         Recipe::MultiLock { members: 3 },
+        Recipe::Semaphore { leases: 2 },
+        Recipe::SemaphoreMutex,
     ];
 
     /// The name on the command line.
@@ -53,6 +121,8 @@ impl Recipe {
             Recipe::Mutex => "mutex",
             Recipe::ReadWrite => "rwlock",
             Recipe::MultiLock { .. } => "multilock",
+            Recipe::Semaphore { .. } => "semaphore",
+            Recipe::SemaphoreMutex => "semaphore-mutex",
         }
     }
 
@@ -69,6 +139,29 @@ impl Recipe {
             Recipe::MultiLock { members } => (0..members.max(1))
                 .map(|i| format!("/locks/multi/{i}"))
                 .collect(),
+            Recipe::Semaphore { .. } | Recipe::SemaphoreMutex => vec!["/locks/sem".into()],
+        }
+    }
+
+    /// The directories the recipe's nodes live in (where faults meddle, where leftovers are
+    /// looked for).
+    pub fn dirs(self) -> Vec<String> {
+        match self {
+            Recipe::Semaphore { .. } | Recipe::SemaphoreMutex => self
+                .paths()
+                .iter()
+                .flat_map(|p| [format!("{p}/locks"), format!("{p}/leases")])
+                .collect(),
+            _ => self.paths(),
+        }
+    }
+
+    /// How a hold of this recipe counts (the read/write lock draws its kind per attempt).
+    pub fn hold_kind(self) -> HoldKind {
+        match self {
+            Recipe::Semaphore { leases } => HoldKind::Lease { max: leases },
+            Recipe::SemaphoreMutex => HoldKind::Lease { max: 1 },
+            _ => HoldKind::Exclusive,
         }
     }
 
@@ -77,12 +170,19 @@ impl Recipe {
         match self {
             Recipe::Mutex | Recipe::MultiLock { .. } => real_mutex,
             Recipe::ReadWrite => real_rwlock,
+            Recipe::Semaphore { .. } | Recipe::SemaphoreMutex => real_semaphore,
         }
     }
 }
 
-fn real_mutex(_: HoldKind, base: &str, uuid: &str, deadline: Option<Instant>) -> BoxedAttempt {
-    Box::new(AcquireMachine::new(
+fn real_mutex(
+    _: HoldKind,
+    _: u32,
+    base: &str,
+    uuid: &str,
+    deadline: Option<Instant>,
+) -> BoxedAttempt {
+    single(AcquireMachine::new(
         base,
         Exclusive::mutex(),
         uuid,
@@ -91,16 +191,43 @@ fn real_mutex(_: HoldKind, base: &str, uuid: &str, deadline: Option<Instant>) ->
     ))
 }
 
-fn real_rwlock(kind: HoldKind, base: &str, uuid: &str, deadline: Option<Instant>) -> BoxedAttempt {
+fn real_semaphore(
+    kind: HoldKind,
+    qty: u32,
+    base: &str,
+    uuid: &str,
+    deadline: Option<Instant>,
+) -> BoxedAttempt {
+    let max = match kind {
+        HoldKind::Lease { max } => max,
+        _ => 1,
+    };
+    Box::new(SemaphoreMachine::new(
+        base,
+        qty,
+        MaxLeases::new(max),
+        uuid,
+        Bytes::new(),
+        deadline,
+    ))
+}
+
+fn real_rwlock(
+    kind: HoldKind,
+    _: u32,
+    base: &str,
+    uuid: &str,
+    deadline: Option<Instant>,
+) -> BoxedAttempt {
     match kind {
-        HoldKind::Exclusive => Box::new(AcquireMachine::new(
+        HoldKind::Exclusive | HoldKind::Lease { .. } => single(AcquireMachine::new(
             base,
             WritePredicate,
             uuid,
             Bytes::new(),
             deadline,
         )),
-        HoldKind::Shared => Box::new(AcquireMachine::new(
+        HoldKind::Shared => single(AcquireMachine::new(
             base,
             ReadPredicate,
             uuid,
@@ -119,6 +246,5 @@ pub fn downgrade(
     deadline: Option<Instant>,
 ) -> Option<BoxedAttempt> {
     let name = write_node.rsplit('/').next()?;
-    DowngradeMachine::new(base, name, write_czxid, uuid, Bytes::new(), deadline)
-        .map(|m| Box::new(m) as BoxedAttempt)
+    DowngradeMachine::new(base, name, write_czxid, uuid, Bytes::new(), deadline).map(single)
 }

@@ -165,7 +165,7 @@ impl Job {
             Job::Cleanup(r) => r.machine().outcome().is_some(),
         }
     }
-    fn attempt_outcome(&self) -> Option<Outcome<Held>> {
+    fn attempt_outcome(&self) -> Option<Outcome<Vec<Held>>> {
         match self {
             Job::Attempt(r) => r.machine().outcome().cloned(),
             Job::Cleanup(_) => None,
@@ -175,6 +175,12 @@ impl Job {
         match self {
             Job::Attempt(r) => r.machine().cleanups(),
             Job::Cleanup(r) => r.machine().cleanups(),
+        }
+    }
+    fn releases(&self) -> Vec<Cleanup> {
+        match self {
+            Job::Attempt(r) => r.machine().releases(),
+            Job::Cleanup(_) => Vec::new(),
         }
     }
 }
@@ -226,6 +232,8 @@ struct Task {
     wake_at: Instant,
     /// The members to take, in canonical order, with the kind of each.
     plan: Vec<(usize, HoldKind)>,
+    /// Leases per attempt (semaphores).
+    qty: u32,
     holds: Vec<Hold>,
 }
 
@@ -234,6 +242,8 @@ pub struct World {
     config: Config,
     factory: Factory,
     paths: Vec<String>,
+    /// Where the recipe's nodes live.
+    dirs: Vec<String>,
     rng: Rng,
     t0: Instant,
     now: Instant,
@@ -269,11 +279,13 @@ impl World {
                 state: TaskState::Idle,
                 wake_at: t0,
                 plan: Vec::new(),
+                qty: 1,
                 holds: Vec::new(),
             })
             .collect();
         Self {
             paths: config.recipe.paths(),
+            dirs: config.recipe.dirs(),
             config,
             factory,
             rng,
@@ -390,14 +402,17 @@ impl World {
 
     /// Moves the task that runner `id` works for, after an input.
     fn after(&mut self, id: RunnerId) -> Result<(), Violation> {
-        // A runner done with everything stops taking inputs.
+        // A runner done with everything stops taking inputs (an attempt that held, once the
+        // replies of its stray ops are in; one that did not is drained by its task).
+        let task = self.task_of_runner(id);
         if let Some(slot) = self.slots.get_mut(id) {
             let drained = slot.job.in_flight() == 0;
-            if slot.job.finished() && drained && matches!(slot.job, Job::Cleanup(_)) {
+            let own = matches!(slot.job, Job::Cleanup(_)) || task.is_none();
+            if slot.job.finished() && drained && own {
                 slot.live = false;
             }
         }
-        let Some(t) = self.task_of_runner(id) else {
+        let Some(t) = task else {
             return self.orphan_attempt_done(id);
         };
         let state = self.tasks[t].state.clone();
@@ -481,21 +496,33 @@ impl World {
         self.after(cleanup)
     }
 
-    fn held(&mut self, t: usize, a: Attempt, held: Held) -> Result<(), Violation> {
+    fn held(&mut self, t: usize, a: Attempt, held: Vec<Held>) -> Result<(), Violation> {
         let path = self.paths[a.member].clone();
-        let hold = Hold {
-            task: t,
-            lock: path,
-            node: held.path.clone(),
-            czxid: held.czxid,
-            kind: a.kind,
-        };
-        self.log(format!("task {t}: holds {hold:?}"));
         let heard = self.slots[a.runner].heard;
-        self.checker.took(&hold, &self.tree, heard)?;
-        self.stats.holds += 1;
+        for held in held {
+            let hold = Hold {
+                task: t,
+                lock: path.clone(),
+                node: held.path.clone(),
+                czxid: held.czxid,
+                kind: a.kind,
+            };
+            self.log(format!("task {t}: holds {hold:?}"));
+            self.checker.took(&hold, &self.tree, heard)?;
+            self.stats.holds += 1;
+            self.tasks[t].holds.push(hold);
+        }
+        // As the driver: the scaffolding goes at once (guaranteed, not awaited).
+        let releases = self.slots[a.runner].job.releases();
+        if !releases.is_empty() {
+            self.log(format!("task {t}: r{} releases {releases:?}", a.runner));
+            let session = self.tasks[t].session;
+            self.spawn(
+                session,
+                Job::Cleanup(Runner::new(CleanupMachine::new(releases))),
+            )?;
+        }
         self.slots[a.runner].live = self.slots[a.runner].job.in_flight() > 0;
-        self.tasks[t].holds.push(hold);
         // A downgrade: release the write lock now, keep reading.
         if a.downgrade {
             let write = self.tasks[t]
@@ -586,6 +613,7 @@ impl World {
                 .map(|(_, k)| *k)
                 .unwrap_or(HoldKind::Exclusive)
         };
+        let qty = self.tasks[t].qty;
         let deadline = (self.config.faults.deadlines && self.rng.chance(400))
             .then(|| self.now + ms(self.rng.below(150)));
         let uuid = self.rng.uuid();
@@ -602,10 +630,10 @@ impl World {
                 None => return Err(Violation::Harness("downgrade without a write hold".into())),
             }
         } else {
-            (self.factory)(kind, &base, &uuid, deadline)
+            (self.factory)(kind, qty, &base, &uuid, deadline)
         };
         // An owner's next attempt starts only once the one it gave up is cleaned up.
-        self.checker.starting(&self.tree, &self.paths, t)?;
+        self.checker.starting(&self.tree, &self.dirs, t)?;
         let runner = self.spawn(session, Job::Attempt(Runner::new(machine)))?;
         self.log(format!(
             "task {t}: attempt r{runner} on {base} ({kind:?}{}) deadline {:?}",
@@ -650,6 +678,19 @@ impl World {
                     .into_iter()
                     .map(|m| (m, HoldKind::Exclusive))
                     .collect()
+            }
+            Recipe::Semaphore { .. } | Recipe::SemaphoreMutex => {
+                let kind = self.config.recipe.hold_kind();
+                let max = match kind {
+                    HoldKind::Lease { max } => max,
+                    _ => 1,
+                };
+                self.tasks[t].qty = if max > 1 && self.rng.chance(300) {
+                    2
+                } else {
+                    1
+                };
+                vec![(0, kind)]
             }
         };
         let Some(&(first, _)) = plan.first() else {
@@ -967,7 +1008,7 @@ impl World {
                 Ok(())
             }
             5 if f.meddle => {
-                let lock = self.paths[self.rng.index(self.paths.len())].clone();
+                let lock = self.dirs[self.rng.index(self.dirs.len())].clone();
                 let kids = self.tree.children(&lock);
                 if !kids.is_empty() {
                     let victim = recipes_core::child_path(&lock, &kids[self.rng.index(kids.len())]);
@@ -985,7 +1026,7 @@ impl World {
                     self.tree.delete_by_hand(&path, &mut fired);
                     self.log(format!("fault: foreign child {path} removed"));
                 } else {
-                    let lock = self.paths[self.rng.index(self.paths.len())].clone();
+                    let lock = self.dirs[self.rng.index(self.dirs.len())].clone();
                     let name = if self.rng.chance(500) { "-x" } else { "zzz" };
                     let path = recipes_core::child_path(&lock, name);
                     if self.tree.create_persistent(&path, &mut fired) {

@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use recipes_core::{
-    AcquireMachine, Cleanup, Connection, Exclusive, Held, Input, Machine, Op, Outcome, Predicate,
-    Reply, WatchEvent,
+    AcquireMachine, Cleanup, Connection, Exclusive, Held, Input, Machine, MaxLeases, Op, Outcome,
+    Predicate, Reply, SemaphoreMachine, WatchEvent,
 };
 use zk_sim::recipe::BoxedAttempt;
 use zk_sim::{Config, HoldKind, Recipe, Violation, sweep};
@@ -88,8 +88,14 @@ fn real(base: &str, uuid: &str, deadline: Option<Instant>) -> AcquireMachine<Exc
     AcquireMachine::new(base, Exclusive::mutex(), uuid, Bytes::new(), deadline)
 }
 
-fn shortcut(_: HoldKind, base: &str, uuid: &str, deadline: Option<Instant>) -> BoxedAttempt {
-    Box::new(Shortcut {
+fn shortcut(
+    _: HoldKind,
+    _: u32,
+    base: &str,
+    uuid: &str,
+    deadline: Option<Instant>,
+) -> BoxedAttempt {
+    zk_sim::recipe::single(Shortcut {
         inner: real(base, uuid, deadline),
         ours: None,
         second: false,
@@ -121,8 +127,14 @@ impl Machine for Forgetful {
     }
 }
 
-fn forgetful(_: HoldKind, base: &str, uuid: &str, deadline: Option<Instant>) -> BoxedAttempt {
-    Box::new(Forgetful(real(base, uuid, deadline)))
+fn forgetful(
+    _: HoldKind,
+    _: u32,
+    base: &str,
+    uuid: &str,
+    deadline: Option<Instant>,
+) -> BoxedAttempt {
+    zk_sim::recipe::single(Forgetful(real(base, uuid, deadline)))
 }
 
 /// Never hears that the connection came back: waits forever after a connection loss.
@@ -149,12 +161,74 @@ impl Machine for Deaf {
     }
 }
 
-fn deaf(_: HoldKind, base: &str, uuid: &str, deadline: Option<Instant>) -> BoxedAttempt {
-    Box::new(Deaf(real(base, uuid, deadline)))
+fn deaf(_: HoldKind, _: u32, base: &str, uuid: &str, deadline: Option<Instant>) -> BoxedAttempt {
+    zk_sim::recipe::single(Deaf(real(base, uuid, deadline)))
+}
+
+/// Counts against one lease more than the semaphore has.
+fn overcounting(
+    kind: HoldKind,
+    qty: u32,
+    base: &str,
+    uuid: &str,
+    deadline: Option<Instant>,
+) -> BoxedAttempt {
+    let HoldKind::Lease { max } = kind else {
+        panic!("not a semaphore");
+    };
+    Box::new(SemaphoreMachine::new(
+        base,
+        qty,
+        MaxLeases::new(max + 1),
+        uuid,
+        Bytes::new(),
+        deadline,
+    ))
+}
+
+/// Never releases the inner lock once it holds its leases.
+struct KeepsInner(SemaphoreMachine);
+
+impl Machine for KeepsInner {
+    type Output = Vec<Held>;
+    fn handle(&mut self, now: Instant, input: Input) {
+        self.0.handle(now, input);
+    }
+    fn poll_op(&mut self) -> Option<Op> {
+        self.0.poll_op()
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.0.poll_timeout()
+    }
+    fn outcome(&self) -> Option<&Outcome<Vec<Held>>> {
+        self.0.outcome()
+    }
+    fn cleanups(&self) -> Vec<Cleanup> {
+        self.0.cleanups()
+    }
+}
+
+fn keeps_inner(
+    kind: HoldKind,
+    qty: u32,
+    base: &str,
+    uuid: &str,
+    deadline: Option<Instant>,
+) -> BoxedAttempt {
+    let max = match kind {
+        HoldKind::Lease { max } => max,
+        _ => 1,
+    };
+    let m = SemaphoreMachine::new(base, qty, MaxLeases::new(max), uuid, Bytes::new(), deadline);
+    Box::new(KeepsInner(m))
 }
 
 fn caught(factory: zk_sim::Factory, what: &str) -> Violation {
-    let config = Config::new(Recipe::Mutex);
+    caught_in(Recipe::Mutex, factory, what)
+}
+
+fn caught_in(recipe: Recipe, factory: zk_sim::Factory, what: &str) -> Violation {
+    let config = Config::new(recipe);
     match sweep(BOUND, 1, config, factory) {
         Ok(stats) => panic!("{what} not caught in {BOUND} schedules ({stats:?})"),
         Err(failure) => {
@@ -189,6 +263,27 @@ fn a_machine_that_forgets_its_node_is_caught() {
 fn a_machine_that_misses_the_reconnect_is_caught() {
     let v = caught(deaf, "missed reconnect");
     assert!(matches!(v, Violation::Stuck(_)), "{v}");
+}
+
+#[test]
+fn a_semaphore_that_counts_one_lease_too_many_is_caught() {
+    for recipe in [Recipe::SemaphoreMutex, Recipe::Semaphore { leases: 2 }] {
+        let v = caught_in(recipe, overcounting, "over-counting semaphore");
+        assert!(matches!(v, Violation::Exclusion(_)), "{v}");
+    }
+}
+
+#[test]
+fn a_semaphore_that_keeps_its_inner_lock_is_caught() {
+    let v = caught_in(
+        Recipe::Semaphore { leases: 2 },
+        keeps_inner,
+        "kept inner lock",
+    );
+    assert!(
+        matches!(v, Violation::Orphans(_) | Violation::Unfinished(_)),
+        "{v}"
+    );
 }
 
 #[test]

@@ -29,7 +29,7 @@ fn main() -> ExitCode {
         };
         let bad = |what: &str| -> ExitCode {
             eprintln!(
-                "zk-sim: bad {what}; usage: zk-sim [--recipe mutex|rwlock|multilock] [--schedules N] [--seed S] [--faults all|none|disconnect,expire,lost,meddle,foreign,wrap,abandon,deadlines]"
+                "zk-sim: bad {what}; usage: zk-sim [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex] [--schedules N] [--seed S] [--faults all|none|disconnect,expire,lost,meddle,foreign,wrap,abandon,deadlines]"
             );
             ExitCode::from(2)
         };
@@ -52,7 +52,7 @@ fn main() -> ExitCode {
             },
             ("--help", _) => {
                 println!(
-                    "zk-sim [--recipe mutex|rwlock|multilock] [--schedules N] [--seed S] [--faults LIST]"
+                    "zk-sim [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex] [--schedules N] [--seed S] [--faults LIST]"
                 );
                 return ExitCode::SUCCESS;
             }
