@@ -57,6 +57,15 @@ pub enum Error {
     /// the counter resets once the directory (a container) is empty and removed.
     #[error("the lock directory's sequence counter wrapped; refusing to hold")]
     SequenceWrapped,
+    /// A semaphore was asked for no lease, or for more leases than it has (the wait could
+    /// never end). Nothing was sent.
+    #[error("cannot take {asked} leases of a semaphore of {max}")]
+    BadLeaseCount {
+        /// The leases asked for.
+        asked: u32,
+        /// The semaphore's maximum when asked.
+        max: u32,
+    },
     /// A deadline passed before the operation could finish.
     #[error("timed out")]
     TimedOut,

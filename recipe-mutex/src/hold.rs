@@ -302,6 +302,24 @@ impl Holds {
     }
 }
 
+/// Resolves when what `client`'s session holds can no longer be trusted: [`Loss::Unsure`]
+/// when the connection drops or only a read-only server answers, [`Loss::Lost`] when the
+/// session expires, is closed, or no server answered for the session timeout. At once if that
+/// is already the case. (Every guard's and lease's `lost()`.)
+pub async fn session_loss(client: &Client) -> Loss {
+    let mut states = client.state_watch();
+    let state = match states.wait_for(|s| *s != SessionState::Connected).await {
+        Ok(s) => *s,
+        Err(_) => SessionState::Closed,
+    };
+    match state {
+        SessionState::Disconnected | SessionState::Connecting | SessionState::ConnectedReadOnly => {
+            Loss::Unsure
+        }
+        _ => Loss::Lost,
+    }
+}
+
 /// Proof of holding a lock (one count of a reentrant hold).
 ///
 /// Dropping it releases in the background; [`LockGuard::release`] releases now. Either way the
@@ -365,17 +383,7 @@ impl LockGuard {
     /// closed, or no server answered for the session timeout. Resolves at once if that is
     /// already the case. Advisory: see the type's docs.
     pub async fn lost(&self) -> Loss {
-        let mut states = self.holds.client().state_watch();
-        let state = match states.wait_for(|s| *s != SessionState::Connected).await {
-            Ok(s) => *s,
-            Err(_) => SessionState::Closed,
-        };
-        match state {
-            SessionState::Disconnected
-            | SessionState::Connecting
-            | SessionState::ConnectedReadOnly => Loss::Unsure,
-            _ => Loss::Lost,
-        }
+        session_loss(self.holds.client()).await
     }
 
     /// Releases now (this count; the node goes with the last count) and reports errors. The

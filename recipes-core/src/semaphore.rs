@@ -599,14 +599,21 @@ impl SemaphoreMachine {
             } else {
                 self.list(true);
             }
-            if let Some(inner) = self.inner_held.as_ref().filter(|_| watch_inner) {
-                let op = Op::GetData {
-                    path: inner.path.clone(),
-                    watch: true,
-                };
-                self.inner_watched = true;
-                self.send(Sent::WatchInner, op);
+            if watch_inner {
+                self.watch_inner();
             }
+        }
+    }
+
+    /// Watches our inner lock node while we wait holding it.
+    fn watch_inner(&mut self) {
+        if let Some(inner) = &self.inner_held {
+            let op = Op::GetData {
+                path: inner.path.clone(),
+                watch: true,
+            };
+            self.inner_watched = true;
+            self.send(Sent::WatchInner, op);
         }
     }
 
@@ -656,6 +663,11 @@ impl SemaphoreMachine {
                 }
             }
             Connection::Connected => {
+                // The watch on our inner node was lost with the connection: set it again, or
+                // a deletion of that node while we wait would go unseen (seed 241566).
+                if self.stage == Stage::Waiting && !self.inner_watched {
+                    self.watch_inner();
+                }
                 if self.stage == Stage::Paused && self.lease_ops == 0 {
                     if self.deadline_passed(now) {
                         self.finish(Outcome::TimedOut);

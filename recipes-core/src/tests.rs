@@ -1122,6 +1122,29 @@ mod semaphore {
     }
 
     #[test]
+    fn the_inner_watch_lost_with_the_connection_is_set_again() {
+        let t0 = Instant::now();
+        let max = MaxLeases::new(1);
+        let mut s = sem(1, &max, None);
+        take_inner(&mut s, t0);
+        let l = lease(U1, 1);
+        s.reply(t0, lease_created(&l, 11));
+        assert_eq!(
+            s.reply(t0, kids(&["x", &l])),
+            vec![leases(true), watch_inner()]
+        );
+        s.reply(t0, kids(&["x", &l]));
+        s.conn(t0, Connection::Disconnected);
+        s.reply(t0, failed(ZkError::ConnectionLoss));
+        assert_eq!(s.conn(t0, Connection::Connected), vec![watch_inner()]);
+        s.reply(t0, failed(ZkError::NoNode));
+        assert_eq!(
+            s.m().outcome(),
+            Some(&Outcome::Failed(Failure::NodeVanished))
+        );
+    }
+
+    #[test]
     fn a_lost_lease_create_is_found_by_prefix_after_a_sync() {
         let t0 = Instant::now();
         let max = MaxLeases::new(2);

@@ -36,3 +36,20 @@ fn rwlock_seed_341_downgrade_whose_read_node_was_deleted_in_flight() {
 fn rwlock_seed_3_wrapped_sequence() {
     passes(Recipe::ReadWrite, 3);
 }
+
+/// Two semaphore attempts in the lease stage at once: the first's inner lock node was deleted
+/// by hand after the listing that let it hold the inner lock, so the next took the inner lock
+/// too; their leases together exceeded the maximum and both waited. The first had watched its
+/// inner node, but that watch's request was lost with the connection and never sent again:
+/// both waited for ever. The watch is now set again on reconnecting.
+#[test]
+fn semaphore_seed_241566_inner_watch_lost_with_the_connection() {
+    passes(Recipe::Semaphore { leases: 2 }, 241_566);
+}
+
+/// The same bug in the semaphore mutex: the reply to the inner node's watch (`NoNode`: it had
+/// been deleted by hand) was lost with the connection.
+#[test]
+fn semaphore_mutex_seed_140475_inner_watch_reply_lost() {
+    passes(Recipe::SemaphoreMutex, 140_475);
+}

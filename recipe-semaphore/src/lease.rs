@@ -1,0 +1,110 @@
+//! [`Lease`]: one lease of a semaphore.
+
+use bytes::Bytes;
+use recipe_mutex::driver::{self, Acquired};
+use recipe_mutex::hold::session_loss;
+use recipe_mutex::{Error, Loss};
+use tokio::sync::oneshot;
+use zk_client::{Client, SessionState};
+
+/// One lease of an [`InterProcessSemaphoreV2`](crate::InterProcessSemaphoreV2): its node
+/// `<path>/leases/_c_<uuid>-lease-<seq>`.
+///
+/// Dropping it returns the lease in the background; [`Lease::release`] returns it now and
+/// reports errors. Either way the delete, once started, is retried across connection loss
+/// until done or the session ends. Any task may release it.
+///
+/// [`Lease::is_valid`] and [`Lease::lost`] are advisory (what this process knows of its
+/// session); the fence is [`Lease::fencing_token`] or [`Lease::check_op`].
+#[derive(Debug)]
+pub struct Lease {
+    client: Client,
+    node: Acquired,
+    returned: bool,
+}
+
+impl Lease {
+    pub(crate) fn new(client: Client, node: Acquired) -> Self {
+        Self {
+            client,
+            node,
+            returned: false,
+        }
+    }
+
+    /// The lease node's path.
+    pub fn node_path(&self) -> &str {
+        &self.node.path
+    }
+
+    /// The lease node's creation zxid. For a semaphore of one (a semaphore mutex) it strictly
+    /// increases across successive holders; with more leases it orders a lease against those
+    /// that were returned before it was taken.
+    pub fn fencing_token(&self) -> i64 {
+        self.node.czxid
+    }
+
+    /// The lease node's data (Curator's `Lease.getData()`), read from the server.
+    pub async fn data(&self) -> Result<Bytes, Error> {
+        Ok(self.client.get_data(&self.node.path).await?.0)
+    }
+
+    /// A `multi` op that holds only while our lease node exists.
+    pub fn check_op(&self) -> zk_client::Op {
+        zk_client::Op::Check {
+            path: self.node.path.clone(),
+            version: None,
+        }
+    }
+
+    /// Whether the lease is surely still ours as far as this process knows: the session that
+    /// took it is connected to a read-write server.
+    pub fn is_valid(&self) -> bool {
+        self.client.state() == SessionState::Connected
+            && self.client.session_id() == self.node.session_id
+    }
+
+    /// Resolves when the lease can no longer be trusted (see `LockGuard::lost`).
+    pub async fn lost(&self) -> Loss {
+        session_loss(&self.client).await
+    }
+
+    /// Returns the lease now. The delete, once started, finishes in the background even if
+    /// this future is dropped. On a session already lost or ended, returns that at once: the
+    /// lease went with it.
+    pub async fn release(mut self) -> Result<(), Error> {
+        self.returned = true;
+        let done = start_delete(&self.client, self.node.path.clone());
+        let mut states = self.client.state_watch();
+        let ended = async {
+            match states
+                .wait_for(|s| s.is_terminal() || *s == SessionState::Lost)
+                .await
+            {
+                Ok(s) => driver::session_error(*s),
+                Err(_) => Error::Zk(zk_client::Error::Closed),
+            }
+        };
+        tokio::select! {
+            biased;
+            result = done => result.unwrap_or(Ok(())),
+            e = ended => Err(e),
+        }
+    }
+}
+
+fn start_delete(client: &Client, path: String) -> oneshot::Receiver<Result<(), Error>> {
+    let (tx, rx) = oneshot::channel();
+    driver::guaranteed_delete(client, path, move |result| {
+        let _ = tx.send(result);
+    });
+    rx
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if !self.returned {
+            driver::guaranteed_delete(&self.client, self.node.path.clone(), |_| {});
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! InterProcessSemaphoreV2 and InterProcessSemaphoreMutex against a real ZooKeeper server
+//! started by the tests: Curator's TestInterProcessSemaphore and
+//! TestInterProcessSemaphoreMutex behaviours that apply (over-subscription never exceeds N,
+//! timeouts, returnAll, release in another task, max leases from a shared count and its
+//! change, node data, the mutex's non-reentrancy, no orphans after cancellations and
+//! expiries), the deadlock Curator's multi-lease acquire can fall into, and faults.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use recipe_semaphore::{Error, InterProcessSemaphoreMutex, InterProcessSemaphoreV2, SharedCount};
+use xtask::FaultProxy;
+use zk_client::{Client, SessionState};
+
+#[path = "../../recipe-mutex/tests/support/mod.rs"]
+mod support;
+use support::{bounded, client, client_at, server, wait_children, wait_state};
+
+fn sem(c: &Client, path: &str, n: u32) -> InterProcessSemaphoreV2 {
+    InterProcessSemaphoreV2::new(c.clone(), path, n).unwrap()
+}
+
+fn leases(path: &str) -> String {
+    format!("{path}/leases")
+}
+
+fn locks(path: &str) -> String {
+    format!("{path}/locks")
+}
+
+/// Curator's testSimple2 / testThreads, over sessions: many tasks on 3 leases, never more
+/// than 3 at once, every task finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversubscribed_leases_never_exceed_the_maximum() {
+    let path = "/t/sem-over";
+    const MAX: u32 = 3;
+    let holding = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for i in 0..4 {
+        let s = sem(&client().await, path, MAX);
+        for _ in 0..3 {
+            let (s, holding, peak) = (s.clone(), holding.clone(), peak.clone());
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..5 {
+                    let qty = if i == 0 { 2 } else { 1 };
+                    let got = s.acquire_many(qty).await.unwrap();
+                    let now = holding.fetch_add(got.len(), Ordering::SeqCst) + got.len();
+                    peak.fetch_max(now, Ordering::SeqCst);
+                    tokio::task::yield_now().await;
+                    holding.fetch_sub(got.len(), Ordering::SeqCst);
+                    InterProcessSemaphoreV2::return_all(got).await.unwrap();
+                }
+            }));
+        }
+    }
+    for t in tasks {
+        bounded(t).await.unwrap();
+    }
+    let peak = peak.load(Ordering::SeqCst);
+    assert!(peak <= MAX as usize, "{peak} leases at once");
+    assert!(peak >= 2, "no concurrency at all: {peak}");
+    let c = client().await;
+    wait_children(&c, &leases(path), 0).await;
+    wait_children(&c, &locks(path), 0).await;
+}
+
+/// testGetParticipantNodes, testReleaseInChangingThread, testSetNodeData, lease data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn participants_data_and_a_release_from_another_task() {
+    let path = "/t/sem-basic";
+    let c = client().await;
+    let s = sem(&c, path, 2);
+    s.set_node_data(Bytes::from_static(b"worker-7"));
+    let a = s.acquire().await.unwrap();
+    let b = s
+        .acquire_timeout(Duration::from_secs(5))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_ne!(a.fencing_token(), b.fencing_token());
+    assert_eq!(a.data().await.unwrap(), Bytes::from_static(b"worker-7"));
+    let mut nodes = s.participant_nodes().await.unwrap();
+    nodes.sort();
+    let mut ours = vec![a.node_path().to_owned(), b.node_path().to_owned()];
+    ours.sort();
+    assert_eq!(nodes, ours);
+    assert!(a.node_path().starts_with("/t/sem-basic/leases/_c_"));
+    assert!(a.node_path().contains("-lease-"));
+    assert!(a.is_valid());
+    // The inner lock is released once held: nothing left under locks/.
+    wait_children(&c, &locks(path), 0).await;
+    bounded(tokio::spawn(async move { a.release().await }))
+        .await
+        .unwrap()
+        .unwrap();
+    drop(b); // returned in the background
+    wait_children(&c, &leases(path), 0).await;
+}
+
+/// testNoOrphans / timeouts: a full semaphore times out, leaving nothing; `qty` 0 or over the
+/// maximum is refused at once; returnAll frees the leases for the next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_bad_counts_and_return_all() {
+    let path = "/t/sem-timeout";
+    let c = client().await;
+    let s = sem(&c, path, 3);
+    assert_eq!(
+        s.acquire_many(0).await.err(),
+        Some(Error::BadLeaseCount { asked: 0, max: 3 })
+    );
+    assert_eq!(
+        s.acquire_many(4).await.err(),
+        Some(Error::BadLeaseCount { asked: 4, max: 3 })
+    );
+    let all = s.acquire_many(3).await.unwrap();
+    assert_eq!(all.len(), 3);
+    let other = sem(&client().await, path, 3);
+    let start = tokio::time::Instant::now();
+    assert!(
+        other
+            .acquire_timeout(Duration::from_millis(300))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(start.elapsed() >= Duration::from_millis(300));
+    // Its lease and inner lock node are gone (deleted before it returned, or just after).
+    wait_children(&c, &leases(path), 3).await;
+    wait_children(&c, &locks(path), 0).await;
+    // A zero timeout on a full semaphore gives up at once, too.
+    assert!(
+        other
+            .acquire_many_timeout(2, Duration::ZERO)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    InterProcessSemaphoreV2::return_all(all).await.unwrap();
+    let two = bounded(other.acquire_many_timeout(2, Duration::ZERO))
+        .await
+        .unwrap()
+        .expect("free leases are taken even with a zero timeout");
+    InterProcessSemaphoreV2::return_all(two).await.unwrap();
+    wait_children(&c, &leases(path), 0).await;
+}
+
+/// The maximum from a shared count (Curator's testMaxPerSession/SharedCount use): a waiter
+/// gets its lease when the count grows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_maximum_follows_a_shared_count() {
+    let path = "/t/sem-count";
+    let c = client().await;
+    let count = SharedCount::start(c.clone(), "/t/sem-count-max", 1)
+        .await
+        .unwrap();
+    assert_eq!(count.count(), 1);
+    let s = InterProcessSemaphoreV2::with_shared_count(c.clone(), path, &count).unwrap();
+    let first = s.acquire().await.unwrap();
+    let waiter = {
+        let s = s.clone();
+        tokio::spawn(async move { s.acquire().await })
+    };
+    wait_children(&c, &leases(path), 2).await;
+    assert!(!waiter.is_finished());
+    // Another client raises the count.
+    let other = SharedCount::start(client().await, "/t/sem-count-max", 99)
+        .await
+        .unwrap();
+    assert_eq!(other.count(), 1, "an existing count is not reseeded");
+    other.set_count(2).await.unwrap();
+    let second = bounded(waiter).await.unwrap().unwrap();
+    assert_eq!(s.max_leases(), 2);
+    assert!(count.try_set_count(3).await.unwrap());
+    InterProcessSemaphoreV2::return_all([first, second])
+        .await
+        .unwrap();
+    wait_children(&c, &leases(path), 0).await;
+}
+
+/// Two clients each asking for 2 of 2 leases, over and over with no timeout: Curator's
+/// one-at-a-time acquisition can leave each holding one for ever; ours takes both under one
+/// hold of the inner lock, so they all finish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_lease_acquisitions_do_not_deadlock() {
+    let path = "/t/sem-deadlock";
+    let mut tasks = Vec::new();
+    for _ in 0..3 {
+        let s = sem(&client().await, path, 2);
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..15 {
+                let both = s.acquire_many(2).await.unwrap();
+                assert_eq!(both.len(), 2);
+                InterProcessSemaphoreV2::return_all(both).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        bounded(t).await.unwrap();
+    }
+}
+
+/// The semaphore mutex is not reentrant, and says so at once (Curator waits forever holding
+/// the inner lock); other tasks queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_semaphore_mutex_refuses_reentry_at_once_and_others_queue() {
+    let path = "/t/semmutex";
+    let c = client().await;
+    let m = InterProcessSemaphoreMutex::new(c.clone(), path).unwrap();
+    let g = m.lock().await.unwrap();
+    assert!(m.is_owned_by_current_task());
+    assert_eq!(
+        bounded(m.lock()).await.err(),
+        Some(Error::AlreadyHeld { path: path.into() })
+    );
+    // The refusal left nothing: one lease, no inner lock node.
+    wait_children(&c, &leases(path), 1).await;
+    wait_children(&c, &locks(path), 0).await;
+    let other = {
+        let m = m.clone();
+        tokio::spawn(async move {
+            let g = m.lock().await.unwrap();
+            let token = g.fencing_token();
+            g.release().await.unwrap();
+            token
+        })
+    };
+    let remote = InterProcessSemaphoreMutex::new(client().await, path).unwrap();
+    assert!(
+        !remote
+            .acquire_timeout(Duration::from_millis(200))
+            .await
+            .unwrap()
+    );
+    let first = g.fencing_token();
+    g.release().await.unwrap();
+    let second = bounded(other).await.unwrap();
+    assert!(
+        second > first,
+        "fencing tokens increase: {first} then {second}"
+    );
+    // Curator's shape.
+    remote.acquire().await.unwrap();
+    assert!(remote.is_acquired_in_this_process());
+    remote.release().await.unwrap();
+    assert_eq!(
+        remote.release().await.err(),
+        Some(Error::NotOwner { path: path.into() })
+    );
+    wait_children(&c, &leases(path), 0).await;
+}
+
+/// testNoOrphans: acquisitions dropped at random points under contention leave no lease and
+/// no inner-lock node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_acquisitions_leave_no_orphans() {
+    let path = "/t/sem-orphans";
+    let c = client().await;
+    let holder = sem(&c, path, 2);
+    let held = holder.acquire().await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..4u64 {
+        let s = sem(&client().await, path, 2);
+        tasks.push(tokio::spawn(async move {
+            for j in 0..10u64 {
+                let cut = Duration::from_micros((i * 997 + j * 1_301) % 4_000);
+                if let Ok(got) = tokio::time::timeout(cut, s.acquire_many(1 + (j % 2) as u32)).await
+                {
+                    InterProcessSemaphoreV2::return_all(got.unwrap())
+                        .await
+                        .unwrap();
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        bounded(t).await.unwrap();
+    }
+    held.release().await.unwrap();
+    wait_children(&c, &leases(path), 0).await;
+    wait_children(&c, &locks(path), 0).await;
+}
+
+/// A lease holder's session expires: its lease goes with it, and a waiter gets it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_holder_gives_its_lease_to_a_waiter() {
+    let path = "/t/sem-expire";
+    let proxy = FaultProxy::start(server().addr()).unwrap();
+    let doomed = client_at(&proxy.addr().to_string(), Duration::from_secs(2)).await;
+    let lease = sem(&doomed, path, 1).acquire().await.unwrap();
+    let token = lease.fencing_token();
+    let waiter = sem(&client().await, path, 1);
+    let acquiring = tokio::spawn(async move { waiter.acquire().await });
+    let c = client().await;
+    wait_children(&c, &leases(path), 2).await;
+    proxy.stall();
+    let next = bounded(acquiring).await.unwrap().unwrap();
+    assert!(next.fencing_token() > token);
+    wait_state(&doomed, |s| s == SessionState::Lost).await;
+    assert!(!lease.is_valid());
+    assert_eq!(bounded(lease.release()).await, Err(Error::SessionLost));
+    next.release().await.unwrap();
+    proxy.pass();
+}
+
+/// A connection cut while the waiter holds the inner lock with its lease created (between the
+/// lease create and the inner release): the session survives, the attempt goes on, and once
+/// it holds the inner lock is released and nothing is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_between_the_lease_and_the_inner_release_loses_nothing() {
+    let path = "/t/sem-cut";
+    let c = client().await;
+    let holder = sem(&c, path, 1).acquire().await.unwrap();
+    let proxy = FaultProxy::start(server().addr()).unwrap();
+    let pc = client_at(&proxy.addr().to_string(), Duration::from_secs(20)).await;
+    let session = pc.session_id();
+    let waiter = sem(&pc, path, 1);
+    let acquiring = tokio::spawn(async move { waiter.acquire().await });
+    // It holds the inner lock and has created its lease: it waits on the count.
+    wait_children(&c, &leases(path), 2).await;
+    wait_children(&c, &locks(path), 1).await;
+    proxy.refuse(true);
+    proxy.cut();
+    wait_state(&pc, |s| s == SessionState::Disconnected).await;
+    holder.release().await.unwrap();
+    proxy.refuse(false);
+    wait_state(&pc, |s| s == SessionState::Connected).await;
+    assert_eq!(pc.session_id(), session);
+    let lease = bounded(acquiring).await.unwrap().unwrap();
+    wait_children(&c, &locks(path), 0).await;
+    wait_children(&c, &leases(path), 1).await;
+    lease.release().await.unwrap();
+    wait_children(&c, &leases(path), 0).await;
+}
