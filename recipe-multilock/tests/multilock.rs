@@ -13,6 +13,7 @@ use bytes::Bytes;
 use recipe_multilock::{Error, InterProcessMultiLock, Lock, MemberError};
 use recipe_mutex::InterProcessMutex;
 use recipe_rwlock::InterProcessReadWriteLock;
+use recipe_semaphore::InterProcessSemaphoreMutex;
 use xtask::{Ensemble, ZkOptions};
 use zk_client::{Client, CreateMode, CreateOptions, EventType, Op};
 
@@ -136,6 +137,51 @@ async fn mixed_members_are_all_or_nothing() {
     drop(g); // released in the background, last first
     wait_children(&c, "/t/ml-mixed/m", 0).await;
     wait_children(&c, "/t/ml-mixed/rw", 0).await;
+}
+
+/// Curator's testMultiMutex: a mutex and a semaphore mutex under one multi-lock; while it is
+/// held, neither can be taken alone from another session; the semaphore mutex is not
+/// reentrant, so taking the set again in the same task fails and leaves the mutex's count as
+/// it was; once released, both are free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mutex_and_a_semaphore_mutex_together() {
+    let c = client().await;
+    let (m_path, s_path) = ("/t/ml-semmix/m", "/t/ml-semmix/s");
+    let mutex = InterProcessMutex::new(c.clone(), m_path).unwrap();
+    let members: Vec<Arc<dyn Lock>> = vec![
+        Arc::new(InterProcessSemaphoreMutex::new(c.clone(), s_path).unwrap()),
+        Arc::new(mutex.clone()),
+    ];
+    let multi = InterProcessMultiLock::from_locks(members).unwrap();
+    let g = multi.lock().await.unwrap();
+    assert_eq!(g.fencing_tokens().len(), 2);
+    let other = client().await;
+    let lone_mutex = InterProcessMutex::new(other.clone(), m_path).unwrap();
+    let lone_sem = InterProcessSemaphoreMutex::new(other.clone(), s_path).unwrap();
+    let short = Duration::from_millis(200);
+    assert!(lone_mutex.try_lock_for(short).await.unwrap().is_none());
+    assert!(lone_sem.try_lock_for(short).await.unwrap().is_none());
+    // Again in the same task: the semaphore mutex refuses, and the set is not taken.
+    let again = bounded(multi.lock()).await;
+    assert!(
+        matches!(
+            again,
+            Err(Error::Member(MemberError {
+                error: recipe_mutex::Error::AlreadyHeld { .. },
+                ..
+            }))
+        ),
+        "{again:?}"
+    );
+    assert!(mutex.is_owned_by_current_task());
+    g.release().await.unwrap();
+    assert!(!mutex.is_acquired_in_this_process());
+    let a = bounded(lone_mutex.lock()).await.unwrap();
+    let b = bounded(lone_sem.lock()).await.unwrap();
+    a.release().await.unwrap();
+    b.release().await.unwrap();
+    wait_children(&c, m_path, 0).await;
+    wait_children(&c, &format!("{s_path}/leases"), 0).await;
 }
 
 /// The deadlock case: multi-locks over {a, b} and {b, a}, in several tasks of two sessions,

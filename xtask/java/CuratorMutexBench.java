@@ -9,7 +9,8 @@
 //
 // <workload> (default mutex) is the lock each cycle takes: mutex (InterProcessMutex), read or
 // write (InterProcessReadWriteLock's), rwmix:<P> (the read lock with probability P per cent,
-// else the write lock), multi:<K> (InterProcessMultiLock over <lock path>/0 .. /K-1).
+// else the write lock), multi:<K> (InterProcessMultiLock over <lock path>/0 .. /K-1),
+// semmutex (InterProcessSemaphoreMutex), sem:<N> (one lease of an InterProcessSemaphoreV2 of N).
 //
 // Each contender is a thread with its own CuratorFramework (its own session:
 // 10 s session timeout, 5 s connection timeout, ExponentialBackoffRetry(100,
@@ -45,6 +46,9 @@ import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Supplier;
 import org.apache.curator.retry.ExponentialBackoffRetry;
@@ -136,6 +140,40 @@ public final class CuratorMutexBench {
                 : Integer.parseInt(workload.substring("rwmix:".length()));
             return () -> ThreadLocalRandom.current().nextInt(100) < readPct
                 ? rw.readLock() : rw.writeLock();
+        }
+        if (workload.equals("semmutex")) {
+            InterProcessSemaphoreMutex mutex = new InterProcessSemaphoreMutex(client, path);
+            return () -> mutex;
+        }
+        if (workload.startsWith("sem:")) {
+            int n = Integer.parseInt(workload.substring("sem:".length()));
+            InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(client, path, n);
+            InterProcessLock oneLease = new InterProcessLock() {
+                private Lease lease;
+
+                @Override
+                public void acquire() throws Exception {
+                    lease = semaphore.acquire();
+                }
+
+                @Override
+                public boolean acquire(long time, TimeUnit unit) throws Exception {
+                    lease = semaphore.acquire(time, unit);
+                    return lease != null;
+                }
+
+                @Override
+                public void release() throws Exception {
+                    lease.close();
+                    lease = null;
+                }
+
+                @Override
+                public boolean isAcquiredInThisProcess() {
+                    return lease != null;
+                }
+            };
+            return () -> oneLease;
         }
         if (workload.startsWith("multi:")) {
             int k = Integer.parseInt(workload.substring("multi:".length()));

@@ -1,9 +1,11 @@
-// The Curator side of `cargo xtask interop rwlock|multilock` (xtask/src/recipe_interop.rs):
-// Apache Curator 5.4's InterProcessReadWriteLock or InterProcessMultiLock contending with ours
-// on the same paths.
+// The Curator side of `cargo xtask interop rwlock|multilock|semaphore|semaphore-mutex`
+// (xtask/src/recipe_interop.rs): Apache Curator 5.4's InterProcessReadWriteLock,
+// InterProcessMultiLock, InterProcessSemaphoreV2 or InterProcessSemaphoreMutex contending with
+// ours on the same paths.
 //
 //   java -cp <classes>:<curator and zookeeper jars> CuratorRecipeWorker \
-//       <rwlock|multilock> <connect> <lock path> <clients> <run ms> <marker dir>
+//       <rwlock|multilock|semaphore|semaphore-mutex> <connect> <lock path> <clients> <run ms>
+//       <marker dir> [<leases>]
 //
 // Starts <clients> threads, each with its own CuratorFramework (its own session). When every
 // client is connected it prints "READY" and waits for "GO" on stdin; then each thread loops
@@ -14,6 +16,8 @@
 //   rwlock, writer: create "W" exclusively (exists: two writers), then no "R-*" may exist
 //   rwlock, reader: create "R-<name>", then "W" may not exist
 //   multilock:      create "M-<k>" exclusively for each member k held
+//   semaphore(-mutex): for each lease held, create the first "S-<k>" (k < leases) that does
+//                   not exist; none left means more holders than leases
 //
 // A broken rule is a violation, counted and reported on stderr. Curator's side never
 // downgrades (Curator 5.4's downgrade lets a queued writer in: CURATOR-621); ours does. At
@@ -41,6 +45,9 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public final class CuratorRecipeWorker {
@@ -63,14 +70,16 @@ public final class CuratorRecipeWorker {
     }
 
     private static void run(String[] args) throws Exception {
-        if (args.length != 6) {
-            throw new IllegalArgumentException("usage: CuratorRecipeWorker <rwlock|multilock> "
-                + "<connect> <lock path> <clients> <run ms> <marker dir>");
+        if (args.length != 6 && args.length != 7) {
+            throw new IllegalArgumentException("usage: CuratorRecipeWorker "
+                + "<rwlock|multilock|semaphore|semaphore-mutex> "
+                + "<connect> <lock path> <clients> <run ms> <marker dir> [<leases>]");
         }
         String recipe = args[0];
-        if (!recipe.equals("rwlock") && !recipe.equals("multilock")) {
+        if (!List.of("rwlock", "multilock", "semaphore", "semaphore-mutex").contains(recipe)) {
             throw new IllegalArgumentException("unknown recipe " + recipe);
         }
+        int leases = args.length == 7 ? Integer.parseInt(args[6]) : 3;
         String connect = args[1];
         String path = args[2];
         int clients = Integer.parseInt(args[3]);
@@ -122,9 +131,23 @@ public final class CuratorRecipeWorker {
         for (int i = 0; i < clients; i++) {
             String name = "java-" + i;
             CuratorFramework client = sessions.get(i);
-            Runnable body = recipe.equals("rwlock")
-                ? () -> rwLoop(name, new InterProcessReadWriteLock(client, path), end, dir)
-                : () -> multiLoop(name, client, path, end, dir);
+            Runnable body;
+            switch (recipe) {
+                case "rwlock":
+                    body = () -> rwLoop(name, new InterProcessReadWriteLock(client, path), end, dir);
+                    break;
+                case "multilock":
+                    body = () -> multiLoop(name, client, path, end, dir);
+                    break;
+                case "semaphore":
+                    body = () -> semaphoreLoop(name,
+                        new InterProcessSemaphoreV2(client, path, leases), leases, end, dir);
+                    break;
+                default:
+                    body = () -> semaphoreMutexLoop(name,
+                        new InterProcessSemaphoreMutex(client, path), end, dir);
+                    break;
+            }
             Thread t = new Thread(body, name);
             t.start();
             threads.add(t);
@@ -207,6 +230,75 @@ public final class CuratorRecipeWorker {
                 release(name, lock);
             }
         }
+    }
+
+    private static void semaphoreLoop(String name, InterProcessSemaphoreV2 semaphore, int leases,
+            long end, File dir) {
+        while (true) {
+            long left = end - System.nanoTime();
+            if (left <= 0) {
+                return;
+            }
+            int qty = leases > 1 && ThreadLocalRandom.current().nextInt(10) < 2 ? 2 : 1;
+            java.util.Collection<Lease> held;
+            try {
+                held = semaphore.acquire(qty, TimeUnit.NANOSECONDS.toMillis(left),
+                    TimeUnit.MILLISECONDS);
+            } catch (Exception e) {
+                error(name, "acquire", e);
+                continue;
+            }
+            if (held == null) {
+                return;
+            }
+            ACQUISITIONS.incrementAndGet();
+            List<File> mine = new ArrayList<>();
+            try {
+                for (int i = 0; i < held.size(); i++) {
+                    File slot = enterSlot(name, dir, leases);
+                    if (slot != null) {
+                        mine.add(slot);
+                    }
+                }
+                hold();
+                for (File slot : mine) {
+                    leave(slot);
+                }
+            } catch (IOException e) {
+                error(name, "critical section", e);
+            } finally {
+                semaphore.returnAll(held);
+            }
+        }
+    }
+
+    private static void semaphoreMutexLoop(String name, InterProcessSemaphoreMutex lock, long end,
+            File dir) {
+        while (take(name, lock, end)) {
+            try {
+                File slot = enterSlot(name, dir, 1);
+                hold();
+                if (slot != null) {
+                    leave(slot);
+                }
+            } catch (IOException e) {
+                error(name, "critical section", e);
+            } finally {
+                release(name, lock);
+            }
+        }
+    }
+
+    /** Takes the first free slot of `leases`; none free is a violation (null). */
+    private static File enterSlot(String name, File dir, int leases) throws IOException {
+        for (int k = 0; k < leases; k++) {
+            File slot = new File(dir, "S-" + k);
+            if (slot.createNewFile()) {
+                return slot;
+            }
+        }
+        violation(name + " holds a lease but all " + leases + " slots are taken");
+        return null;
     }
 
     /** Acquires with the time left; false when the run is over. */

@@ -11,7 +11,9 @@ xtask/java/CuratorMutexBench.java.
 
 <workload> (default mutex) is the lock each cycle takes: mutex (``client.Lock``),
 read or write (``client.ReadLock``, ``client.WriteLock``), rwmix:<P> (the read
-lock with probability P per cent, else the write lock). kazoo has no multi-lock.
+lock with probability P per cent, else the write lock), semmutex (``client.Semaphore``
+with one lease), sem:<N> (``client.Semaphore`` with N leases; kazoo's own protocol, not
+Curator's). kazoo has no multi-lock.
 
 Each contender is a thread with its own ``KazooClient`` (its own session, 10 s
 session timeout, the default threading handler) and its own
@@ -134,6 +136,10 @@ class Contender(threading.Thread):
             self.read_lock = client.ReadLock(path)
             self.write_lock = client.WriteLock(path)
             self.lock = None
+        elif workload == "semmutex" or workload.startswith("sem:"):
+            leases = 1 if workload == "semmutex" else int(workload[len("sem:"):])
+            self.read_pct = None
+            self.lock = client.Semaphore(path, max_leases=leases)
         else:
             raise ValueError("kazoo has no lock for workload %r" % workload)
         self.start_ns = start

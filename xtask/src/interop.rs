@@ -413,16 +413,17 @@ pub fn run(args: &[String]) -> Result<()> {
                 None => Ok(()),
             }
         }
-        Some((what, rest)) if what == "rwlock" || what == "multilock" => {
+        Some((what, rest)) if crate::recipe_interop::Checked::parse(what).is_some() => {
             crate::recipe_interop::run_command(what, rest)
         }
         Some((what, _)) => Err(format!(
-            "unknown interop check `{what}`: use `mutex`, `rwlock` or `multilock`"
+            "unknown interop check `{what}`: use mutex, rwlock, multilock, semaphore or semaphore-mutex"
         )
         .into()),
-        None => {
-            Err("`cargo xtask interop` needs a recipe: `mutex`, `rwlock` or `multilock`".into())
-        }
+        None => Err(
+            "`cargo xtask interop` needs a recipe: mutex, rwlock, multilock, semaphore or semaphore-mutex"
+                .into(),
+        ),
     }
 }
 

@@ -34,12 +34,20 @@ Commands:
                  and kazoo's Lock at each session count (a session each, one process per
                  library), N s each (default 10) on one fresh server: cycles/s, p50/p99,
                  CPU per cycle, peak RSS, server requests per cycle, ratios, targets
+  bench rwlock|multilock|semaphore [--seconds N] [--rounds R]
+                 the other recipes the same way, a fixed set of cases each (rwlock: readers,
+                 writers, a 90/10 mix; multilock: 2 and 4 members; semaphore: the mutex at 1
+                 and 4 sessions, 3 leases at 4 and 16)
   interop mutex [--seconds N] [--java-clients N] [--rust-clients N] [--path P]
                 [--in-process] [--java-path P]
                  our InterProcessMutex against Curator 5.4's on one path, in separate
                  processes on one fresh server for N s (default 20, 2+2 sessions); fails
                  on any overlap; last line `violations=N`. --java-path gives Curator
                  another path: a negative control that must report overlaps
+  interop rwlock|multilock|semaphore|semaphore-mutex [--seconds N] [--java-clients N]
+                [--rust-clients N] [--java-path P] [--leases N]
+                 the same check for the other recipes (a semaphore: never more than N
+                 leases held among both sides; --leases N, default 3)
   sim [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex] [--schedules N] [--seed S] [--faults LIST]
                  the recipes' machines in the seeded ZooKeeper simulator (zk-sim, release
                  build): N schedules (default 10000) from seed S (default 1) per recipe, with

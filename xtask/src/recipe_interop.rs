@@ -1,5 +1,7 @@
-//! `cargo xtask interop rwlock|multilock`: our read/write lock or multi-lock and Curator 5.4's
-//! on the same paths, on one fresh server, checking that they exclude each other.
+//! `cargo xtask interop rwlock|multilock|semaphore|semaphore-mutex`: our read/write lock,
+//! multi-lock, semaphore or semaphore mutex and Curator 5.4's on the same paths, on one fresh
+//! server, checking that they exclude each other (or, for a semaphore, that no more than N
+//! leases are held among both).
 //!
 //! Curator's side is `java/CuratorRecipeWorker.java` (one JVM, a session per client thread);
 //! ours runs in this process, a [`zk_client::Client`] per task. Every client loops: acquire
@@ -13,6 +15,10 @@
 //!   downgrade lets a queued writer in: CURATOR-621).
 //! - multi-lock over `<path>/0`, `<path>/1`, `<path>/2`: a random subset each time, in the
 //!   canonical order; each member held creates `M-<k>` exclusively.
+//! - semaphore of N leases (`--leases N`, 3 by default) and semaphore mutex (N = 1): each
+//!   lease held creates the first `S-<k>` (k < N) that does not exist; none left means more
+//!   than N holders. Both sides sometimes ask for 2 leases at once (ours all or none,
+//!   Curator's one at a time).
 //!
 //! A broken rule is a **violation**; both sides count them. `--java-path P` gives Curator
 //! another path: a negative control that must report violations.
@@ -26,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use recipe_multilock::InterProcessMultiLock;
 use recipe_rwlock::InterProcessReadWriteLock;
+use recipe_semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
 use zk_client::Client;
 
 use crate::deps::{self, Need};
@@ -51,6 +58,10 @@ pub enum Checked {
     ReadWrite,
     /// `InterProcessMultiLock`.
     MultiLock,
+    /// `InterProcessSemaphoreV2` with this many leases.
+    Semaphore(u32),
+    /// `InterProcessSemaphoreMutex`.
+    SemaphoreMutex,
 }
 
 impl Checked {
@@ -58,6 +69,26 @@ impl Checked {
         match self {
             Checked::ReadWrite => "rwlock",
             Checked::MultiLock => "multilock",
+            Checked::Semaphore(_) => "semaphore",
+            Checked::SemaphoreMutex => "semaphore-mutex",
+        }
+    }
+
+    /// The recipe called `name` (a semaphore with 3 leases until `--leases` says otherwise).
+    pub fn parse(name: &str) -> Option<Checked> {
+        match name {
+            "rwlock" => Some(Checked::ReadWrite),
+            "multilock" => Some(Checked::MultiLock),
+            "semaphore" => Some(Checked::Semaphore(3)),
+            "semaphore-mutex" => Some(Checked::SemaphoreMutex),
+            _ => None,
+        }
+    }
+
+    fn leases(self) -> u32 {
+        match self {
+            Checked::Semaphore(n) => n,
+            _ => 1,
         }
     }
 }
@@ -111,14 +142,10 @@ impl Totals {
     }
 }
 
-/// `cargo xtask interop rwlock|multilock [--seconds N] [--java-clients N] [--rust-clients N]
-/// [--java-path P]`.
+/// `cargo xtask interop rwlock|multilock|semaphore|semaphore-mutex [--seconds N]
+/// [--java-clients N] [--rust-clients N] [--java-path P] [--leases N]`.
 pub fn run_command(what: &str, args: &[String]) -> Result<()> {
-    let recipe = if what == "rwlock" {
-        Checked::ReadWrite
-    } else {
-        Checked::MultiLock
-    };
+    let recipe = Checked::parse(what).ok_or_else(|| format!("unknown recipe {what}"))?;
     let mut opts = Options::new(recipe);
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -137,6 +164,13 @@ pub fn run_command(what: &str, args: &[String]) -> Result<()> {
             "--java-clients" => opts.java_clients = value()?.parse()?,
             "--rust-clients" => opts.rust_clients = value()?.parse()?,
             "--java-path" => opts.java_path = Some(value()?),
+            "--leases" if matches!(opts.recipe, Checked::Semaphore(_)) => {
+                let n: u32 = value()?.parse()?;
+                if n == 0 {
+                    return Err("--leases must be at least 1".into());
+                }
+                opts.recipe = Checked::Semaphore(n);
+            }
             other => return Err(format!("unknown flag {other}").into()),
         }
     }
@@ -184,7 +218,8 @@ pub fn run(opts: &Options) -> Result<Totals> {
         .arg(opts.java_path.as_deref().unwrap_or(&opts.path))
         .arg(opts.java_clients.to_string())
         .arg(run_for.as_millis().to_string())
-        .arg(&dir.path);
+        .arg(&dir.path)
+        .arg(opts.recipe.leases().to_string());
     let mut java = ProcessSide::spawn("curator", java)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -223,6 +258,12 @@ async fn ours(
         tasks.push(match opts.recipe {
             Checked::ReadWrite => tokio::spawn(rw_loop(name, client, path, end, dir, seed)),
             Checked::MultiLock => tokio::spawn(multi_loop(name, client, path, end, dir, seed)),
+            Checked::Semaphore(n) => {
+                tokio::spawn(semaphore_loop(name, client, path, n, end, dir, seed))
+            }
+            Checked::SemaphoreMutex => {
+                tokio::spawn(semaphore_mutex_loop(name, client, path, end, dir, seed))
+            }
         });
     }
     let mut total = Counts {
@@ -447,6 +488,116 @@ async fn multi_loop(
         hold(&mut rng).await;
         for marker in mine {
             let _ = fs::remove_file(marker);
+        }
+        if let Err(e) = guard.release().await {
+            error(&mut counts, &name, "release", &e);
+        }
+    }
+}
+
+/// Takes the first free slot of `leases` (`S-<k>`); none free is a violation.
+fn enter_slot(counts: &mut Counts, name: &str, dir: &Path, leases: u32) -> Option<PathBuf> {
+    for k in 0..leases {
+        let slot = dir.join(format!("S-{k}"));
+        match create_new(&slot) {
+            Ok(true) => return Some(slot),
+            Ok(false) => {}
+            Err(e) => {
+                error(counts, name, "marker", &e);
+                return None;
+            }
+        }
+    }
+    violation(
+        counts,
+        format!("{name} holds a lease but all {leases} slots are taken"),
+    );
+    None
+}
+
+async fn semaphore_loop(
+    name: String,
+    client: Client,
+    path: String,
+    leases: u32,
+    end: tokio::time::Instant,
+    dir: PathBuf,
+    mut rng: u64,
+) -> (Counts, u64) {
+    let mut counts = Counts::default();
+    let semaphore = match InterProcessSemaphoreV2::new(client, &path, leases) {
+        Ok(s) => s,
+        Err(e) => {
+            error(&mut counts, &name, "creating the semaphore", &e);
+            return (counts, 0);
+        }
+    };
+    loop {
+        let left = end.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            return (counts, 0);
+        }
+        let qty = if leases > 1 && next(&mut rng) % 10 < 2 {
+            2
+        } else {
+            1
+        };
+        let held = match semaphore.acquire_many_timeout(qty, left).await {
+            Ok(Some(held)) => held,
+            Ok(None) => return (counts, 0),
+            Err(e) => {
+                error(&mut counts, &name, "acquire", &e);
+                continue;
+            }
+        };
+        counts.acquisitions += 1;
+        let slots: Vec<PathBuf> = (0..held.len())
+            .filter_map(|_| enter_slot(&mut counts, &name, &dir, leases))
+            .collect();
+        hold(&mut rng).await;
+        for slot in slots {
+            let _ = fs::remove_file(slot);
+        }
+        if let Err(e) = InterProcessSemaphoreV2::return_all(held).await {
+            error(&mut counts, &name, "release", &e);
+        }
+    }
+}
+
+async fn semaphore_mutex_loop(
+    name: String,
+    client: Client,
+    path: String,
+    end: tokio::time::Instant,
+    dir: PathBuf,
+    mut rng: u64,
+) -> (Counts, u64) {
+    let mut counts = Counts::default();
+    let lock = match InterProcessSemaphoreMutex::new(client, &path) {
+        Ok(l) => l,
+        Err(e) => {
+            error(&mut counts, &name, "creating the lock", &e);
+            return (counts, 0);
+        }
+    };
+    loop {
+        let left = end.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            return (counts, 0);
+        }
+        let guard = match lock.try_lock_for(left).await {
+            Ok(Some(g)) => g,
+            Ok(None) => return (counts, 0),
+            Err(e) => {
+                error(&mut counts, &name, "acquire", &e);
+                continue;
+            }
+        };
+        counts.acquisitions += 1;
+        let slot = enter_slot(&mut counts, &name, &dir, 1);
+        hold(&mut rng).await;
+        if let Some(slot) = slot {
+            let _ = fs::remove_file(slot);
         }
         if let Err(e) = guard.release().await {
             error(&mut counts, &name, "release", &e);

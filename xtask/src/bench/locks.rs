@@ -1,4 +1,4 @@
-//! `cargo xtask bench mutex|rwlock|multilock`: our lock recipes against Curator 5.4's and
+//! `cargo xtask bench mutex|rwlock|multilock|semaphore`: our lock recipes against Curator 5.4's and
 //! kazoo's, on one fresh standalone server (default options: `forceSync` on, as in
 //! production).
 //!
@@ -7,7 +7,10 @@
 //! - `rwlock`: `InterProcessReadWriteLock`, readers only at 4 and 16 sessions, writers only at
 //!   4, and a 90/10 read/write mix at 16, against Curator's and kazoo's `ReadLock`/`WriteLock`;
 //! - `multilock`: `InterProcessMultiLock` over 2 and 4 member paths at 4 sessions, against
-//!   Curator's (kazoo has none).
+//!   Curator's (kazoo has none);
+//! - `semaphore`: `InterProcessSemaphoreMutex` at 1 and 4 sessions and
+//!   `InterProcessSemaphoreV2` of 3 leases (one per cycle) at 4 and 16, against Curator's and
+//!   kazoo's `Semaphore` (kazoo's own protocol: one node per lease under a lock).
 //!
 //! What follows is said of the mutex; the other recipes run the same way, one case (a workload
 //! at a session count) after the other.
@@ -160,6 +163,8 @@ pub enum Bench {
     ReadWrite,
     /// `InterProcessMultiLock`.
     MultiLock,
+    /// `InterProcessSemaphoreMutex` and `InterProcessSemaphoreV2`.
+    Semaphore,
 }
 
 /// One measured case: a workload at a session count.
@@ -177,6 +182,7 @@ impl Bench {
             Bench::Mutex => "mutex",
             Bench::ReadWrite => "rwlock",
             Bench::MultiLock => "multilock",
+            Bench::Semaphore => "semaphore",
         }
     }
 
@@ -184,7 +190,7 @@ impl Bench {
     fn libs(self) -> &'static [Lib] {
         match self {
             Bench::Mutex => &Lib::ALL,
-            Bench::ReadWrite => &[Lib::Ours, Lib::Curator, Lib::Kazoo],
+            Bench::ReadWrite | Bench::Semaphore => &[Lib::Ours, Lib::Curator, Lib::Kazoo],
             Bench::MultiLock => &[Lib::Ours, Lib::Curator],
         }
     }
@@ -209,6 +215,12 @@ impl Bench {
             Bench::MultiLock => vec![
                 case("2 members, 4 sessions", "multi:2", 4),
                 case("4 members, 4 sessions", "multi:4", 4),
+            ],
+            Bench::Semaphore => vec![
+                case("semaphore-mutex, 1 session", "semmutex", 1),
+                case("semaphore-mutex, 4 sessions", "semmutex", 4),
+                case("3 leases, 4 sessions", "sem:3", 4),
+                case("3 leases, 16 sessions", "sem:3", 16),
             ],
         }
     }
@@ -693,6 +705,9 @@ fn cycles_bar(bench: Bench, case: &Case) -> Option<f64> {
         Bench::ReadWrite if case.workload == "read" => Some(1.5),
         Bench::ReadWrite => Some(1.2),
         Bench::MultiLock => Some(1.5),
+        // Two awaited round trips per acquisition where Curator awaits five.
+        Bench::Semaphore if case.workload == "semmutex" && case.sessions == 1 => Some(2.5),
+        Bench::Semaphore => Some(2.0),
     }
 }
 

@@ -30,12 +30,13 @@ pub fn run(args: &[String]) -> Result<(), Box<dyn Error>> {
         Some((what, rest)) if what == "mutex" => locks::run(locks::Bench::Mutex, rest),
         Some((what, rest)) if what == "rwlock" => locks::run(locks::Bench::ReadWrite, rest),
         Some((what, rest)) if what == "multilock" => locks::run(locks::Bench::MultiLock, rest),
+        Some((what, rest)) if what == "semaphore" => locks::run(locks::Bench::Semaphore, rest),
         Some((what, _)) => Err(format!(
-            "unknown benchmark `{what}`: use `client`, `mutex`, `rwlock` or `multilock`"
+            "unknown benchmark `{what}`: use client, mutex, rwlock, multilock or semaphore"
         )
         .into()),
         None => Err(
-            "`cargo xtask bench` needs a benchmark: `client`, `mutex`, `rwlock` or `multilock`"
+            "`cargo xtask bench` needs a benchmark: client, mutex, rwlock, multilock or semaphore"
                 .into(),
         ),
     }

@@ -6,7 +6,7 @@
 //! ```text
 //! zk-bench-worker <connect> <create|get> <warmup ms> <measure ms> <path>
 //! zk-bench-worker <connect> <mutex|mutex-drop> <warmup ms> <measure ms> <path> <sessions>
-//! zk-bench-worker <connect> <read|write|rwmix:P|multi:K> <warmup ms> <measure ms> <path> <sessions>
+//! zk-bench-worker <connect> <read|write|rwmix:P|multi:K|semmutex|sem:N> <warmup ms> <measure ms> <path> <sessions>
 //! ```
 //!
 //! - `create`: sequential round trips: create `<path>` (persistent, empty), await, delete it,
@@ -42,6 +42,7 @@ use std::time::{Duration, Instant};
 use recipe_multilock::InterProcessMultiLock;
 use recipe_mutex::InterProcessMutex;
 use recipe_rwlock::InterProcessReadWriteLock;
+use recipe_semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
 use xtask::bench::histogram::Histogram;
 use xtask::bench::procfs;
 use xtask::bench::sample::Sample;
@@ -351,6 +352,8 @@ enum Taker {
         rng: u64,
     },
     Multi(InterProcessMultiLock),
+    SemaphoreMutex(InterProcessSemaphoreMutex),
+    Semaphore(InterProcessSemaphoreV2),
 }
 
 impl Taker {
@@ -366,11 +369,22 @@ impl Taker {
             "mutex" | "mutex-drop" => {
                 Ok(Taker::Mutex(InterProcessMutex::new(client.clone(), path)?))
             }
+            "semmutex" => Ok(Taker::SemaphoreMutex(InterProcessSemaphoreMutex::new(
+                client.clone(),
+                path,
+            )?)),
             "read" => rw(100),
             "write" => rw(0),
             w => {
                 if let Some(pct) = w.strip_prefix("rwmix:") {
                     return rw(pct.parse()?);
+                }
+                if let Some(n) = w.strip_prefix("sem:") {
+                    return Ok(Taker::Semaphore(InterProcessSemaphoreV2::new(
+                        client.clone(),
+                        path,
+                        n.parse()?,
+                    )?));
                 }
                 if let Some(k) = w.strip_prefix("multi:") {
                     let members: Vec<String> = (0..k.parse::<usize>()?)
@@ -412,6 +426,8 @@ impl Taker {
                 guard.release().await?;
             }
             Taker::Multi(m) => m.lock().await?.release().await?,
+            Taker::SemaphoreMutex(m) => m.lock().await?.release().await?,
+            Taker::Semaphore(s) => s.acquire().await?.release().await?,
         }
         Ok(())
     }
