@@ -455,6 +455,12 @@ impl SemaphoreMachine {
         }
         match (sent, reply) {
             (Sent::Create, Reply::Created { .. }) => {} // the listing follows
+            // `leases/` is missing. If a lease of ours was created in it, the directory went
+            // (a container, removed once our lease was deleted by hand) and our lease with it:
+            // start over rather than count a new node of the same name twice (seed 362809).
+            (Sent::Create, Reply::Failed(ZkError::NoNode)) if !self.ours.is_empty() => {
+                self.vanished();
+            }
             (Sent::Create, Reply::Failed(ZkError::NoNode)) => {
                 self.plan(Resume::MakeParents, When::Now);
             }
@@ -531,8 +537,14 @@ impl SemaphoreMachine {
                 }
             }
         }
-        // A lease of ours that is not listed was deleted under us.
-        if self.ours.iter().any(|l| !children.contains(&l.name)) {
+        // A lease of ours that is not listed was deleted under us; two of the same name mean
+        // the first was deleted and the directory made again.
+        let twice = self
+            .ours
+            .iter()
+            .enumerate()
+            .any(|(i, l)| self.ours.iter().skip(i + 1).any(|m| m.name == l.name));
+        if twice || self.ours.iter().any(|l| !children.contains(&l.name)) {
             self.vanished();
             return;
         }

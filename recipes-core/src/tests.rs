@@ -1145,6 +1145,22 @@ mod semaphore {
     }
 
     #[test]
+    fn a_lease_directory_gone_after_a_lease_was_made_ends_the_attempt() {
+        let t0 = Instant::now();
+        let max = MaxLeases::new(2);
+        let mut s = sem(2, &max, None);
+        take_inner(&mut s, t0);
+        let a = lease(U1, 0);
+        s.reply(t0, lease_created(&a, 14));
+        s.reply(t0, failed(ZkError::NoNode));
+        s.reply(t0, failed(ZkError::NoNode));
+        assert_eq!(
+            s.m().outcome(),
+            Some(&Outcome::Failed(Failure::NodeVanished))
+        );
+    }
+
+    #[test]
     fn a_lost_lease_create_is_found_by_prefix_after_a_sync() {
         let t0 = Instant::now();
         let max = MaxLeases::new(2);

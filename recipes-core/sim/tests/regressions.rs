@@ -53,3 +53,13 @@ fn semaphore_seed_241566_inner_watch_lost_with_the_connection() {
 fn semaphore_mutex_seed_140475_inner_watch_reply_lost() {
     passes(Recipe::SemaphoreMutex, 140_475);
 }
+
+/// A semaphore attempt for two leases: its first lease was deleted by hand, `leases/` (a
+/// container) went with it, and the second create failed with `NoNode`. The attempt made the
+/// directory again and created one lease, which got the first one's name (the sequence starts
+/// over in a new directory): it held "two" leases with one node. A create that finds
+/// `leases/` missing after one of ours was made there now ends the attempt (retried anew).
+#[test]
+fn semaphore_seed_362809_lease_directory_made_again() {
+    passes(Recipe::Semaphore { leases: 2 }, 362_809);
+}
