@@ -77,7 +77,8 @@ impl InterProcessSemaphoreV2 {
     }
 
     /// A semaphore whose maximum is `count`'s value, followed as it changes (a negative
-    /// count is no lease).
+    /// count is no lease). Called outside a tokio runtime, the maximum stays the count's
+    /// value now (following it needs a task).
     pub fn with_shared_count(
         client: Client,
         path: &str,
@@ -87,7 +88,10 @@ impl InterProcessSemaphoreV2 {
         let semaphore = Self::build(client, path, max, Bytes::new())?;
         let weak = Arc::downgrade(&semaphore.shared);
         let mut values = count.subscribe();
-        tokio::spawn(async move {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return Ok(semaphore);
+        };
+        runtime.spawn(async move {
             while values.changed().await.is_ok() {
                 let Some(shared) = weak.upgrade() else {
                     return;
