@@ -586,6 +586,7 @@ pub fn zk_error(e: &zk_client::Error) -> ZkError {
         E::NoNode => ZkError::NoNode,
         E::NodeExists => ZkError::NodeExists,
         E::ConnectionLoss => ZkError::ConnectionLoss,
+        E::NotConnected => ZkError::NotSent,
         E::SessionExpired | E::Closed | E::AuthFailed => ZkError::SessionExpired,
         E::SessionMoved | E::Throttled | E::RequestTimeout | E::NotReadOnly => ZkError::Transient,
         _ => ZkError::Other,

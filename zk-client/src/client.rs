@@ -1,6 +1,5 @@
 //! [`Client`]: the handle users hold, its builder, and the typed operations.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -65,7 +64,11 @@ pub struct ClientBuilder {
     session: SessionConfig,
     auth: Vec<(String, Bytes)>,
     max_data_len: usize,
+    close_timeout: Duration,
 }
+
+/// How long [`Client::close`] tries to reach a server by default.
+pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl ClientBuilder {
     /// The servers: `"host1:port1,host2:port2/optional/chroot"` (IPv6 as `[::1]:2181`).
@@ -74,13 +77,18 @@ impl ClientBuilder {
         self
     }
 
-    /// The session timeout to ask for (default 30 s; the server bounds it to 2..20 ticks).
+    /// The session timeout to ask for (default 30 s). The server clamps it, silently, to
+    /// between `minSessionTimeout` and `maxSessionTimeout` (by default 2 and 20 ticks: 4 s
+    /// and 40 s with the usual 2 s tick); [`Client::session_timeout`] says what was granted.
     pub fn session_timeout(mut self, timeout: Duration) -> Self {
         self.session.session_timeout = timeout;
         self
     }
 
-    /// How long one connection attempt (TCP connect and handshake) may take (default 10 s).
+    /// How long one connection attempt (name resolution, TCP connect and handshake) may take
+    /// (default 10 s). Once a session exists, an attempt takes at most the negotiated session
+    /// timeout divided by the number of servers (as the Java client), so that a server that
+    /// accepts connections but never answers cannot use up the session.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.session.connect_timeout = timeout;
         self
@@ -103,6 +111,14 @@ impl ClientBuilder {
         self
     }
 
+    /// How long [`Client::close`] (and dropping the last handle) tries to close the session
+    /// on the server while no server is connected (default [`DEFAULT_CLOSE_TIMEOUT`]); after
+    /// that the client is closed here and the server expires the session after its timeout.
+    pub fn close_timeout(mut self, timeout: Duration) -> Self {
+        self.close_timeout = timeout;
+        self
+    }
+
     /// The largest node data accepted (default [`DEFAULT_MAX_DATA_LEN`]); larger data fails
     /// with [`Error::TooLarge`] before anything is sent. Raise it only with the servers'
     /// `jute.maxbuffer`. Frames are limited to this plus 1 KiB in both directions.
@@ -115,42 +131,37 @@ impl ClientBuilder {
         self
     }
 
-    /// Connects to one of the servers (tried in the given order) and establishes a session;
-    /// returns once it is established, or with the reason none could be.
+    /// Connects to one of the servers and establishes a session; returns once it is
+    /// established, or with the reason none could be (the last server's: a name that does not
+    /// resolve, a refused connection, a timeout, a server that is not ZooKeeper).
+    ///
+    /// The servers are tried in a random order (as the Java client does, so that clients
+    /// spread over the ensemble), each once for the first session; names are resolved again
+    /// on every attempt.
     pub async fn connect(self) -> Result<Client, Error> {
+        self.connect_with(crate::io::system_resolver()).await
+    }
+
+    pub(crate) async fn connect_with(self, resolve: crate::io::Resolver) -> Result<Client, Error> {
         let cs = ConnectString::parse(&self.hosts)?;
-        let mut hosts: Vec<SocketAddr> = Vec::new();
-        for (host, port) in &cs.hosts {
-            if let Ok(addrs) = tokio::net::lookup_host((host.as_str(), *port)).await {
-                hosts.extend(addrs);
-            }
-        }
-        if hosts.is_empty() {
-            return Err(Error::InvalidHosts {
-                input: self.hosts,
-                reason: "no host resolves",
-            });
-        }
         let (tx, rx) = mpsc::unbounded_channel();
         let (state_tx, state_rx) = watch::channel(SessionState::Connecting);
         let (states, _) = broadcast::channel(STATE_STREAM_CAPACITY);
         let (ready_tx, ready_rx) = oneshot::channel::<Result<(), Error>>();
         let chroot = Arc::new(Chroot::new(cs.chroot));
         let link = Arc::new(Mutex::new(Link::default()));
-        crate::io::shuffle(&mut hosts);
-        let task = SessionTask {
-            session: Session::new(self.session),
-            hosts,
+        let task = SessionTask::new(
+            Session::new(self.session),
+            cs.hosts,
+            resolve,
             rx,
-            state: state_tx,
-            states: states.clone(),
-            chroot: chroot.clone(),
-            sinks: HashMap::new(),
-            ready: Some(ready_tx),
-            closing: false,
-            link: link.clone(),
-            preferred: None,
-        };
+            state_tx,
+            states.clone(),
+            chroot.clone(),
+            ready_tx,
+            link.clone(),
+            self.close_timeout,
+        );
         let join = tokio::spawn(task.run());
         match ready_rx.await {
             Ok(Ok(())) => {}
@@ -260,6 +271,42 @@ pub enum Op {
     },
 }
 
+impl Op {
+    /// Create `path` with `data` and `options` (mode, ACL, TTL).
+    pub fn create(path: impl Into<String>, data: impl Into<Bytes>, options: CreateOptions) -> Op {
+        Op::Create {
+            path: path.into(),
+            data: data.into(),
+            options,
+        }
+    }
+
+    /// Delete `path`, at `version` if given.
+    pub fn delete(path: impl Into<String>, version: Option<i32>) -> Op {
+        Op::Delete {
+            path: path.into(),
+            version,
+        }
+    }
+
+    /// Set `path`'s data, at `version` if given.
+    pub fn set_data(path: impl Into<String>, data: impl Into<Bytes>, version: Option<i32>) -> Op {
+        Op::SetData {
+            path: path.into(),
+            data: data.into(),
+            version,
+        }
+    }
+
+    /// Require that `path` exists (at `version` if given): the transaction commits only then.
+    pub fn check(path: impl Into<String>, version: Option<i32>) -> Op {
+        Op::Check {
+            path: path.into(),
+            version,
+        }
+    }
+}
+
 /// The result of one [`Op`] of a committed transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OpResult {
@@ -340,6 +387,7 @@ impl Client {
             session: SessionConfig::default(),
             auth: Vec::new(),
             max_data_len: DEFAULT_MAX_DATA_LEN,
+            close_timeout: DEFAULT_CLOSE_TIMEOUT,
         }
         .max_data_len(DEFAULT_MAX_DATA_LEN)
     }
@@ -912,12 +960,17 @@ impl Client {
         self.call(request, None).await.map(drop)
     }
 
-    /// Closes the session (its ephemeral nodes go at once) and waits for the server to
-    /// confirm. Every clone fails with [`Error::Closed`] afterwards.
+    /// Closes the client, always: every clone fails with [`Error::Closed`] afterwards, and
+    /// every watcher gets its last event. The session is closed on the server (its ephemeral
+    /// nodes go at once) when a server confirms within the close timeout
+    /// ([`ClientBuilder::close_timeout`], reconnecting if needed); otherwise the client is
+    /// closed here and the ensemble expires the session after its timeout. Dropping the last
+    /// handle does the same in the background.
     pub async fn close(&self) -> Result<(), Error> {
-        match self.call(Request::CloseSession, None).await {
-            Ok(_) | Err(Error::Closed) => Ok(()),
-            Err(e) => Err(e),
+        let (reply, done) = oneshot::channel();
+        if self.inner.tx.send(Command::Close { reply }).is_err() {
+            return Ok(()); // the session task is gone: closed already
         }
+        done.await.unwrap_or(Ok(()))
     }
 }

@@ -41,6 +41,10 @@ pub enum Error {
     /// been applied. Check, then retry if needed.
     #[error("connection lost; the operation may or may not have been applied")]
     ConnectionLoss,
+    /// The session is not connected to a server (it is reconnecting): the request was not
+    /// sent, so it was surely not applied. Retry once connected.
+    #[error("not connected to a server; the request was not sent")]
+    NotConnected,
     /// The client was closed (or dropped); nothing was sent.
     #[error("client is closed")]
     Closed,
@@ -104,6 +108,24 @@ pub enum Error {
     /// No server answered within the connect timeout.
     #[error("could not connect to any server within the connect timeout")]
     ConnectTimeout,
+    /// A server could not be reached: its name did not resolve, or the connection was
+    /// refused or failed. For the first connection, the last server tried.
+    #[error("could not connect to {server}: {error}")]
+    Unreachable {
+        /// The server as written in the connect string (or its address).
+        server: String,
+        /// Why.
+        error: IoError,
+    },
+    /// The server answered, but not in ZooKeeper's protocol (a wrong port: an HTTP server,
+    /// say).
+    #[error("{server} does not speak the ZooKeeper protocol ({detail})")]
+    NotZooKeeper {
+        /// The server's address.
+        server: String,
+        /// What it sent instead.
+        detail: String,
+    },
     /// The connect string is not valid.
     #[error("invalid connect string {input:?}: {reason}")]
     InvalidHosts {

@@ -37,6 +37,12 @@ impl ConnectString {
     /// assert!(ConnectString::parse("host:notaport").is_err());
     /// ```
     pub fn parse(input: &str) -> Result<ConnectString, Error> {
+        if input.contains("://") {
+            return Err(invalid(
+                input,
+                "a connect string has no scheme: write host:port[,host:port...][/chroot]",
+            ));
+        }
         let (hosts_part, chroot) = match input.find('/') {
             Some(i) => (input.get(..i).unwrap_or_default(), input.get(i..)),
             None => (input, None),
@@ -48,35 +54,56 @@ impl ConnectString {
                 Some(c.to_owned())
             }
         };
+        if hosts_part.trim().is_empty() {
+            return Err(invalid(input, "no host"));
+        }
         let mut hosts = Vec::new();
         for part in hosts_part.split(',').map(str::trim) {
-            if part.is_empty() {
-                continue;
-            }
-            hosts.push(parse_host(part).ok_or_else(|| invalid(input, "bad host:port"))?);
-        }
-        if hosts.is_empty() {
-            return Err(invalid(input, "no host"));
+            hosts.push(parse_host(part).map_err(|reason| invalid(input, reason))?);
         }
         Ok(ConnectString { hosts, chroot })
     }
 }
 
-fn parse_host(part: &str) -> Option<(String, u16)> {
+fn parse_port(port: &str) -> Result<u16, &'static str> {
+    if port.is_empty() || !port.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("a port is not a number");
+    }
+    match port.parse::<u16>() {
+        Ok(0) | Err(_) => Err("a port is out of range (1 to 65535)"),
+        Ok(p) => Ok(p),
+    }
+}
+
+fn parse_host(part: &str) -> Result<(String, u16), &'static str> {
+    if part.is_empty() {
+        return Err("an empty host (two commas in a row, or a comma at either end)");
+    }
+    if part.contains(char::is_whitespace) {
+        return Err("hosts are separated by commas, not spaces");
+    }
     if let Some(rest) = part.strip_prefix('[') {
-        let (host, after) = rest.split_once(']')?;
+        let (host, after) = rest
+            .split_once(']')
+            .ok_or("an IPv6 address without its closing `]`")?;
+        if host.is_empty() {
+            return Err("an empty IPv6 address");
+        }
         let port = match after {
             "" => DEFAULT_PORT,
-            p => p.strip_prefix(':')?.parse().ok()?,
+            p => parse_port(
+                p.strip_prefix(':')
+                    .ok_or("text after an IPv6 address's `]`")?,
+            )?,
         };
-        return (!host.is_empty()).then(|| (host.to_owned(), port));
+        return Ok((host.to_owned(), port));
     }
     match part.rsplit_once(':') {
         // A bare IPv6 literal has several colons and no port.
-        Some((host, _)) if host.contains(':') => Some((part.to_owned(), DEFAULT_PORT)),
-        Some((host, port)) if !host.is_empty() => Some((host.to_owned(), port.parse().ok()?)),
-        Some(_) => None,
-        None => Some((part.to_owned(), DEFAULT_PORT)),
+        Some((host, _)) if host.contains(':') => Ok((part.to_owned(), DEFAULT_PORT)),
+        Some(("", _)) => Err("a port without a host"),
+        Some((host, port)) => Ok((host.to_owned(), parse_port(port)?)),
+        None => Ok((part.to_owned(), DEFAULT_PORT)),
     }
 }
 
@@ -105,12 +132,31 @@ mod tests {
         );
     }
 
+    fn reason(input: &str) -> &'static str {
+        match ConnectString::parse(input) {
+            Err(Error::InvalidHosts { reason, .. }) => reason,
+            other => panic!("{input:?}: {other:?}"),
+        }
+    }
+
     #[test]
-    fn refuses_bad_connect_strings() {
-        for bad in [
-            "", ",", "a:", ":1", "a:99999", "[::1", "[::1]x", "a/b/", "a//b", "[]:1",
-        ] {
+    fn refuses_bad_connect_strings_saying_what_is_wrong() {
+        for bad in ["", ",", "a:", ":1", "[::1", "[::1]x", "[]:1"] {
             assert!(ConnectString::parse(bad).is_err(), "{bad:?}");
         }
+        for bad in ["a/b/", "a//b"] {
+            assert!(
+                matches!(ConnectString::parse(bad), Err(Error::InvalidPath(_))),
+                "{bad:?}"
+            );
+        }
+        assert!(reason("zk://h:2181").contains("no scheme"));
+        assert!(reason("h:1 h:2").contains("commas, not spaces"));
+        assert!(reason("h:99999").contains("out of range"));
+        assert!(reason("h:0").contains("out of range"));
+        assert!(reason("h:port").contains("not a number"));
+        assert!(reason("h:1,").contains("empty host"));
+        assert!(reason("h:1,,h:2").contains("empty host"));
+        assert!(reason(":1").contains("without a host"));
     }
 }

@@ -6,7 +6,9 @@
 //! and `poll_transmit` (queueing bytes to write).
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -38,6 +40,44 @@ pub(crate) enum Command {
     },
     /// A watcher's handle was dropped.
     ForgetWatch { path: String, id: WatcherId },
+    /// Close the session: on the server if one answers within the close timeout, else here.
+    Close {
+        reply: oneshot::Sender<Result<(), Error>>,
+    },
+}
+
+/// Resolves a host name of the connect string, on each connection attempt (a server that
+/// moves to a new address is found again, as the Java client's `StaticHostProvider` does).
+pub(crate) type Resolver = Arc<
+    dyn Fn(String, u16) -> Pin<Box<dyn Future<Output = std::io::Result<Vec<SocketAddr>>> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// The system resolver (tokio's `lookup_host`).
+pub(crate) fn system_resolver() -> Resolver {
+    Arc::new(|host: String, port: u16| {
+        Box::pin(async move {
+            tokio::net::lookup_host((host.as_str(), port))
+                .await
+                .map(Iterator::collect)
+        })
+    })
+}
+
+/// Before reconnecting after an established connection was lost, a random pause of up to
+/// this long (the Java client's): when a server dies, its clients do not all land on the next
+/// one at the same instant.
+const RECONNECT_JITTER_MS: u64 = 1000;
+
+/// A close under way.
+struct Closing {
+    /// When to give up reaching a server and close here.
+    deadline: Option<Instant>,
+    /// Who waits for it.
+    waiters: Vec<oneshot::Sender<Result<(), Error>>>,
+    /// Whether `closeSession` was sent.
+    sent: bool,
 }
 
 /// How many queued commands are taken in one go, so that bursts from many tasks leave in
@@ -49,7 +89,9 @@ const READ_BUFFER: usize = 64 * 1024;
 
 pub(crate) struct SessionTask {
     pub session: Session<Token>,
-    pub hosts: Vec<SocketAddr>,
+    /// The connect string's servers, shuffled, resolved on each attempt.
+    pub hosts: Vec<(String, u16)>,
+    pub resolve: Resolver,
     pub rx: mpsc::UnboundedReceiver<Command>,
     pub state: watch::Sender<SessionState>,
     /// Every state change, for [`crate::StateStream`]s.
@@ -58,8 +100,14 @@ pub(crate) struct SessionTask {
     pub sinks: HashMap<WatcherId, WatchSink>,
     /// Told once: the first handshake's outcome.
     pub ready: Option<oneshot::Sender<Result<(), Error>>>,
-    /// Set when every `Client` handle is gone: close the session and stop.
-    pub closing: bool,
+    /// Every `Client` handle is gone: no command will come any more.
+    pub rx_done: bool,
+    /// How long a close may try to reach a server.
+    pub close_timeout: Duration,
+    /// A close under way.
+    closing: Option<Closing>,
+    /// For the reconnect jitter and picking one of a name's addresses.
+    rng: u64,
     /// What clients can read about the connection and session.
     pub link: Arc<Mutex<Link>>,
     /// The host to try next, ahead of the rotation (a read-write server found while on a
@@ -90,7 +138,8 @@ impl RwSearch {
     fn start_if_due(
         &mut self,
         state: SessionState,
-        hosts: &[SocketAddr],
+        hosts: &[(String, u16)],
+        resolve: &Resolver,
         current: Option<SocketAddr>,
     ) {
         if state != SessionState::ConnectedReadOnly || self.pending.is_some() || hosts.len() < 2 {
@@ -99,13 +148,15 @@ impl RwSearch {
         if Instant::now() < self.next_at {
             return;
         }
-        let others: Vec<SocketAddr> = hosts
-            .iter()
-            .copied()
-            .filter(|h| Some(*h) != current)
-            .collect();
+        let (hosts, resolve) = (hosts.to_vec(), resolve.clone());
         let (tx, rx) = oneshot::channel();
         tokio::spawn(async move {
+            let mut others = Vec::new();
+            for (host, port) in hosts {
+                if let Ok(addrs) = resolve(host, port).await {
+                    others.extend(addrs.into_iter().filter(|a| Some(*a) != current));
+                }
+            }
             let _ = tx.send(find_rw_server(others).await);
         });
         self.pending = Some(rx);
@@ -162,25 +213,40 @@ pub(crate) struct Link {
     pub timeout: Duration,
 }
 
+fn unreachable(server: &str, e: std::io::Error) -> Error {
+    Error::Unreachable {
+        server: server.to_owned(),
+        error: crate::IoError(Arc::new(e)),
+    }
+}
+
 fn update(link: &Mutex<Link>, f: impl FnOnce(&mut Link)) {
     if let Ok(mut link) = link.lock() {
         f(&mut link);
     }
 }
 
-/// Shuffles `hosts` (as the Java client does), so that clients spread over the ensemble.
-pub(crate) fn shuffle(hosts: &mut [SocketAddr]) {
+/// A random seed (the standard library's per-process random hasher keys).
+pub(crate) fn random_seed() -> u64 {
     use std::hash::{BuildHasher, Hasher};
-    let mut seed = std::collections::hash_map::RandomState::new()
+    std::collections::hash_map::RandomState::new()
         .build_hasher()
         .finish()
-        | 1;
+        | 1
+}
+
+/// xorshift64: the next number of `seed`'s sequence.
+fn next_random(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
+/// Shuffles `hosts` (as the Java client does), so that clients spread over the ensemble.
+pub(crate) fn shuffle<H>(hosts: &mut [H], seed: &mut u64) {
     for i in (1..hosts.len()).rev() {
-        // xorshift64
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let j = usize::try_from(seed % (i as u64 + 1)).unwrap_or(0);
+        let j = usize::try_from(next_random(seed) % (i as u64 + 1)).unwrap_or(0);
         hosts.swap(i, j);
     }
 }
@@ -198,6 +264,43 @@ enum Ended {
 }
 
 impl SessionTask {
+    /// A task for `session` over `hosts` (shuffled here), reporting the first handshake's
+    /// outcome on `ready`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        mut session: Session<Token>,
+        mut hosts: Vec<(String, u16)>,
+        resolve: Resolver,
+        rx: mpsc::UnboundedReceiver<Command>,
+        state: watch::Sender<SessionState>,
+        states: tokio::sync::broadcast::Sender<SessionState>,
+        chroot: Arc<Chroot>,
+        ready: oneshot::Sender<Result<(), Error>>,
+        link: Arc<Mutex<Link>>,
+        close_timeout: Duration,
+    ) -> Self {
+        let mut rng = random_seed();
+        shuffle(&mut hosts, &mut rng);
+        session.set_host_count(hosts.len());
+        Self {
+            session,
+            hosts,
+            resolve,
+            rx,
+            state,
+            states,
+            chroot,
+            sinks: HashMap::new(),
+            ready: Some(ready),
+            rx_done: false,
+            close_timeout,
+            closing: None,
+            rng,
+            link,
+            preferred: None,
+        }
+    }
+
     /// Runs connections until the session ends.
     pub(crate) async fn run(mut self) {
         let hosts = self.hosts.len().max(1);
@@ -206,39 +309,79 @@ impl SessionTask {
         let mut failures = 0usize;
         // Why the last attempt failed, for the first connect's error.
         let mut last_error: Option<Error> = None;
+        // An established connection was just lost: pause at random before the next.
+        let mut jitter = false;
         loop {
-            if self.session.state().is_terminal() || self.closing {
+            if self.session.state().is_terminal() {
                 break;
             }
+            if std::mem::take(&mut jitter) {
+                let pause = Duration::from_millis(next_random(&mut self.rng) % RECONNECT_JITTER_MS);
+                if self
+                    .while_waiting(tokio::time::sleep(pause))
+                    .await
+                    .is_none()
+                {
+                    break;
+                }
+                continue;
+            }
+            let budget = self.session.connect_budget();
             let next = match self.preferred.take() {
-                Some(addr) => Some(addr),
+                Some(addr) => Ok(addr),
                 None => {
                     attempt += 1;
-                    self.hosts.get((attempt - 1) % hosts).copied()
-                }
-            };
-            let Some(addr) = next else { break };
-            let connect_timeout = self.session.config().connect_timeout;
-            let connect = tokio::time::timeout(connect_timeout, TcpStream::connect(addr));
-            match self.while_waiting(connect).await {
-                None => break,
-                Some(Ok(Ok(stream))) => {
-                    let _ = stream.set_nodelay(true);
-                    match self.connection(stream, addr).await {
-                        Ended::Done => break,
-                        Ended::Lost {
-                            handshaken: true, ..
-                        } => failures = 0,
-                        Ended::Lost {
-                            handshaken: false,
-                            cause,
-                        } => {
-                            failures += 1;
-                            last_error = cause.or(last_error);
-                        }
+                    match self.hosts.get((attempt - 1) % hosts).cloned() {
+                        Some((host, port)) => self.resolve_one(host, port, budget).await,
+                        None => break,
                     }
                 }
-                Some(_) => failures += 1,
+            };
+            let addr = match next {
+                Ok(addr) => Some(addr),
+                Err(Some(e)) => {
+                    last_error = Some(e);
+                    failures += 1;
+                    None
+                }
+                // Every `Client` is gone or the session ended meanwhile.
+                Err(None) => break,
+            };
+            if let Some(addr) = addr {
+                let connect = tokio::time::timeout(budget, TcpStream::connect(addr));
+                match self.while_waiting(connect).await {
+                    None => break,
+                    Some(Ok(Ok(stream))) => {
+                        let _ = stream.set_nodelay(true);
+                        match self.connection(stream, addr).await {
+                            Ended::Done => break,
+                            Ended::Lost {
+                                handshaken: true, ..
+                            } => {
+                                failures = 0;
+                                jitter = self.preferred.is_none();
+                            }
+                            Ended::Lost {
+                                handshaken: false,
+                                cause,
+                            } => {
+                                failures += 1;
+                                last_error = cause.or(last_error);
+                            }
+                        }
+                    }
+                    Some(Ok(Err(e))) => {
+                        failures += 1;
+                        last_error = Some(Error::Unreachable {
+                            server: addr.to_string(),
+                            error: crate::IoError(Arc::new(e)),
+                        });
+                    }
+                    Some(Err(_)) => {
+                        failures += 1;
+                        last_error = Some(Error::ConnectTimeout);
+                    }
+                }
             }
             if self.ready.is_some() && attempt >= hosts {
                 // The first session: one try per host, then report.
@@ -264,32 +407,132 @@ impl SessionTask {
         self.finish();
     }
 
+    /// Resolves `host` (within `budget`) and picks one of its addresses at random. `Err(None)`
+    /// when the task must stop meanwhile.
+    async fn resolve_one(
+        &mut self,
+        host: String,
+        port: u16,
+        budget: Duration,
+    ) -> Result<SocketAddr, Option<Error>> {
+        let server = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        let lookup = tokio::time::timeout(budget, (self.resolve)(host, port));
+        let resolved = match self.while_waiting(lookup).await {
+            None => return Err(None),
+            Some(Ok(Ok(addrs))) if !addrs.is_empty() => addrs,
+            Some(Ok(Ok(_))) => Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the name has no address",
+            ))
+            .map_err(|e| Some(unreachable(&server, e)))?,
+            Some(Ok(Err(e))) => return Err(Some(unreachable(&server, e))),
+            Some(Err(_)) => return Err(Some(Error::ConnectTimeout)),
+        };
+        let i = usize::try_from(next_random(&mut self.rng) % resolved.len() as u64).unwrap_or(0);
+        resolved.get(i).copied().ok_or(Some(Error::ConnectTimeout))
+    }
+
     /// Waits for `fut` while there is no connection, still running the session's timers
     /// (a session with no server for its whole timeout is reported lost) and answering
-    /// commands (they fail at once: nothing can be sent). `None` when every `Client` is gone.
+    /// commands (they fail at once: nothing can be sent). `None` when the session ended
+    /// meanwhile (a close that could not reach a server in time).
     async fn while_waiting<F: std::future::Future>(&mut self, fut: F) -> Option<F::Output> {
         tokio::pin!(fut);
         loop {
+            if self.session.state().is_terminal() {
+                return None;
+            }
             let deadline = self.session.poll_timeout().map(Instant::from_std);
+            let close_at = self.close_deadline();
             tokio::select! {
                 out = &mut fut => return Some(out),
                 _ = sleep_until(deadline) => {
                     let _ = self.session.handle_timeout(Instant::now().into_std());
                 }
-                cmd = self.rx.recv() => match cmd {
+                _ = sleep_until(close_at) => self.close_here(),
+                cmd = self.rx.recv(), if !self.rx_done => match cmd {
                     Some(cmd) => self.command(cmd),
-                    None => {
-                        self.closing = true;
-                        return None;
-                    }
+                    None => self.every_client_gone(),
                 },
             }
             self.drain_events();
         }
     }
 
-    fn finish(&mut self) {
+    /// Every `Client` is gone: close the session so its ephemeral nodes go now.
+    fn every_client_gone(&mut self) {
+        self.rx_done = true;
+        self.begin_close(None);
+    }
+
+    /// Starts closing (or joins the close under way): `closeSession` now if connected, else
+    /// once a connection is made, until the close timeout; then here.
+    fn begin_close(&mut self, waiter: Option<oneshot::Sender<Result<(), Error>>>) {
+        if self.session.state().is_terminal() {
+            if let Some(w) = waiter {
+                let _ = w.send(Ok(()));
+            }
+            return;
+        }
+        let close_timeout = self.close_timeout;
+        let closing = self.closing.get_or_insert_with(|| Closing {
+            deadline: Instant::now().checked_add(close_timeout),
+            waiters: Vec::new(),
+            sent: false,
+        });
+        closing.waiters.extend(waiter);
+        self.send_close();
+    }
+
+    /// Sends `closeSession` if a close is under way and the session is connected.
+    fn send_close(&mut self) {
+        let Some(closing) = self.closing.as_mut() else {
+            return;
+        };
+        if closing.sent || !self.session.state().is_connected() {
+            return;
+        }
+        let now = Instant::now().into_std();
+        if self
+            .session
+            .submit(now, Request::CloseSession, None, None)
+            .is_ok()
+        {
+            closing.sent = true;
+        }
+    }
+
+    /// When a close under way gives up on the server.
+    fn close_deadline(&self) -> Option<Instant> {
+        self.closing.as_ref().and_then(|c| c.deadline)
+    }
+
+    /// No server confirmed the close in time: end the session here (the server expires it).
+    fn close_here(&mut self) {
+        self.session.close_locally();
         self.drain_events();
+    }
+
+    /// The session ended: whoever waits for a close is done.
+    fn closed(&mut self) {
+        if let Some(closing) = self.closing.as_mut() {
+            for w in closing.waiters.drain(..) {
+                let _ = w.send(Ok(()));
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        if !self.session.state().is_terminal() {
+            // Stopped without a session end (cannot happen but by a bug): end it here.
+            self.session.close_locally();
+        }
+        self.drain_events();
+        self.closed();
         // Whatever is still queued fails.
         self.rx.close();
         while let Ok(cmd) = self.rx.try_recv() {
@@ -313,8 +556,17 @@ impl SessionTask {
         let (mut reader, mut writer) = stream.into_split();
         self.session.handle_connected(Instant::now().into_std());
         let mut ended = self.pump(&mut reader, &mut writer).await;
-        if let Ended::Lost { handshaken, .. } = &mut ended {
+        if let Ended::Lost { handshaken, cause } = &mut ended {
             *handshaken = self.session.state().is_connected();
+            if !*handshaken {
+                // Garbage instead of a handshake: not a ZooKeeper server.
+                if let Some(Error::Protocol(p)) = cause.as_ref() {
+                    *cause = Some(Error::NotZooKeeper {
+                        server: addr.to_string(),
+                        detail: p.to_string(),
+                    });
+                }
+            }
         }
         update(&self.link, |l| l.server = None);
         self.session.handle_disconnect(Instant::now().into_std());
@@ -346,7 +598,8 @@ impl SessionTask {
                 return Ended::Done;
             }
             let deadline = self.session.poll_timeout().map(Instant::from_std);
-            rw_search.start_if_due(self.session.state(), &self.hosts, peer);
+            rw_search.start_if_due(self.session.state(), &self.hosts, &self.resolve, peer);
+            let close_at = self.close_deadline();
             tokio::select! {
                 biased;
                 read = reader.read_buf(&mut rbuf) => match read {
@@ -369,7 +622,7 @@ impl SessionTask {
                         let _ = wbuf.split_to(n.min(wbuf.len()));
                     }
                 },
-                cmd = self.rx.recv(), if !self.closing => match cmd {
+                cmd = self.rx.recv(), if !self.rx_done => match cmd {
                     Some(cmd) => {
                         self.command(cmd);
                         for _ in 0..COMMAND_BATCH {
@@ -379,12 +632,11 @@ impl SessionTask {
                             }
                         }
                     }
-                    None => {
-                        // Every Client is gone: close the session so its ephemerals go now.
-                        self.closing = true;
-                        let now = Instant::now().into_std();
-                        let _ = self.session.submit(now, Request::CloseSession, None, None);
-                    }
+                    None => self.every_client_gone(),
+                },
+                _ = sleep_until(close_at) => {
+                    self.close_here();
+                    return Ended::Done;
                 },
                 _ = sleep_until(earliest(deadline, rw_search.deadline(self.session.state()))) => {
                     if let Err(e) = self.session.handle_timeout(Instant::now().into_std()) {
@@ -415,6 +667,10 @@ impl SessionTask {
 
     fn command(&mut self, cmd: Command) {
         match cmd {
+            Command::Submit { reply, .. } if self.closing.is_some() => {
+                let _ = reply.send(Err(Error::Closed));
+            }
+            Command::Close { reply } => self.begin_close(Some(reply)),
             Command::Submit {
                 request,
                 reply,
@@ -440,7 +696,13 @@ impl SessionTask {
             Command::ForgetWatch { path, id } => {
                 if self.sinks.remove(&id).is_some() {
                     if let Some(server_path) = self.chroot.to_server(&path) {
-                        self.session.forget_watch(&server_path, id);
+                        if let Some(remove) = self.session.forget_watch(&server_path, id) {
+                            // The last persistent watcher of the path: end the watch on the
+                            // server too (if not connected, the reconnect does not restore
+                            // it, as it is gone from the table).
+                            let now = Instant::now().into_std();
+                            let _ = self.session.submit(now, remove, None, None);
+                        }
                     }
                 }
             }
@@ -494,6 +756,11 @@ impl SessionTask {
                         if let Some(ready) = self.ready.take() {
                             let _ = ready.send(Ok(()));
                         }
+                        // A close waiting for a connection can go now.
+                        self.send_close();
+                    }
+                    if state.is_terminal() {
+                        self.closed();
                     }
                 }
             }
@@ -513,5 +780,72 @@ async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::io;
+
+    use super::*;
+    use crate::Client;
+
+    /// Defect 6: names are resolved on every attempt, not once at `connect()`: a name that
+    /// does not resolve yet is kept, and a server that moves to a new address is found there.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn names_are_resolved_on_every_attempt() {
+        let zk = xtask::ZkServer::start().unwrap();
+        let a = xtask::FaultProxy::start(zk.addr()).unwrap();
+        let b = xtask::FaultProxy::start(zk.addr()).unwrap();
+        let target: Arc<Mutex<Option<SocketAddr>>> = Arc::new(Mutex::new(None));
+        let answers = target.clone();
+        let resolve: Resolver = Arc::new(move |host: String, _port: u16| {
+            let answers = answers.clone();
+            Box::pin(async move {
+                assert_eq!(host, "zk.test");
+                let addr = *answers.lock().unwrap();
+                addr.map(|a| vec![a])
+                    .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "unknown name"))
+            })
+        });
+        let builder = Client::builder()
+            .hosts("zk.test:2181")
+            .session_timeout(Duration::from_secs(10));
+        let err = builder
+            .clone()
+            .connect_with(resolve.clone())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::Unreachable { server, .. } if server == "zk.test:2181"),
+            "{err:?}"
+        );
+        *target.lock().unwrap() = Some(a.addr());
+        let c = builder.connect_with(resolve).await.unwrap();
+        let session = c.session_id();
+        assert_eq!(c.server_addr(), Some(a.addr()));
+        // The server moves: the name now points to `b`, and `a` is gone.
+        *target.lock().unwrap() = Some(b.addr());
+        a.refuse(true);
+        a.cut();
+        let mut states = c.state_watch();
+        tokio::time::timeout(
+            Duration::from_secs(30),
+            states.wait_for(|s| *s == SessionState::Disconnected),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        tokio::time::timeout(
+            Duration::from_secs(30),
+            states.wait_for(|s| *s == SessionState::Connected),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.server_addr(), Some(b.addr()));
+        assert_eq!(c.session_id(), session);
+        c.close().await.unwrap();
     }
 }

@@ -11,8 +11,7 @@
 //! # Examples
 //!
 //! ```no_run
-//! use zk_client::{Client, CreateOptions};
-//! use zk_proto::CreateMode;
+//! use zk_client::{Client, CreateMode, CreateOptions, Op};
 //!
 //! # async fn f() -> Result<(), zk_client::Error> {
 //! let client = Client::builder().hosts("127.0.0.1:2181").connect().await?;
@@ -21,6 +20,9 @@
 //! let c2 = client.clone(); // clones share the session; requests are pipelined
 //! tokio::spawn(async move { c2.create("/app/a", b"1", &CreateOptions::new(CreateMode::Ephemeral)).await });
 //! let event = watcher.await; // NodeChildrenChanged on /app
+//! // A transaction: all or nothing.
+//! client.multi(&[Op::check("/app", None), Op::set_data("/app", "v2", None)]).await?;
+//! client.close().await?; // always closes; on the server too when one answers in time
 //! # Ok(()) }
 //! ```
 
@@ -33,13 +35,15 @@ mod io;
 pub mod session;
 mod watcher;
 
+pub use bytes::Bytes;
 pub use client::{
-    Client, ClientBuilder, CreateOptions, DEFAULT_MAX_DATA_LEN, Op, OpResult, ReadOp, ReadResult,
-    StateStream,
+    Client, ClientBuilder, CreateOptions, DEFAULT_CLOSE_TIMEOUT, DEFAULT_MAX_DATA_LEN, Op,
+    OpResult, ReadOp, ReadResult, StateStream,
 };
 pub use error::{Error, IoError, ProtocolError};
 pub use hosts::ConnectString;
 pub use session::{SessionState, WatchedEvent};
 pub use watcher::{OneshotWatcher, PersistentWatcher};
+pub use zk_proto::PathError;
 pub use zk_proto::records::{Acl, ClientInfo, Id, Perms, Stat};
 pub use zk_proto::{AddWatchMode, CreateMode, EventType, KeeperState, WatcherType};

@@ -212,8 +212,11 @@ async fn server_vanishing_mid_request_gives_connection_loss() {
         // Well before the 20 s read timeout.
         assert_eq!(call.await.unwrap(), Err(Error::ConnectionLoss));
         wait_state(&client, SessionState::Disconnected).await;
-        // While it reconnects, a new request fails at once rather than waiting.
-        assert_eq!(client.get_data("/b").await, Err(Error::ConnectionLoss));
+        // While it reconnects, a new request fails at once rather than waiting, and says it
+        // was not sent (so it surely was not applied).
+        let not_sent = client.get_data("/b").await;
+        assert_eq!(not_sent, Err(Error::NotConnected));
+        assert!(!not_sent.unwrap_err().is_uncertain());
     })
     .await;
 }
@@ -305,27 +308,28 @@ fn garbage_answers() -> Vec<(&'static str, Vec<u8>, bool)> {
 async fn garbage_instead_of_a_connect_response_fails_connect_promptly() {
     for (what, answer, hang_up) in garbage_answers() {
         let result = bounded(connect_answered(answer, hang_up)).await;
-        // Today every failed first connection is reported as ConnectTimeout; the protocol
-        // error is what `garbage_handshake_reports_the_protocol_error` asks for.
         assert!(
-            matches!(result, Err(Error::ConnectTimeout | Error::Protocol(_))),
+            matches!(
+                result,
+                Err(Error::ConnectTimeout | Error::NotZooKeeper { .. })
+            ),
             "{what}: {result:?}"
         );
     }
 }
 
-// 8, the error we would like.
+// 8, the error says the server is not ZooKeeper, names it, and keeps the protocol error.
 #[tokio::test]
 async fn garbage_handshake_reports_the_protocol_error() {
     let result = bounded(connect_answered(framed(&[1, 2, 3]), false)).await;
     assert!(
-        matches!(result, Err(Error::Protocol(ProtocolError::Decode(_)))),
+        matches!(&result, Err(Error::NotZooKeeper { detail, .. }) if detail.contains("malformed frame")),
         "{result:?}"
     );
     let http = b"HTTP/1.1 400 Bad Request\r\n\r\n".to_vec();
     let result = bounded(connect_answered(http, false)).await;
     assert!(
-        matches!(result, Err(Error::Protocol(ProtocolError::Frame(_)))),
+        matches!(&result, Err(Error::NotZooKeeper { server, detail }) if detail.contains("frame") && server.starts_with("127.0.0.1:")),
         "{result:?}"
     );
 }

@@ -462,11 +462,18 @@ pub fn run(bench: Bench, args: &[String]) -> Result<()> {
         jar_version("curator-recipes").unwrap_or_else(|| "5.4".to_owned()),
         java_version()
     );
-    println!(
-        "kazoo:   kazoo {} Lock / ReadLock / WriteLock (acquire/release), {}, threading handler",
-        kazoo_version().unwrap_or_else(|| "?".to_owned()),
-        python_version()
-    );
+    if bench.libs().contains(&Lib::Kazoo) {
+        let recipe = match bench {
+            Bench::Semaphore => "Semaphore (its own protocol, not Curator's)",
+            Bench::ReadWrite => "ReadLock / WriteLock",
+            _ => "Lock",
+        };
+        println!(
+            "kazoo:   kazoo {} {recipe} (acquire/release), {}, threading handler",
+            kazoo_version().unwrap_or_else(|| "?".to_owned()),
+            python_version()
+        );
+    }
     println!(
         "setup:   one session (client) per contender, all contenders of a library in one \
          process, one lock path per library and session count; session timeout 10 s"

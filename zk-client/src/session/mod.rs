@@ -14,10 +14,12 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use zk_proto::records::{ConnectRequest, ConnectResponse, SetWatches, SetWatches2};
+use zk_proto::records::{
+    AuthPacket, ConnectRequest, ConnectResponse, RemoveWatchesRequest, SetWatches, SetWatches2,
+};
 use zk_proto::{
-    DEFAULT_MAX_FRAME_LEN, Decode, ErrorCode, EventType, KeeperState, OpCode, Reader, ReplyHeader,
-    Request, Response, WatcherEvent, WatcherType, encode_frame, xid,
+    DEFAULT_MAX_FRAME_LEN, Decode, DecodeError, ErrorCode, EventType, KeeperState, OpCode, Reader,
+    ReplyHeader, Request, Response, WatcherEvent, WatcherType, encode_frame, xid,
 };
 
 use crate::{Error, ProtocolError};
@@ -29,6 +31,10 @@ use xids::Xids;
 
 /// The most path bytes one `SetWatches` frame carries (the Java client's limit).
 pub const SET_WATCHES_MAX_BYTES: usize = 128 * 1024;
+
+/// The longest a connection stays idle before a ping, whatever the session timeout (the Java
+/// client's `MAX_SEND_PING_INTERVAL`): idle connections through NAT and firewalls stay up.
+pub const MAX_PING_INTERVAL: Duration = Duration::from_secs(10);
 
 /// How a session behaves. Durations are what the client asks for; the server negotiates the
 /// session timeout.
@@ -206,7 +212,13 @@ pub struct Session<T> {
     last_zxid: i64,
     xids: Xids,
     pending: VecDeque<Pending<T>>,
-    auths: VecDeque<T>,
+    /// Callers of auth packets in flight; `None` for the session's own replays.
+    auths: VecDeque<Option<T>>,
+    /// Every credential added, sent again on each new connection (the server keeps
+    /// authentication per connection).
+    auth_info: Vec<AuthPacket>,
+    /// The number of servers in the connect string (the handshake budget is shared).
+    hosts: usize,
     out: BytesMut,
     watches: WatchTable,
     timers: Timers,
@@ -232,6 +244,8 @@ impl<T> Session<T> {
             xids: Xids::default(),
             pending: VecDeque::new(),
             auths: VecDeque::new(),
+            auth_info: Vec::new(),
+            hosts: 1,
             out: BytesMut::new(),
             watches: WatchTable::default(),
             timers: Timers::default(),
@@ -272,6 +286,44 @@ impl<T> Session<T> {
         &self.cfg
     }
 
+    /// How many servers the connect string names (default 1): once a session exists, a
+    /// connection attempt may take the negotiated timeout divided by this, so that a server
+    /// that accepts TCP but never answers cannot use up the session (the Java client's rule).
+    pub fn set_host_count(&mut self, hosts: usize) {
+        self.hosts = hosts.max(1);
+    }
+
+    /// How long one connection attempt (TCP connect and handshake) may take now: the connect
+    /// timeout, and once a session exists at most its timeout divided by the number of
+    /// servers.
+    pub fn connect_budget(&self) -> Duration {
+        if self.negotiated.is_zero() {
+            return self.cfg.connect_timeout;
+        }
+        let share = self.negotiated / u32::try_from(self.hosts).unwrap_or(u32::MAX);
+        self.cfg.connect_timeout.min(share)
+    }
+
+    /// How long the connection may stay idle before a ping.
+    fn ping_interval(&self) -> Duration {
+        (self.negotiated / 3).min(MAX_PING_INTERVAL)
+    }
+
+    /// Ends the session here and now, without telling the server (which expires it after its
+    /// timeout): pending requests fail with [`Error::Closed`] and every watcher gets its final
+    /// event. For a close that could not reach a server in time.
+    pub fn close_locally(&mut self) {
+        self.closing = true;
+        self.phase = Phase::Down;
+        self.out.clear();
+        self.end(SessionState::Closed);
+    }
+
+    /// Whether a `closeSession` was sent (or the session ended).
+    pub fn is_closing(&self) -> bool {
+        self.closing || self.state.is_terminal()
+    }
+
     /// A TCP connection is up: queues the `ConnectRequest` (resuming this session if it has
     /// one) and starts the connect deadline.
     pub fn handle_connected(&mut self, now: Instant) {
@@ -298,7 +350,8 @@ impl<T> Session<T> {
         let _ = encode_frame(&request, &mut self.out, usize::MAX);
         self.phase = Phase::Handshaking;
         self.timers.clear_connection();
-        self.timers.connect = Some(now + self.cfg.connect_timeout);
+        // `None` (no deadline) for a budget too large to add, such as `Duration::MAX`.
+        self.timers.connect = now.checked_add(self.connect_budget());
     }
 
     /// Sends `request`, to complete `token` with its reply; `watch` leaves a watch of that
@@ -324,7 +377,7 @@ impl<T> Session<T> {
             return Err((token, err));
         }
         if self.phase != Phase::Open {
-            return Err((token, Error::ConnectionLoss));
+            return Err((token, Error::NotConnected));
         }
         let effect = match Effect::for_request(&request, watch) {
             Ok(effect) => effect,
@@ -346,7 +399,10 @@ impl<T> Session<T> {
             return Err((token, e.into()));
         }
         if xid == xid::AUTH {
-            self.auths.push_back(token);
+            self.auths.push_back(Some(token));
+            if let Request::Auth(packet) = request {
+                self.auth_info.push(packet);
+            }
         } else {
             if request.op_code() == OpCode::CloseSession {
                 self.closing = true;
@@ -362,20 +418,32 @@ impl<T> Session<T> {
         Ok(())
     }
 
-    /// A watcher's handle was dropped: stop routing events to it.
-    pub fn forget_watch(&mut self, path: &str, id: WatcherId) {
-        self.watches.forget(path, id);
+    /// A watcher's handle was dropped: stop routing events to it. Returns the
+    /// `removeWatches` request to send when it was the last persistent watcher of its kind on
+    /// `path` (the server would otherwise keep sending that watch's events for nothing).
+    pub fn forget_watch(&mut self, path: &str, id: WatcherId) -> Option<Request> {
+        let emptied = self.watches.forget(path, id);
         // Its request may still be in flight: then its reply must not register it.
         for p in &mut self.pending {
             if matches!(&p.effect, Effect::Watch { id: w, .. } if *w == id) {
                 p.effect = Effect::None;
             }
         }
+        // ZooKeeper 3.8 removes persistent watches only with `Any`, which would take the
+        // path's other watches with them: remove only when no other watcher is left on it
+        // (else the persistent watch stays on the server, its events reaching nobody).
+        if emptied.is_empty() || self.watches.has_path(path) {
+            return None;
+        }
+        Some(Request::RemoveWatches(RemoveWatchesRequest {
+            path: path.to_owned(),
+            watcher_type: WatcherType::Any,
+        }))
     }
 
     fn sent(&mut self, now: Instant) {
         if self.phase == Phase::Open {
-            self.timers.ping = Some(now + self.negotiated / 3);
+            self.timers.ping = now.checked_add(self.ping_interval());
         }
     }
 
@@ -413,7 +481,7 @@ impl<T> Session<T> {
         self.last_heard = Some(now);
         self.timers.clear();
         self.timers.read = Some(now + self.negotiated * 2 / 3);
-        self.timers.ping = Some(now + self.negotiated / 3);
+        self.timers.ping = now.checked_add(self.ping_interval());
         let state = if resp.read_only == Some(true) {
             SessionState::ConnectedReadOnly
         } else {
@@ -421,8 +489,25 @@ impl<T> Session<T> {
             SessionState::Connected
         };
         self.set_state(state);
+        // As the Java client: credentials first (the server keeps them per connection, and a
+        // watch restored on an ACL'd node needs them), then the watches.
+        self.replay_auths();
         self.restore_watches();
         Ok(())
+    }
+
+    /// Sends every credential added so far again, on a new connection.
+    fn replay_auths(&mut self) {
+        for packet in &self.auth_info {
+            // An auth packet was within the frame limit when it was first sent.
+            let request = Request::Auth(packet.clone());
+            if request
+                .encode_frame(xid::AUTH, &mut self.out, usize::MAX)
+                .is_ok()
+            {
+                self.auths.push_back(None);
+            }
+        }
     }
 
     /// After a reconnect, re-registers every watch before any new request, so a change made
@@ -483,7 +568,13 @@ impl<T> Session<T> {
         let header = ReplyHeader::decode(&mut r)?;
         match header.xid {
             xid::NOTIFICATION => {
-                let event = WatcherEvent::decode(&mut r)?;
+                let event = match WatcherEvent::decode(&mut r) {
+                    Ok(event) => event,
+                    // A path that is not UTF-8 matches no watch of ours (ours are valid
+                    // strings); the Java client decodes it lossily, with the same effect.
+                    Err(DecodeError::BadUtf8 { .. }) => return Ok(()),
+                    Err(e) => return Err(e.into()),
+                };
                 r.finish("WatcherEvent")?;
                 self.dispatch_event(event);
                 Ok(())
@@ -495,10 +586,12 @@ impl<T> Session<T> {
                     got: header.xid,
                 })?;
                 if header.err == ErrorCode::AuthFailed {
-                    self.events.push_back(SessionEvent::Reply {
-                        token,
-                        result: Err(Error::AuthFailed),
-                    });
+                    if let Some(token) = token {
+                        self.events.push_back(SessionEvent::Reply {
+                            token,
+                            result: Err(Error::AuthFailed),
+                        });
+                    }
                     self.end(SessionState::AuthFailed);
                     return Err(Error::AuthFailed);
                 }
@@ -506,7 +599,9 @@ impl<T> Session<T> {
                     None => Ok(Response::Empty),
                     Some(e) => Err(e),
                 };
-                self.events.push_back(SessionEvent::Reply { token, result });
+                if let Some(token) = token {
+                    self.events.push_back(SessionEvent::Reply { token, result });
+                }
                 Ok(())
             }
             got => {
@@ -526,13 +621,27 @@ impl<T> Session<T> {
     }
 
     fn complete(&mut self, p: Pending<T>, err: ErrorCode, mut r: Reader<'_>) -> Result<(), Error> {
+        // An error reply's body, if the server sent one, is not read (as the Java client).
         let decoded = if err.is_ok() {
-            Response::decode(p.op, &mut r).map(Some)
+            Response::decode(p.op, &mut r).and_then(|b| r.finish("reply").map(|()| Some(b)))
         } else {
             Ok(None)
         };
-        let body = match decoded.and_then(|b| r.finish("reply").map(|()| b)) {
+        let body = match decoded {
             Ok(body) => body,
+            Err(DecodeError::BadUtf8 { at, offset }) => {
+                // A string that is not UTF-8: this reply cannot be read, but the frame was
+                // whole, so the connection and the other requests go on.
+                let e = Error::from(DecodeError::BadUtf8 { at, offset });
+                self.events.push_back(SessionEvent::Reply {
+                    token: p.token,
+                    result: Err(e),
+                });
+                if let Effect::Watch { id, .. } = p.effect {
+                    self.events.push_back(SessionEvent::Unwatched(id));
+                }
+                return Ok(());
+            }
             Err(e) => {
                 // The server did answer, but with bytes we cannot read: the caller gets the
                 // decode error and the connection goes.
@@ -690,7 +799,7 @@ impl<T> Session<T> {
                 result: Err(err.clone()),
             });
         }
-        for token in self.auths.drain(..) {
+        for token in self.auths.drain(..).flatten() {
             self.events.push_back(SessionEvent::Reply {
                 token,
                 result: Err(err.clone()),

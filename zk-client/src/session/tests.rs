@@ -401,7 +401,7 @@ fn expiry_on_reconnect_ends_everything() {
         s.submit(t0 + secs(1), get_data("/y", false), 3, None)
             .unwrap_err()
             .1,
-        Error::ConnectionLoss
+        Error::NotConnected
     );
 
     // The next connection resends the session id, its password and the last zxid seen.
@@ -528,12 +528,14 @@ fn an_oversized_request_is_refused_before_the_wire() {
 }
 
 #[test]
-fn requests_before_connecting_fail_with_connection_loss() {
+fn requests_before_connecting_fail_as_not_sent() {
     let mut s: Session<u32> = Session::new(cfg());
     let (_, err) = s
         .submit(Instant::now(), get_data("/a", false), 1, None)
         .unwrap_err();
-    assert_eq!(err, Error::ConnectionLoss);
+    // Not `ConnectionLoss`: nothing left, so nothing can have been applied.
+    assert_eq!(err, Error::NotConnected);
+    assert!(!err.is_uncertain());
     let mut r = Reader::new(&[]);
     assert!(RequestHeader::decode(&mut r).is_err());
 }
@@ -779,4 +781,237 @@ fn a_session_from_a_read_only_server_is_replaced_by_a_read_write_one() {
     let req = ConnectRequest::decode_exact(&frames(&mut s)[0], "ConnectRequest").unwrap();
     assert_eq!(req.session_id, 0x88);
     assert!(s.handle_frame(t0, &connect_response(6000, 0x99)).is_err());
+}
+
+fn auth(id: &str) -> Request {
+    Request::Auth(AuthPacket {
+        auth_type: 0,
+        scheme: "digest".into(),
+        auth: Some(Bytes::from(id.to_owned())),
+    })
+}
+
+#[test]
+fn credentials_are_sent_again_on_every_new_connection_before_the_watches() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    s.submit(t0, auth("u:p"), 1, None).unwrap();
+    s.submit(t0, get_data("/d", true), 2, Some(WatcherId(7)))
+        .unwrap();
+    let _ = sent(&mut s);
+    s.handle_frame(t0, &reply(xid::AUTH, 0, ErrorCode::Ok, None))
+        .unwrap();
+    s.handle_frame(t0, &data_reply(1, 5, b"x")).unwrap();
+    let _ = events(&mut s);
+    s.handle_disconnect(t0);
+    let _ = events(&mut s);
+    s.handle_connected(t0 + secs(1));
+    let _ = frames(&mut s);
+    s.handle_frame(t0 + secs(1), &connect_response(6000, 0x11))
+        .unwrap();
+    let out = sent(&mut s);
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert_eq!(out[0], (xid::AUTH, auth("u:p")));
+    assert_eq!(out[1].0, xid::SET_WATCHES);
+    // The replay's reply completes nobody, and a failure of it ends the session.
+    s.handle_frame(t0 + secs(1), &reply(xid::AUTH, 0, ErrorCode::Ok, None))
+        .unwrap();
+    assert!(
+        !events(&mut s)
+            .iter()
+            .any(|e| matches!(e, SessionEvent::Reply { .. }))
+    );
+    s.handle_disconnect(t0 + secs(2));
+    s.handle_connected(t0 + secs(2));
+    let _ = frames(&mut s);
+    s.handle_frame(t0 + secs(2), &connect_response(6000, 0x11))
+        .unwrap();
+    let _ = sent(&mut s);
+    assert_eq!(
+        s.handle_frame(
+            t0 + secs(2),
+            &reply(xid::AUTH, 0, ErrorCode::AuthFailed, None)
+        ),
+        Err(Error::AuthFailed)
+    );
+    assert_eq!(s.state(), SessionState::AuthFailed);
+}
+
+#[test]
+fn an_error_reply_with_a_body_fails_only_its_caller() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    s.submit(t0, get_data("/a", false), 1, None).unwrap();
+    s.submit(t0, get_data("/b", false), 2, None).unwrap();
+    let _ = sent(&mut s);
+    // NoNode, with bytes after the header (ignored, as the Java client does).
+    let mut frame = reply(1, 4, ErrorCode::NoNode, None);
+    frame.extend_from_slice(&[0, 0, 0, 0, 1, 2, 3]);
+    s.handle_frame(t0, &frame).unwrap();
+    s.handle_frame(t0, &data_reply(2, 5, b"b")).unwrap();
+    let ev = events(&mut s);
+    assert!(matches!(
+        ev[0],
+        SessionEvent::Reply {
+            token: 1,
+            result: Err(Error::NoNode)
+        }
+    ));
+    assert!(matches!(
+        ev[1],
+        SessionEvent::Reply {
+            token: 2,
+            result: Ok(_)
+        }
+    ));
+}
+
+#[test]
+fn a_reply_with_a_string_that_is_not_utf8_fails_only_its_caller() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    s.submit(
+        t0,
+        Request::GetChildren(GetChildrenRequest {
+            path: "/a".into(),
+            watch: false,
+        }),
+        1,
+        None,
+    )
+    .unwrap();
+    s.submit(t0, get_data("/b", false), 2, None).unwrap();
+    let _ = sent(&mut s);
+    let mut frame = reply(1, 4, ErrorCode::Ok, None);
+    frame.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 2, 0xff, 0xfe]);
+    s.handle_frame(t0, &frame).unwrap();
+    s.handle_frame(t0, &data_reply(2, 5, b"b")).unwrap();
+    let ev = events(&mut s);
+    assert!(matches!(
+        ev[0],
+        SessionEvent::Reply {
+            token: 1,
+            result: Err(Error::Protocol(_))
+        }
+    ));
+    assert!(matches!(
+        ev[1],
+        SessionEvent::Reply {
+            token: 2,
+            result: Ok(_)
+        }
+    ));
+    assert_eq!(s.state(), SessionState::Connected);
+}
+
+#[test]
+fn pings_come_at_least_every_ten_seconds() {
+    let t0 = Instant::now();
+    let mut s: Session<u32> = Session::new(SessionConfig {
+        session_timeout: secs(60),
+        ..cfg()
+    });
+    s.handle_connected(t0);
+    let _ = frames(&mut s);
+    s.handle_frame(t0, &connect_response(60_000, 0x11)).unwrap();
+    assert_eq!(s.poll_timeout(), Some(t0 + MAX_PING_INTERVAL));
+    s.handle_timeout(t0 + MAX_PING_INTERVAL).unwrap();
+    assert_eq!(sent(&mut s), [(xid::PING, Request::Ping)]);
+}
+
+#[test]
+fn once_a_session_exists_an_attempt_gets_its_share_of_the_session_timeout() {
+    let t0 = Instant::now();
+    let mut s: Session<u32> = Session::new(SessionConfig {
+        session_timeout: secs(6),
+        connect_timeout: secs(10),
+        ..cfg()
+    });
+    s.set_host_count(3);
+    // The first connection: the connect timeout.
+    assert_eq!(s.connect_budget(), secs(10));
+    s.handle_connected(t0);
+    assert_eq!(s.poll_timeout(), Some(t0 + secs(10)));
+    let _ = frames(&mut s);
+    s.handle_frame(t0, &connect_response(6000, 0x11)).unwrap();
+    s.handle_disconnect(t0 + secs(1));
+    // A reconnect: 6 s over 3 servers.
+    assert_eq!(s.connect_budget(), secs(2));
+    s.handle_connected(t0 + secs(1));
+    assert_eq!(s.poll_timeout(), Some(t0 + secs(3)));
+    assert_eq!(s.handle_timeout(t0 + secs(3)), Err(Error::ConnectTimeout));
+}
+
+#[test]
+fn an_unbounded_connect_timeout_does_not_overflow() {
+    let t0 = Instant::now();
+    let mut s: Session<u32> = Session::new(SessionConfig {
+        connect_timeout: Duration::MAX,
+        ..cfg()
+    });
+    s.handle_connected(t0);
+    assert_eq!(s.poll_timeout(), None);
+    s.handle_timeout(t0 + secs(3600)).unwrap();
+}
+
+#[test]
+fn dropping_the_last_persistent_watcher_of_a_path_removes_the_watch_on_the_server() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    let add = |path: &str| {
+        Request::AddWatch(AddWatchRequest {
+            path: path.into(),
+            mode: AddWatchMode::Persistent,
+        })
+    };
+    s.submit(t0, add("/p"), 1, Some(WatcherId(1))).unwrap();
+    s.submit(t0, add("/p"), 2, Some(WatcherId(2))).unwrap();
+    s.submit(t0, get_data("/q", true), 3, Some(WatcherId(3)))
+        .unwrap();
+    s.submit(t0, add("/q"), 4, Some(WatcherId(4))).unwrap();
+    let _ = sent(&mut s);
+    let added = ErrorResponse { err: ErrorCode::Ok };
+    for xid in 1..=2 {
+        s.handle_frame(t0, &reply(xid, 3, ErrorCode::Ok, Some(&added)))
+            .unwrap();
+    }
+    s.handle_frame(t0, &data_reply(3, 3, b"q")).unwrap();
+    s.handle_frame(t0, &reply(4, 3, ErrorCode::Ok, Some(&added)))
+        .unwrap();
+    let _ = events(&mut s);
+    // Another watcher of /p is left: nothing for the server.
+    assert_eq!(s.forget_watch("/p", WatcherId(1)), None);
+    // The last: the server's watch goes too.
+    assert_eq!(
+        s.forget_watch("/p", WatcherId(2)),
+        Some(Request::RemoveWatches(RemoveWatchesRequest {
+            path: "/p".into(),
+            watcher_type: WatcherType::Any,
+        }))
+    );
+    // /q has a one-shot watcher left, which `Any` would remove on 3.8: keep the watch.
+    assert_eq!(s.forget_watch("/q", WatcherId(4)), None);
+}
+
+#[test]
+fn closing_locally_ends_everything_here() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    s.submit(t0, get_data("/d", true), 1, Some(WatcherId(1)))
+        .unwrap();
+    s.close_locally();
+    let ev = events(&mut s);
+    assert!(ev.iter().any(|e| matches!(
+        e,
+        SessionEvent::Reply {
+            token: 1,
+            result: Err(Error::Closed)
+        }
+    )));
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, SessionEvent::State(SessionState::Closed)))
+    );
+    assert_eq!(s.poll_timeout(), None);
+    assert!(s.poll_transmit().is_none());
 }

@@ -172,21 +172,35 @@ impl WatchTable {
         removed
     }
 
-    /// Forgets one watcher wherever it is (its handle was dropped). The server-side watch
-    /// stays until it fires; the event then reaches nobody.
-    pub(crate) fn forget(&mut self, path: &str, id: WatcherId) {
+    /// Forgets one watcher wherever it is (its handle was dropped). A one-shot server-side
+    /// watch stays until it fires; the event then reaches nobody.
+    ///
+    /// Returns the persistent kinds whose last watcher at `path` this was: the server still
+    /// holds those watches, and only a `removeWatches` ends them there.
+    pub(crate) fn forget(&mut self, path: &str, id: WatcherId) -> Vec<WatchKind> {
+        let mut emptied = Vec::new();
         if let Some(w) = self.paths.get_mut(path) {
-            for list in [
-                &mut w.data,
-                &mut w.exists,
-                &mut w.child,
-                &mut w.persistent,
-                &mut w.recursive,
+            for (kind, list) in [
+                (WatchKind::Data, &mut w.data),
+                (WatchKind::Exists, &mut w.exists),
+                (WatchKind::Child, &mut w.child),
+                (WatchKind::Persistent, &mut w.persistent),
+                (WatchKind::PersistentRecursive, &mut w.recursive),
             ] {
+                let before = list.len();
                 list.retain(|x| *x != id);
+                if kind.is_persistent() && before > 0 && list.is_empty() {
+                    emptied.push(kind);
+                }
             }
         }
         self.prune(path);
+        emptied
+    }
+
+    /// Whether any watcher is registered on `path`.
+    pub(crate) fn has_path(&self, path: &str) -> bool {
+        self.paths.contains_key(path)
     }
 
     /// Removes and returns every watcher (the session ended).
