@@ -65,7 +65,11 @@ pub struct ClientBuilder {
     auth: Vec<(String, Bytes)>,
     max_data_len: usize,
     close_timeout: Duration,
+    resume: Option<(i64, Bytes)>,
 }
+
+/// The node that holds the ensemble's dynamic configuration (ZooKeeper's `CONFIG_NODE`).
+pub const CONFIG_NODE: &str = "/zookeeper/config";
 
 /// How long [`Client::close`] tries to reach a server by default.
 pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -119,6 +123,17 @@ impl ClientBuilder {
         self
     }
 
+    /// Resumes an existing session instead of starting a new one: its id and password, as
+    /// [`Client::session_id`] and [`Client::session_password`] gave them to another client (a
+    /// process handing its session, and its ephemeral nodes and locks, to its successor). The
+    /// other client must have stopped using it: two clients on one session take it from
+    /// each other. If the ensemble expired it, [`ClientBuilder::connect`] fails with
+    /// [`Error::SessionExpired`]. Watches and credentials are not carried over.
+    pub fn resume_session(mut self, session_id: i64, password: impl Into<Bytes>) -> Self {
+        self.resume = Some((session_id, password.into()));
+        self
+    }
+
     /// The largest node data accepted (default [`DEFAULT_MAX_DATA_LEN`]); larger data fails
     /// with [`Error::TooLarge`] before anything is sent. Raise it only with the servers'
     /// `jute.maxbuffer`. Frames are limited to this plus 1 KiB in both directions.
@@ -150,8 +165,12 @@ impl ClientBuilder {
         let (ready_tx, ready_rx) = oneshot::channel::<Result<(), Error>>();
         let chroot = Arc::new(Chroot::new(cs.chroot));
         let link = Arc::new(Mutex::new(Link::default()));
+        let mut session = Session::new(self.session);
+        if let Some((id, passwd)) = self.resume {
+            session.resume(id, passwd);
+        }
         let task = SessionTask::new(
-            Session::new(self.session),
+            session,
             cs.hosts,
             resolve,
             rx,
@@ -388,6 +407,7 @@ impl Client {
             auth: Vec::new(),
             max_data_len: DEFAULT_MAX_DATA_LEN,
             close_timeout: DEFAULT_CLOSE_TIMEOUT,
+            resume: None,
         }
         .max_data_len(DEFAULT_MAX_DATA_LEN)
     }
@@ -407,8 +427,18 @@ impl Client {
         self.link().timeout
     }
 
+    /// The session's password: with [`Client::session_id`], what another client needs to
+    /// resume this session ([`ClientBuilder::resume_session`]). Keep it secret.
+    pub fn session_password(&self) -> Bytes {
+        self.link().passwd
+    }
+
     fn link(&self) -> Link {
-        self.inner.link.lock().map(|l| *l).unwrap_or_default()
+        self.inner
+            .link
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default()
     }
 
     /// The session's current state.
@@ -958,6 +988,85 @@ impl Client {
             watcher_type: which,
         });
         self.call(request, None).await.map(drop)
+    }
+
+    /// Replaces the list of servers, keeping the session (Java's `updateServerList`): for an
+    /// ensemble that grew, shrank or moved. `hosts` is a connect string; its chroot, if any,
+    /// must be the client's. If the server of the current connection is no longer listed,
+    /// the client moves to one that is; otherwise it stays where it is.
+    pub fn update_server_list(&self, hosts: &str) -> Result<(), Error> {
+        let cs = ConnectString::parse(hosts)?;
+        if cs.chroot.is_some() && self.inner.chroot.to_server("/") != cs.chroot {
+            return Err(Error::InvalidHosts {
+                input: hosts.to_owned(),
+                reason: "the chroot cannot change",
+            });
+        }
+        self.inner
+            .tx
+            .send(Command::UpdateHosts { hosts: cs.hosts })
+            .map_err(|_| ended(self.state()))
+    }
+
+    /// The ensemble's dynamic configuration, as `/zookeeper/config` holds it (`server.N=...`
+    /// lines and `version=...`; empty on a standalone server), and its `Stat`. Never under
+    /// the chroot (as the Java client's `getConfig`).
+    pub async fn get_config(&self) -> Result<(Bytes, Stat), Error> {
+        let request = Request::GetData(GetDataRequest {
+            path: CONFIG_NODE.to_owned(),
+            watch: false,
+        });
+        match self.call(request, None).await? {
+            Response::GetData(r) => Ok((r.data.unwrap_or_default(), r.stat)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Like [`Client::get_config`], leaving a watch that fires when the configuration
+    /// changes (a `reconfig`). Without a chroot: with one, the watcher is kept until it fires
+    /// or the session ends, even if dropped.
+    pub async fn get_config_and_watch(&self) -> Result<(Bytes, Stat, OneshotWatcher), Error> {
+        let request = Request::GetData(GetDataRequest {
+            path: CONFIG_NODE.to_owned(),
+            watch: true,
+        });
+        match self.call_watching(request, CONFIG_NODE).await {
+            Ok((Response::GetData(r), w)) => Ok((r.data.unwrap_or_default(), r.stat, w)),
+            Ok((other, _)) => Err(unexpected(other)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether the server holds this session's watches of `which` kind on `path`
+    /// ([`Error::NoWatcher`] if not).
+    pub async fn check_watches(&self, path: &str, which: WatcherType) -> Result<(), Error> {
+        let request = Request::CheckWatches(CheckWatchesRequest {
+            path: self.path(path, false)?,
+            watcher_type: which,
+        });
+        self.call(request, None).await.map(drop)
+    }
+
+    /// Removes this session's watches of `which` kind on `path` here only, without asking the
+    /// server (the Java client's `removeWatches` with `local = true`, for when no server can
+    /// be reached): each removed watcher gets a last `*WatchRemoved` event, and the server's
+    /// watches, if it still has them, fire for nobody. [`Error::NoWatcher`] if there was none.
+    pub async fn remove_watches_locally(
+        &self,
+        path: &str,
+        which: WatcherType,
+    ) -> Result<(), Error> {
+        validate_path(path, false)?;
+        let (reply, done) = oneshot::channel();
+        let command = Command::RemoveWatchesLocally {
+            path: path.to_owned(),
+            which,
+            reply,
+        };
+        if self.inner.tx.send(command).is_err() {
+            return Err(ended(self.state()));
+        }
+        done.await.unwrap_or_else(|_| Err(ended(self.state())))
     }
 
     /// Closes the client, always: every clone fails with [`Error::Closed`] afterwards, and

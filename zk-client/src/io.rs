@@ -12,7 +12,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -42,6 +42,14 @@ pub(crate) enum Command {
     ForgetWatch { path: String, id: WatcherId },
     /// Close the session: on the server if one answers within the close timeout, else here.
     Close {
+        reply: oneshot::Sender<Result<(), Error>>,
+    },
+    /// A new list of servers for the same session (`updateServerList`).
+    UpdateHosts { hosts: Vec<(String, u16)> },
+    /// Remove watches here only.
+    RemoveWatchesLocally {
+        path: String,
+        which: zk_proto::WatcherType,
         reply: oneshot::Sender<Result<(), Error>>,
     },
 }
@@ -108,6 +116,11 @@ pub(crate) struct SessionTask {
     closing: Option<Closing>,
     /// For the reconnect jitter and picking one of a name's addresses.
     rng: u64,
+    /// The connect-string entry of the current connection (not set for a read-write server
+    /// found while on a read-only one).
+    current: Option<(String, u16)>,
+    /// The current server left the list of servers: leave it.
+    leave: bool,
     /// What clients can read about the connection and session.
     pub link: Arc<Mutex<Link>>,
     /// The host to try next, ahead of the rotation (a read-write server found while on a
@@ -202,8 +215,10 @@ async fn find_rw_server(hosts: Vec<SocketAddr>) -> Option<SocketAddr> {
 }
 
 /// The connection and session as `Client` getters report them.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Link {
+    /// The session's password.
+    pub passwd: Bytes,
     /// The server of the current connection.
     pub server: Option<SocketAddr>,
     /// The session's id (it changes only when a session made by a read-only server moves to
@@ -296,6 +311,8 @@ impl SessionTask {
             close_timeout,
             closing: None,
             rng,
+            current: None,
+            leave: false,
             link,
             preferred: None,
         }
@@ -303,7 +320,6 @@ impl SessionTask {
 
     /// Runs connections until the session ends.
     pub(crate) async fn run(mut self) {
-        let hosts = self.hosts.len().max(1);
         let mut attempt = 0usize;
         // Failed attempts in a row; a round of failures over every host backs off.
         let mut failures = 0usize;
@@ -327,12 +343,17 @@ impl SessionTask {
                 continue;
             }
             let budget = self.session.connect_budget();
+            let hosts = self.hosts.len().max(1);
+            self.current = None;
             let next = match self.preferred.take() {
                 Some(addr) => Ok(addr),
                 None => {
                     attempt += 1;
                     match self.hosts.get((attempt - 1) % hosts).cloned() {
-                        Some((host, port)) => self.resolve_one(host, port, budget).await,
+                        Some((host, port)) => {
+                            self.current = Some((host.clone(), port));
+                            self.resolve_one(host, port, budget).await
+                        }
                         None => break,
                     }
                 }
@@ -359,7 +380,10 @@ impl SessionTask {
                                 handshaken: true, ..
                             } => {
                                 failures = 0;
-                                jitter = self.preferred.is_none();
+                                // Not when moving on purpose (a read-write server found, a
+                                // server removed from the list).
+                                jitter =
+                                    self.preferred.is_none() && !std::mem::take(&mut self.leave);
                             }
                             Ended::Lost {
                                 handshaken: false,
@@ -638,6 +662,9 @@ impl SessionTask {
                     self.close_here();
                     return Ended::Done;
                 },
+                _ = std::future::ready(()), if self.leave => {
+                    return Ended::Lost { handshaken: true, cause: None };
+                },
                 _ = sleep_until(earliest(deadline, rw_search.deadline(self.session.state()))) => {
                     if let Err(e) = self.session.handle_timeout(Instant::now().into_std()) {
                         return self.lost_or_done(e);
@@ -671,6 +698,21 @@ impl SessionTask {
                 let _ = reply.send(Err(Error::Closed));
             }
             Command::Close { reply } => self.begin_close(Some(reply)),
+            Command::UpdateHosts { mut hosts } => {
+                shuffle(&mut hosts, &mut self.rng);
+                self.session.set_host_count(hosts.len());
+                self.leave = self.current.as_ref().is_some_and(|c| !hosts.contains(c))
+                    && self.session.state().is_connected();
+                self.hosts = hosts;
+            }
+            Command::RemoveWatchesLocally { path, which, reply } => {
+                let result = match self.chroot.to_server(&path) {
+                    Some(p) if self.session.remove_watches_locally(&p, which) => Ok(()),
+                    Some(_) => Err(Error::NoWatcher),
+                    None => Err(Error::InvalidArgument("path outside the chroot")),
+                };
+                let _ = reply.send(result);
+            }
             Command::Submit {
                 request,
                 reply,
@@ -745,9 +787,11 @@ impl SessionTask {
                     if state.is_connected() {
                         let (id, timeout) =
                             (self.session.session_id(), self.session.negotiated_timeout());
+                        let passwd = self.session.password().cloned().unwrap_or_default();
                         update(&self.link, |l| {
                             l.session_id = id;
                             l.timeout = timeout;
+                            l.passwd = passwd;
                         });
                     }
                     self.state.send_replace(state);

@@ -37,8 +37,8 @@ mod watcher;
 
 pub use bytes::Bytes;
 pub use client::{
-    Client, ClientBuilder, CreateOptions, DEFAULT_CLOSE_TIMEOUT, DEFAULT_MAX_DATA_LEN, Op,
-    OpResult, ReadOp, ReadResult, StateStream,
+    CONFIG_NODE, Client, ClientBuilder, CreateOptions, DEFAULT_CLOSE_TIMEOUT, DEFAULT_MAX_DATA_LEN,
+    Op, OpResult, ReadOp, ReadResult, StateStream,
 };
 pub use error::{Error, IoError, ProtocolError};
 pub use hosts::ConnectString;

@@ -389,6 +389,16 @@ async fn connects_while_one_member_is_down() {
         assert_ne!(c.server_addr(), Some(ens.client_addr(0)));
         c.close().await.unwrap();
     }
+    // The ensemble's configuration names its three members.
+    let c = connect(&ens.connect_string(), Duration::from_secs(10)).await;
+    let (config, _) = c.get_config().await.unwrap();
+    let config = String::from_utf8_lossy(&config);
+    assert_eq!(
+        config.lines().filter(|l| l.starts_with("server.")).count(),
+        3,
+        "{config}"
+    );
+    c.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -282,3 +282,81 @@ async fn connect_string_mistakes_are_named() {
         assert!(err.to_string().contains(says), "{input}: {err}");
     }
 }
+
+/// A session handed to another client (its id and password): the successor resumes it, with
+/// its ephemeral nodes, while the first can no longer reach the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_can_be_resumed_by_another_client() {
+    let zk = ZkServer::start().unwrap();
+    let observer = builder(&zk.connect_string(), Duration::from_secs(10))
+        .connect()
+        .await
+        .unwrap();
+    let proxy = FaultProxy::start(zk.addr()).unwrap();
+    let first = builder(&proxy.addr().to_string(), Duration::from_secs(10))
+        .close_timeout(Duration::from_millis(200))
+        .connect()
+        .await
+        .unwrap();
+    first
+        .create("/handed", b"", &CreateOptions::new(CreateMode::Ephemeral))
+        .await
+        .unwrap();
+    let (id, password) = (first.session_id(), first.session_password());
+    assert_eq!(password.len(), 16);
+    proxy.refuse(true);
+    proxy.cut();
+    let second = builder(&zk.connect_string(), Duration::from_secs(10))
+        .resume_session(id, password.clone())
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(second.session_id(), id);
+    assert_eq!(
+        observer
+            .exists("/handed")
+            .await
+            .unwrap()
+            .map(|s| s.ephemeral_owner),
+        Some(id)
+    );
+    second.delete("/handed", None).await.unwrap();
+    // A wrong password is refused by the server: the session ends at once.
+    let mut wrong = password.to_vec();
+    wrong[0] ^= 0xff;
+    let refused = builder(&zk.connect_string(), Duration::from_secs(10))
+        .resume_session(id, wrong)
+        .connect()
+        .await;
+    assert_eq!(refused.err(), Some(Error::SessionExpired));
+    drop(first);
+    second.close().await.unwrap();
+}
+
+/// `update_server_list`: a client whose server leaves the list moves to a listed one, with
+/// the same session; one whose server stays, stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_server_list_keeps_the_session() {
+    let zk = ZkServer::start().unwrap();
+    let a = FaultProxy::start(zk.addr()).unwrap();
+    let b = FaultProxy::start(zk.addr()).unwrap();
+    let c = builder(&a.addr().to_string(), Duration::from_secs(10))
+        .connect()
+        .await
+        .unwrap();
+    let session = c.session_id();
+    c.update_server_list(&format!("{},{}", a.addr(), b.addr()))
+        .unwrap();
+    c.exists("/").await.unwrap();
+    assert_eq!(c.server_addr(), Some(a.addr()), "a listed server is kept");
+    c.update_server_list(&b.addr().to_string()).unwrap();
+    wait_state(&c, |s| s == SessionState::Disconnected).await;
+    wait_state(&c, |s| s == SessionState::Connected).await;
+    assert_eq!(c.server_addr(), Some(b.addr()));
+    assert_eq!(c.session_id(), session);
+    assert!(matches!(
+        c.update_server_list("127.0.0.1:1/other"),
+        Err(Error::InvalidHosts { .. })
+    ));
+    c.close().await.unwrap();
+}

@@ -719,3 +719,50 @@ async fn ipv6_loopback() {
         .await;
     assert!(result.is_err());
 }
+
+/// `getConfig` reads `/zookeeper/config`, never under the chroot; `checkWatches` asks the
+/// server; local watch removal leaves the server alone.
+#[tokio::test]
+async fn config_check_watches_and_local_removal() {
+    let c = client().await;
+    let r = root(&c, "cfg").await;
+    let (config, stat) = c.get_config().await.unwrap();
+    assert!(stat.czxid >= 0);
+    eprintln!(
+        "FIGURE standalone config: {:?}",
+        String::from_utf8_lossy(&config)
+    );
+    // With a chroot, the config node is still the server's.
+    let chrooted = connect(&format!("{}{r}", server().connect_string())).await;
+    chrooted.get_config().await.unwrap();
+    assert_eq!(
+        chrooted.get_data(CONFIG_NODE).await.err(),
+        Some(Error::NoNode)
+    );
+
+    let path = format!("{r}/w");
+    c.create(&path, b"", &opts(CreateMode::Persistent))
+        .await
+        .unwrap();
+    let (_, _, watcher) = c.get_data_and_watch(&path).await.unwrap();
+    c.check_watches(&path, WatcherType::Data).await.unwrap();
+    assert_eq!(
+        c.check_watches(&path, WatcherType::Children).await,
+        Err(Error::NoWatcher)
+    );
+    // Removed here only: the watcher hears so at once; the server still has the watch.
+    c.remove_watches_locally(&path, WatcherType::Data)
+        .await
+        .unwrap();
+    assert_eq!(
+        within(watcher).await.event_type,
+        EventType::DataWatchRemoved
+    );
+    c.check_watches(&path, WatcherType::Data).await.unwrap();
+    assert_eq!(
+        c.remove_watches_locally(&path, WatcherType::Data).await,
+        Err(Error::NoWatcher)
+    );
+    c.close().await.unwrap();
+    chrooted.close().await.unwrap();
+}

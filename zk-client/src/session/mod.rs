@@ -286,6 +286,22 @@ impl<T> Session<T> {
         &self.cfg
     }
 
+    /// Resumes an existing session (its id and password, as another client had it) instead
+    /// of asking for a new one. Before the first connection only. If the ensemble has expired
+    /// it, the handshake ends the session with [`Error::SessionExpired`].
+    pub fn resume(&mut self, session_id: i64, passwd: Bytes) {
+        if self.phase == Phase::Down && self.negotiated.is_zero() {
+            self.session_id = session_id;
+            self.passwd = Some(passwd);
+            self.seen_rw_server = true;
+        }
+    }
+
+    /// The session's password (with its id, what another client needs to resume it).
+    pub fn password(&self) -> Option<&Bytes> {
+        self.passwd.as_ref()
+    }
+
     /// How many servers the connect string names (default 1): once a session exists, a
     /// connection attempt may take the negotiated timeout divided by this, so that a server
     /// that accepts TCP but never answers cannot use up the session (the Java client's rule).
@@ -698,22 +714,32 @@ impl<T> Session<T> {
             }
             Effect::RemoveWatches { path, which } => {
                 if err.is_ok() {
-                    let removed = self.watches.remove(path, *which);
-                    for (id, event_type) in removed {
-                        let event = WatchedEvent {
-                            event_type,
-                            state: KeeperState::SyncConnected,
-                            path: path.clone(),
-                        };
-                        self.events.push_back(SessionEvent::Watch {
-                            id,
-                            event,
-                            last: true,
-                        });
-                    }
+                    self.remove_watches_locally(path, *which);
                 }
             }
         }
+    }
+
+    /// Removes this session's watches of `which` kind on (server path) `path` here only, the
+    /// server keeping its own (their events then reach nobody): each removed watcher gets a
+    /// last `*WatchRemoved` event. Whether any was removed. (The Java client's
+    /// `removeWatches(.., local = true)`, for when no server can be reached.)
+    pub fn remove_watches_locally(&mut self, path: &str, which: WatcherType) -> bool {
+        let removed = self.watches.remove(path, which);
+        let any = !removed.is_empty();
+        for (id, event_type) in removed {
+            let event = WatchedEvent {
+                event_type,
+                state: KeeperState::SyncConnected,
+                path: path.to_owned(),
+            };
+            self.events.push_back(SessionEvent::Watch {
+                id,
+                event,
+                last: true,
+            });
+        }
+        any
     }
 
     fn dispatch_event(&mut self, event: WatcherEvent) {
