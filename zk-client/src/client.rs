@@ -158,6 +158,18 @@ impl ClientBuilder {
     }
 
     pub(crate) async fn connect_with(self, resolve: crate::io::Resolver) -> Result<Client, Error> {
+        self.connect_via(resolve, crate::io::Tcp, crate::dial::random_seed())
+            .await
+    }
+
+    /// Connects through `resolve` and `connector`, the servers tried in the order `seed`
+    /// decides (tests give in-memory ones and a fixed seed).
+    pub(crate) async fn connect_via<C: crate::io::Connect>(
+        self,
+        resolve: crate::io::Resolver,
+        connector: C,
+        seed: u64,
+    ) -> Result<Client, Error> {
         let cs = ConnectString::parse(&self.hosts)?;
         let (tx, rx) = mpsc::unbounded_channel();
         let (state_tx, state_rx) = watch::channel(SessionState::Connecting);
@@ -169,18 +181,16 @@ impl ClientBuilder {
         if let Some((id, passwd)) = self.resume {
             session.resume(id, passwd);
         }
-        let task = SessionTask::new(
-            session,
-            cs.hosts,
-            resolve,
+        let wiring = crate::io::Wiring {
             rx,
-            state_tx,
-            states.clone(),
-            chroot.clone(),
-            ready_tx,
-            link.clone(),
-            self.close_timeout,
-        );
+            state: state_tx,
+            states: states.clone(),
+            chroot: chroot.clone(),
+            ready: ready_tx,
+            link: link.clone(),
+            close_timeout: self.close_timeout,
+        };
+        let task = SessionTask::new(session, cs.hosts, seed, resolve, connector, wiring);
         let join = tokio::spawn(task.run());
         match ready_rx.await {
             Ok(Ok(())) => {}

@@ -28,6 +28,7 @@
 
 mod chroot;
 mod client;
+mod dial;
 mod error;
 mod framing;
 mod hosts;

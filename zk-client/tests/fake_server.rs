@@ -3,8 +3,9 @@
 //! heartbeats, use after close, local validation and the order of watch events.
 //!
 //! Every test is bounded by [`bounded`], so a hang fails instead of blocking, and waits for
-//! events (a reply, a state change, the socket closing), never for time to pass. Only the
-//! heartbeat and connect-timeout tests use real time, with a short session or connect timeout.
+//! events (a reply, a state change, the socket closing), never for time to pass. The timing
+//! tests (heartbeats, read and connect timeouts, session loss, back-off) run the same task
+//! over in-memory streams on tokio's paused clock, in `src/io/tests.rs`.
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
@@ -18,7 +19,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::task::{JoinHandle, JoinSet};
-use tokio::time::Instant;
 use zk_client::{
     Client, ClientBuilder, CreateMode, CreateOptions, Error, EventType, KeeperState, ProtocolError,
     SessionState, Stat, WatchedEvent,
@@ -221,32 +221,8 @@ async fn server_vanishing_mid_request_gives_connection_loss() {
     .await;
 }
 
-// 6.
-#[tokio::test]
-async fn unanswered_handshake_fails_with_connect_timeout() {
-    bounded(async {
-        let srv = FakeServer::bind().await;
-        let connect_timeout = Duration::from_millis(300);
-        let start = Instant::now();
-        let (result, mut conn) = tokio::join!(
-            builder()
-                .connect_timeout(connect_timeout)
-                .hosts(srv.hosts())
-                .connect(),
-            async {
-                let mut conn = srv.accept().await;
-                conn.read_connect().await;
-                conn
-            }
-        );
-        assert_eq!(result.err(), Some(Error::ConnectTimeout));
-        assert!(start.elapsed() >= connect_timeout, "{:?}", start.elapsed());
-        // The client hung up, sent nothing more, and did not try again.
-        assert!(conn.read_to_eof().await.is_empty());
-        srv.assert_no_connection_waiting();
-    })
-    .await;
-}
+// 6. The connect timeout: see `io::tests::an_unanswered_handshake_ends_at_the_connect_timeout`,
+// on tokio's paused clock.
 
 /// Connects to a server that answers the handshake with `answer` and then, if `hang_up`,
 /// closes; returns what `connect` gave. The connect timeout is a minute, so an error must come
@@ -311,7 +287,7 @@ async fn garbage_instead_of_a_connect_response_fails_connect_promptly() {
         assert!(
             matches!(
                 result,
-                Err(Error::ConnectTimeout | Error::NotZooKeeper { .. })
+                Err(Error::NotZooKeeper { .. } | Error::Unreachable { .. })
             ),
             "{what}: {result:?}"
         );
@@ -433,44 +409,8 @@ async fn dropped_callers_do_not_desynchronize_the_session() {
     .await;
 }
 
-// 11.
-#[tokio::test]
-async fn idle_client_pings_and_gives_up_on_a_silent_server() {
-    bounded(async {
-        let negotiated = Duration::from_millis(1500);
-        let start = Instant::now();
-        let (client, _srv, mut conn) = connected_with(builder(), 1500).await;
-
-        // Idle: a ping comes after a third of the session timeout.
-        let (header, request) = conn.read_request().await;
-        assert_eq!((header.xid, header.op), (xid::PING, OpCode::Ping));
-        assert_eq!(request, Request::Ping);
-        assert!(start.elapsed() >= negotiated / 3, "{:?}", start.elapsed());
-        let last_answer = Instant::now();
-        conn.send(&empty_reply(xid::PING, ErrorCode::Ok)).await;
-
-        // Then the server goes silent: the client pings on, and after two thirds of the
-        // session timeout without a byte it hangs up.
-        let after = conn.read_to_eof().await;
-        let silent_for = last_answer.elapsed();
-        assert!(!after.is_empty(), "no second ping");
-        assert!(
-            after
-                .iter()
-                .all(|(h, r)| h.xid == xid::PING && *r == Request::Ping),
-            "{after:?}"
-        );
-        assert!(silent_for >= negotiated * 2 / 3, "{silent_for:?}");
-        // Disconnected now; `Lost` follows once the whole session timeout has passed since
-        // the last frame, half a second later, which a slow runner may already see.
-        client
-            .state_watch()
-            .wait_for(|s| matches!(s, SessionState::Disconnected | SessionState::Lost))
-            .await
-            .unwrap();
-    })
-    .await;
-}
+// 11. Heartbeats and the read timeout: see
+// `io::tests::heartbeat_read_timeout_and_session_loss_to_the_millisecond`, on the paused clock.
 
 // 12.
 #[tokio::test]

@@ -1,26 +1,31 @@
-//! The session task: the one place that touches the socket and the clock.
+//! The session task: the one place that touches the stream and the clock.
 //!
-//! It moves bytes and events between a [`Session`] and a TCP connection and makes no protocol
+//! It moves bytes and events between a [`Session`] and a connection and makes no protocol
 //! decision: frames read go to `handle_frame`, the timer to `handle_timeout`, commands to
 //! `submit`; after each input it drains `poll_event` (completing callers, feeding watchers)
-//! and `poll_transmit` (queueing bytes to write).
+//! and `poll_transmit` (queueing bytes to write). Which server to try next, and when, is the
+//! [`Dialer`]'s decision; it only does what the dialer says and reports how it went. The
+//! stream and the resolver are injected ([`connect`]), so tests run the whole task over
+//! in-memory streams on tokio's paused clock.
+
+mod connect;
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::codec::Decoder;
 use zk_proto::{Request, Response};
 
+pub(crate) use connect::{Connect, Resolver, Tcp, system_resolver};
+
+use crate::dial::{Dialer, Step};
 use crate::framing::ZkFrames;
 use crate::session::{Session, SessionEvent, SessionState, WatchedEvent, WatcherId};
 use crate::watcher::WatchSink;
@@ -54,30 +59,6 @@ pub(crate) enum Command {
     },
 }
 
-/// Resolves a host name of the connect string, on each connection attempt (a server that
-/// moves to a new address is found again, as the Java client's `StaticHostProvider` does).
-pub(crate) type Resolver = Arc<
-    dyn Fn(String, u16) -> Pin<Box<dyn Future<Output = std::io::Result<Vec<SocketAddr>>> + Send>>
-        + Send
-        + Sync,
->;
-
-/// The system resolver (tokio's `lookup_host`).
-pub(crate) fn system_resolver() -> Resolver {
-    Arc::new(|host: String, port: u16| {
-        Box::pin(async move {
-            tokio::net::lookup_host((host.as_str(), port))
-                .await
-                .map(Iterator::collect)
-        })
-    })
-}
-
-/// Before reconnecting after an established connection was lost, a random pause of up to
-/// this long (the Java client's): when a server dies, its clients do not all land on the next
-/// one at the same instant.
-const RECONNECT_JITTER_MS: u64 = 1000;
-
 /// A close under way.
 struct Closing {
     /// When to give up reaching a server and close here.
@@ -95,37 +76,44 @@ const COMMAND_BATCH: usize = 256;
 /// The read buffer's initial size.
 const READ_BUFFER: usize = 64 * 1024;
 
-pub(crate) struct SessionTask {
-    pub session: Session<Token>,
-    /// The connect string's servers, shuffled, resolved on each attempt.
-    pub hosts: Vec<(String, u16)>,
-    pub resolve: Resolver,
-    pub rx: mpsc::UnboundedReceiver<Command>,
-    pub state: watch::Sender<SessionState>,
+pub(crate) struct SessionTask<C: Connect = Tcp> {
+    session: Session<Token>,
+    /// Which server next, and when.
+    dialer: Dialer,
+    resolve: Resolver,
+    connector: C,
+    rx: mpsc::UnboundedReceiver<Command>,
+    state: watch::Sender<SessionState>,
     /// Every state change, for [`crate::StateStream`]s.
-    pub states: tokio::sync::broadcast::Sender<SessionState>,
-    pub chroot: Arc<Chroot>,
-    pub sinks: HashMap<WatcherId, WatchSink>,
+    states: tokio::sync::broadcast::Sender<SessionState>,
+    chroot: Arc<Chroot>,
+    sinks: HashMap<WatcherId, WatchSink>,
     /// Told once: the first handshake's outcome.
-    pub ready: Option<oneshot::Sender<Result<(), Error>>>,
+    ready: Option<oneshot::Sender<Result<(), Error>>>,
     /// Every `Client` handle is gone: no command will come any more.
-    pub rx_done: bool,
+    rx_done: bool,
     /// How long a close may try to reach a server.
-    pub close_timeout: Duration,
+    close_timeout: Duration,
     /// A close under way.
     closing: Option<Closing>,
-    /// For the reconnect jitter and picking one of a name's addresses.
-    rng: u64,
     /// The connect-string entry of the current connection (not set for a read-write server
     /// found while on a read-only one).
     current: Option<(String, u16)>,
-    /// The current server left the list of servers: leave it.
+    /// Leave the current server on purpose (it left the list, or a read-write one was found).
     leave: bool,
     /// What clients can read about the connection and session.
+    link: Arc<Mutex<Link>>,
+}
+
+/// What a session task is made of, besides the session, the transport and the channels.
+pub(crate) struct Wiring {
+    pub rx: mpsc::UnboundedReceiver<Command>,
+    pub state: watch::Sender<SessionState>,
+    pub states: tokio::sync::broadcast::Sender<SessionState>,
+    pub chroot: Arc<Chroot>,
+    pub ready: oneshot::Sender<Result<(), Error>>,
     pub link: Arc<Mutex<Link>>,
-    /// The host to try next, ahead of the rotation (a read-write server found while on a
-    /// read-only one).
-    pub preferred: Option<SocketAddr>,
+    pub close_timeout: Duration,
 }
 
 /// While connected to a read-only server, looks for a read-write one in the background with
@@ -241,31 +229,6 @@ fn update(link: &Mutex<Link>, f: impl FnOnce(&mut Link)) {
     }
 }
 
-/// A random seed (the standard library's per-process random hasher keys).
-pub(crate) fn random_seed() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish()
-        | 1
-}
-
-/// xorshift64: the next number of `seed`'s sequence.
-fn next_random(seed: &mut u64) -> u64 {
-    *seed ^= *seed << 13;
-    *seed ^= *seed >> 7;
-    *seed ^= *seed << 17;
-    *seed
-}
-
-/// Shuffles `hosts` (as the Java client does), so that clients spread over the ensemble.
-pub(crate) fn shuffle<H>(hosts: &mut [H], seed: &mut u64) {
-    for i in (1..hosts.len()).rev() {
-        let j = usize::try_from(next_random(seed) % (i as u64 + 1)).unwrap_or(0);
-        hosts.swap(i, j);
-    }
-}
-
 enum Ended {
     /// The connection is gone; the session may go on elsewhere. `handshaken` says whether
     /// the session was established on it (else it counts as a failed attempt).
@@ -278,155 +241,106 @@ enum Ended {
     Done,
 }
 
-impl SessionTask {
-    /// A task for `session` over `hosts` (shuffled here), reporting the first handshake's
-    /// outcome on `ready`.
-    #[allow(clippy::too_many_arguments)]
+impl<C: Connect> SessionTask<C> {
+    /// A task for `session` over the connect string's `hosts` (tried in a random order that
+    /// `seed` decides), reaching them with `resolve` and `connector`.
     pub(crate) fn new(
         mut session: Session<Token>,
-        mut hosts: Vec<(String, u16)>,
+        hosts: Vec<(String, u16)>,
+        seed: u64,
         resolve: Resolver,
-        rx: mpsc::UnboundedReceiver<Command>,
-        state: watch::Sender<SessionState>,
-        states: tokio::sync::broadcast::Sender<SessionState>,
-        chroot: Arc<Chroot>,
-        ready: oneshot::Sender<Result<(), Error>>,
-        link: Arc<Mutex<Link>>,
-        close_timeout: Duration,
+        connector: C,
+        wiring: Wiring,
     ) -> Self {
-        let mut rng = random_seed();
-        shuffle(&mut hosts, &mut rng);
-        session.set_host_count(hosts.len());
+        let dialer = Dialer::new(hosts, seed);
+        session.set_host_count(dialer.hosts().len());
         Self {
             session,
-            hosts,
+            dialer,
             resolve,
-            rx,
-            state,
-            states,
-            chroot,
+            connector,
+            rx: wiring.rx,
+            state: wiring.state,
+            states: wiring.states,
+            chroot: wiring.chroot,
             sinks: HashMap::new(),
-            ready: Some(ready),
+            ready: Some(wiring.ready),
             rx_done: false,
-            close_timeout,
+            close_timeout: wiring.close_timeout,
             closing: None,
-            rng,
             current: None,
             leave: false,
-            link,
-            preferred: None,
+            link: wiring.link,
         }
     }
 
-    /// Runs connections until the session ends.
+    /// Runs connections until the session ends: the dialer says where and when, this does it
+    /// and tells the dialer how it went.
     pub(crate) async fn run(mut self) {
-        let mut attempt = 0usize;
-        // Failed attempts in a row; a round of failures over every host backs off.
-        let mut failures = 0usize;
-        // Why the last attempt failed, for the first connect's error.
-        let mut last_error: Option<Error> = None;
-        // An established connection was just lost: pause at random before the next.
-        let mut jitter = false;
         loop {
             if self.session.state().is_terminal() {
                 break;
             }
-            if std::mem::take(&mut jitter) {
-                let pause = Duration::from_millis(next_random(&mut self.rng) % RECONNECT_JITTER_MS);
-                if self
-                    .while_waiting(tokio::time::sleep(pause))
-                    .await
-                    .is_none()
-                {
-                    break;
-                }
-                continue;
-            }
             let budget = self.session.connect_budget();
-            let hosts = self.hosts.len().max(1);
             self.current = None;
-            let next = match self.preferred.take() {
-                Some(addr) => Ok(addr),
-                None => {
-                    attempt += 1;
-                    match self.hosts.get((attempt - 1) % hosts).cloned() {
-                        Some((host, port)) => {
-                            self.current = Some((host.clone(), port));
-                            self.resolve_one(host, port, budget).await
-                        }
-                        None => break,
+            let addr = match self.dialer.next(Instant::now().into_std()) {
+                Step::WaitUntil(until) => {
+                    let until = Instant::from_std(until);
+                    if self
+                        .while_waiting(tokio::time::sleep_until(until))
+                        .await
+                        .is_none()
+                    {
+                        break;
                     }
+                    continue;
                 }
-            };
-            let addr = match next {
-                Ok(addr) => Some(addr),
-                Err(Some(e)) => {
-                    last_error = Some(e);
-                    failures += 1;
-                    None
-                }
-                // Every `Client` is gone or the session ended meanwhile.
-                Err(None) => break,
-            };
-            if let Some(addr) = addr {
-                let connect = tokio::time::timeout(budget, TcpStream::connect(addr));
-                match self.while_waiting(connect).await {
-                    None => break,
-                    Some(Ok(Ok(stream))) => {
-                        let _ = stream.set_nodelay(true);
-                        match self.connection(stream, addr).await {
-                            Ended::Done => break,
-                            Ended::Lost {
-                                handshaken: true, ..
-                            } => {
-                                failures = 0;
-                                // Not when moving on purpose (a read-write server found, a
-                                // server removed from the list).
-                                jitter =
-                                    self.preferred.is_none() && !std::mem::take(&mut self.leave);
-                            }
-                            Ended::Lost {
-                                handshaken: false,
-                                cause,
-                            } => {
-                                failures += 1;
-                                last_error = cause.or(last_error);
-                            }
-                        }
+                Step::GiveUp(e) => {
+                    if let Some(ready) = self.ready.take() {
+                        let _ = ready.send(Err(e));
                     }
-                    Some(Ok(Err(e))) => {
-                        failures += 1;
-                        last_error = Some(Error::Unreachable {
-                            server: addr.to_string(),
-                            error: crate::IoError(Arc::new(e)),
-                        });
-                    }
-                    Some(Err(_)) => {
-                        failures += 1;
-                        last_error = Some(Error::ConnectTimeout);
-                    }
-                }
-            }
-            if self.ready.is_some() && attempt >= hosts {
-                // The first session: one try per host, then report.
-                if let Some(ready) = self.ready.take() {
-                    let _ = ready.send(Err(last_error.take().unwrap_or(Error::ConnectTimeout)));
-                }
-                break;
-            }
-            if failures > 0 && failures % hosts == 0 {
-                // Every host failed in a row: back off before the next round, bounded.
-                let round = u32::try_from(failures / hosts).unwrap_or(u32::MAX).min(5);
-                let pause =
-                    (Duration::from_millis(50) * 2u32.pow(round)).min(Duration::from_secs(1));
-                if self
-                    .while_waiting(tokio::time::sleep(pause))
-                    .await
-                    .is_none()
-                {
                     break;
                 }
-            }
+                Step::Addr(addr) => addr,
+                Step::Host(host, port) => {
+                    self.current = Some((host.clone(), port));
+                    match self.resolve_one(host, port, budget).await {
+                        Ok(addr) => addr,
+                        Err(Some(e)) => {
+                            self.dialer.failed(Instant::now().into_std(), e);
+                            continue;
+                        }
+                        Err(None) => break,
+                    }
+                }
+            };
+            let connect = tokio::time::timeout(budget, self.connector.connect(addr));
+            let failure = match self.while_waiting(connect).await {
+                None => break,
+                Some(Ok(Ok(stream))) => match self.connection(stream, addr).await {
+                    Ended::Done => break,
+                    Ended::Lost {
+                        handshaken: true, ..
+                    } => {
+                        let on_purpose = std::mem::take(&mut self.leave);
+                        self.dialer.lost(Instant::now().into_std(), on_purpose);
+                        continue;
+                    }
+                    Ended::Lost {
+                        handshaken: false,
+                        cause,
+                    } => cause.unwrap_or_else(|| {
+                        let eof = std::io::Error::new(
+                            std::io::ErrorKind::UnexpectedEof,
+                            "the server closed the connection during the handshake",
+                        );
+                        unreachable(&addr.to_string(), eof)
+                    }),
+                },
+                Some(Ok(Err(e))) => unreachable(&addr.to_string(), e),
+                Some(Err(_)) => Error::ConnectTimeout,
+            };
+            self.dialer.failed(Instant::now().into_std(), failure);
         }
         self.finish();
     }
@@ -447,17 +361,21 @@ impl SessionTask {
         let lookup = tokio::time::timeout(budget, (self.resolve)(host, port));
         let resolved = match self.while_waiting(lookup).await {
             None => return Err(None),
-            Some(Ok(Ok(addrs))) if !addrs.is_empty() => addrs,
-            Some(Ok(Ok(_))) => Err(std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "the name has no address",
-            ))
-            .map_err(|e| Some(unreachable(&server, e)))?,
+            Some(Ok(Ok(addrs))) => addrs,
             Some(Ok(Err(e))) => return Err(Some(unreachable(&server, e))),
             Some(Err(_)) => return Err(Some(Error::ConnectTimeout)),
         };
-        let i = usize::try_from(next_random(&mut self.rng) % resolved.len() as u64).unwrap_or(0);
-        resolved.get(i).copied().ok_or(Some(Error::ConnectTimeout))
+        let i = self.dialer.random(resolved.len() as u64);
+        let picked = usize::try_from(i)
+            .ok()
+            .and_then(|i| resolved.get(i))
+            .copied();
+        picked.ok_or_else(|| {
+            Some(unreachable(
+                &server,
+                std::io::Error::new(std::io::ErrorKind::NotFound, "the name has no address"),
+            ))
+        })
     }
 
     /// Waits for `fut` while there is no connection, still running the session's timers
@@ -575,11 +493,11 @@ impl SessionTask {
         }
     }
 
-    async fn connection(&mut self, stream: TcpStream, addr: SocketAddr) -> Ended {
+    async fn connection(&mut self, stream: C::Stream, addr: SocketAddr) -> Ended {
         update(&self.link, |l| l.server = Some(addr));
-        let (mut reader, mut writer) = stream.into_split();
+        let (mut reader, mut writer) = tokio::io::split(stream);
         self.session.handle_connected(Instant::now().into_std());
-        let mut ended = self.pump(&mut reader, &mut writer).await;
+        let mut ended = self.pump(&mut reader, &mut writer, addr).await;
         if let Ended::Lost { handshaken, cause } = &mut ended {
             *handshaken = self.session.state().is_connected();
             if !*handshaken {
@@ -599,14 +517,19 @@ impl SessionTask {
         ended
     }
 
-    async fn pump(&mut self, reader: &mut OwnedReadHalf, writer: &mut OwnedWriteHalf) -> Ended {
+    async fn pump(
+        &mut self,
+        reader: &mut ReadHalf<C::Stream>,
+        writer: &mut WriteHalf<C::Stream>,
+        peer: SocketAddr,
+    ) -> Ended {
         let mut codec = ZkFrames {
             max: self.session.config().max_frame_len,
         };
         let mut rbuf = BytesMut::with_capacity(READ_BUFFER);
         let mut wbuf = BytesMut::new();
         let mut rw_search = RwSearch::new();
-        let peer = reader.peer_addr().ok();
+        let peer = Some(peer);
         loop {
             self.drain_events();
             if let Some(bytes) = self.session.poll_transmit() {
@@ -622,7 +545,12 @@ impl SessionTask {
                 return Ended::Done;
             }
             let deadline = self.session.poll_timeout().map(Instant::from_std);
-            rw_search.start_if_due(self.session.state(), &self.hosts, &self.resolve, peer);
+            rw_search.start_if_due(
+                self.session.state(),
+                self.dialer.hosts(),
+                &self.resolve,
+                peer,
+            );
             let close_at = self.close_deadline();
             tokio::select! {
                 biased;
@@ -673,7 +601,8 @@ impl SessionTask {
                 found = rw_search.result() => {
                     if let Some(addr) = found {
                         // Leave the read-only server for the read-write one.
-                        self.preferred = Some(addr);
+                        self.dialer.prefer(addr);
+                        self.leave = true;
                         return Ended::Lost { handshaken: true, cause: None };
                     }
                 },
@@ -698,12 +627,10 @@ impl SessionTask {
                 let _ = reply.send(Err(Error::Closed));
             }
             Command::Close { reply } => self.begin_close(Some(reply)),
-            Command::UpdateHosts { mut hosts } => {
-                shuffle(&mut hosts, &mut self.rng);
+            Command::UpdateHosts { hosts } => {
                 self.session.set_host_count(hosts.len());
-                self.leave = self.current.as_ref().is_some_and(|c| !hosts.contains(c))
-                    && self.session.state().is_connected();
-                self.hosts = hosts;
+                let kept = self.dialer.set_hosts(hosts, self.current.as_ref());
+                self.leave = !kept && self.session.state().is_connected();
             }
             Command::RemoveWatchesLocally { path, which, reply } => {
                 let result = match self.chroot.to_server(&path) {
@@ -797,6 +724,7 @@ impl SessionTask {
                     self.state.send_replace(state);
                     let _ = self.states.send(state);
                     if state.is_connected() {
+                        self.dialer.established();
                         if let Some(ready) = self.ready.take() {
                             let _ = ready.send(Ok(()));
                         }
@@ -828,68 +756,5 @@ async fn sleep_until(deadline: Option<Instant>) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use std::io;
-
-    use super::*;
-    use crate::Client;
-
-    /// Defect 6: names are resolved on every attempt, not once at `connect()`: a name that
-    /// does not resolve yet is kept, and a server that moves to a new address is found there.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn names_are_resolved_on_every_attempt() {
-        let zk = xtask::ZkServer::start().unwrap();
-        let a = xtask::FaultProxy::start(zk.addr()).unwrap();
-        let b = xtask::FaultProxy::start(zk.addr()).unwrap();
-        let target: Arc<Mutex<Option<SocketAddr>>> = Arc::new(Mutex::new(None));
-        let answers = target.clone();
-        let resolve: Resolver = Arc::new(move |host: String, _port: u16| {
-            let answers = answers.clone();
-            Box::pin(async move {
-                assert_eq!(host, "zk.test");
-                let addr = *answers.lock().unwrap();
-                addr.map(|a| vec![a])
-                    .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "unknown name"))
-            })
-        });
-        let builder = Client::builder()
-            .hosts("zk.test:2181")
-            .session_timeout(Duration::from_secs(10));
-        let err = builder
-            .clone()
-            .connect_with(resolve.clone())
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(&err, Error::Unreachable { server, .. } if server == "zk.test:2181"),
-            "{err:?}"
-        );
-        *target.lock().unwrap() = Some(a.addr());
-        let c = builder.connect_with(resolve).await.unwrap();
-        let session = c.session_id();
-        assert_eq!(c.server_addr(), Some(a.addr()));
-        // The server moves: the name now points to `b`, and `a` is gone.
-        *target.lock().unwrap() = Some(b.addr());
-        a.refuse(true);
-        a.cut();
-        let mut states = c.state_watch();
-        tokio::time::timeout(
-            Duration::from_secs(30),
-            states.wait_for(|s| *s == SessionState::Disconnected),
-        )
-        .await
-        .unwrap()
-        .unwrap();
-        tokio::time::timeout(
-            Duration::from_secs(30),
-            states.wait_for(|s| *s == SessionState::Connected),
-        )
-        .await
-        .unwrap()
-        .unwrap();
-        assert_eq!(c.server_addr(), Some(b.addr()));
-        assert_eq!(c.session_id(), session);
-        c.close().await.unwrap();
-    }
-}
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests;

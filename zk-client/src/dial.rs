@@ -1,0 +1,329 @@
+//! [`Dialer`]: which server to try next, and when, as plain data. No IO, no clock (time is
+//! given), and a seeded random number generator.
+//!
+//! The rules are the Java client's (`StaticHostProvider`, `ClientCnxn`), with its gaps closed:
+//! - the connect string's servers are tried in a random order (so clients spread over the
+//!   ensemble), one after the other, round after round;
+//! - for the first session, one round: then the last failure is reported;
+//! - after a failed round, a pause that doubles from 100 ms up to 1 s;
+//! - after an established connection is lost, a random pause of up to 1 s before the next
+//!   attempt (when a server dies, its clients do not all land on the next one at once);
+//!   not when leaving a server on purpose;
+//! - a read-write server found while on a read-only one is tried next;
+//! - a new list of servers replaces the old one at once.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use crate::Error;
+
+/// The longest random pause before reconnecting after a lost connection.
+pub(crate) const RECONNECT_JITTER: Duration = Duration::from_millis(1000);
+
+/// The first pause after a round of failures; it doubles with each round.
+const BACKOFF_FIRST: Duration = Duration::from_millis(100);
+
+/// The longest pause after a round of failures.
+const BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// What to do next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Resolve this server of the connect string and connect to one of its addresses.
+    Host(String, u16),
+    /// Connect to this address (a read-write server found while on a read-only one).
+    Addr(SocketAddr),
+    /// Wait until then, then ask again.
+    WaitUntil(Instant),
+    /// The first session could not be established: report this, and stop.
+    GiveUp(Error),
+}
+
+/// Which server to try next, and when.
+#[derive(Debug)]
+pub(crate) struct Dialer {
+    hosts: Vec<(String, u16)>,
+    /// Attempts on the connect string's servers so far.
+    attempts: usize,
+    /// Failed attempts in a row.
+    failures: usize,
+    /// Attempts since the last established connection (the first session: one round).
+    since_established: usize,
+    /// No session was ever established.
+    first: bool,
+    preferred: Option<SocketAddr>,
+    wait_until: Option<Instant>,
+    last_error: Option<Error>,
+    rng: u64,
+}
+
+impl Dialer {
+    /// A dialer over `hosts` (shuffled here with `seed`).
+    pub(crate) fn new(mut hosts: Vec<(String, u16)>, seed: u64) -> Self {
+        let mut rng = seed | 1;
+        shuffle(&mut hosts, &mut rng);
+        Self {
+            hosts,
+            attempts: 0,
+            failures: 0,
+            since_established: 0,
+            first: true,
+            preferred: None,
+            wait_until: None,
+            last_error: None,
+            rng,
+        }
+    }
+
+    /// The servers, in the order they are tried.
+    pub(crate) fn hosts(&self) -> &[(String, u16)] {
+        &self.hosts
+    }
+
+    /// What to do at `now`.
+    pub(crate) fn next(&mut self, now: Instant) -> Step {
+        if let Some(until) = self.wait_until {
+            if now < until {
+                return Step::WaitUntil(until);
+            }
+            self.wait_until = None;
+        }
+        if let Some(addr) = self.preferred.take() {
+            return Step::Addr(addr);
+        }
+        let n = self.hosts.len().max(1);
+        if self.first && self.since_established >= n {
+            return Step::GiveUp(self.last_error.take().unwrap_or(Error::ConnectTimeout));
+        }
+        let Some((host, port)) = self.hosts.get(self.attempts % n).cloned() else {
+            return Step::GiveUp(Error::InvalidArgument("no server to connect to"));
+        };
+        self.attempts += 1;
+        self.since_established += 1;
+        Step::Host(host, port)
+    }
+
+    /// The attempt failed (resolution, connection, handshake) with `error`.
+    pub(crate) fn failed(&mut self, now: Instant, error: Error) {
+        self.failures += 1;
+        self.last_error = Some(error);
+        let n = self.hosts.len().max(1);
+        if !self.first && self.failures % n == 0 {
+            let round = u32::try_from(self.failures / n - 1)
+                .unwrap_or(u32::MAX)
+                .min(4);
+            let pause = BACKOFF_FIRST
+                .saturating_mul(2u32.saturating_pow(round))
+                .min(BACKOFF_MAX);
+            self.wait_until = now.checked_add(pause);
+        }
+    }
+
+    /// A session was established (or resumed) on the connection.
+    pub(crate) fn established(&mut self) {
+        self.first = false;
+        self.failures = 0;
+        self.since_established = 0;
+        self.last_error = None;
+    }
+
+    /// An established connection ended. `on_purpose`: we left it (a read-write server was
+    /// found, the server left the list), so no pause.
+    pub(crate) fn lost(&mut self, now: Instant, on_purpose: bool) {
+        if on_purpose {
+            return;
+        }
+        let jitter_ms = u64::try_from(RECONNECT_JITTER.as_millis()).unwrap_or(1000);
+        let pause = Duration::from_millis(self.random(jitter_ms));
+        self.wait_until = now.checked_add(pause);
+    }
+
+    /// Try `addr` next (a read-write server found while on a read-only one).
+    pub(crate) fn prefer(&mut self, addr: SocketAddr) {
+        self.preferred = Some(addr);
+    }
+
+    /// A new list of servers. Whether `current` (the server of the connection, if any) is in
+    /// it.
+    pub(crate) fn set_hosts(
+        &mut self,
+        mut hosts: Vec<(String, u16)>,
+        current: Option<&(String, u16)>,
+    ) -> bool {
+        shuffle(&mut hosts, &mut self.rng);
+        self.hosts = hosts;
+        self.attempts = 0;
+        current.is_none_or(|c| self.hosts.contains(c))
+    }
+
+    /// A random number below `n` (0 if `n` is 0).
+    pub(crate) fn random(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            return 0;
+        }
+        next_random(&mut self.rng) % n
+    }
+}
+
+/// xorshift64: the next number of `seed`'s sequence.
+fn next_random(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
+/// Shuffles `items` (Fisher–Yates).
+fn shuffle<H>(items: &mut [H], seed: &mut u64) {
+    for i in (1..items.len()).rev() {
+        let j = usize::try_from(next_random(seed) % (i as u64 + 1)).unwrap_or(0);
+        items.swap(i, j);
+    }
+}
+
+/// A random seed (the standard library's per-process random hasher keys).
+pub(crate) fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
+        | 1
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    fn hosts(n: u16) -> Vec<(String, u16)> {
+        (1..=n).map(|p| ("h".to_owned(), p)).collect()
+    }
+
+    fn host(step: Step) -> (String, u16) {
+        match step {
+            Step::Host(h, p) => (h, p),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn servers_are_tried_in_a_shuffled_order_that_depends_on_the_seed() {
+        let t0 = Instant::now();
+        let mut orders = std::collections::HashSet::new();
+        for seed in 1..20 {
+            let mut d = Dialer::new(hosts(5), seed);
+            let order: Vec<u16> = (0..5).map(|_| host(d.next(t0)).1).collect();
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, [1, 2, 3, 4, 5], "each server once per round");
+            orders.insert(order);
+        }
+        assert!(orders.len() > 5, "the order varies with the seed");
+        // The same seed, the same order.
+        let a: Vec<_> = {
+            let mut d = Dialer::new(hosts(5), 7);
+            (0..5).map(|_| d.next(t0)).collect()
+        };
+        let b: Vec<_> = {
+            let mut d = Dialer::new(hosts(5), 7);
+            (0..5).map(|_| d.next(t0)).collect()
+        };
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn the_first_session_gets_one_round_then_the_last_error() {
+        let t0 = Instant::now();
+        let mut d = Dialer::new(hosts(3), 1);
+        for _ in 0..3 {
+            host(d.next(t0));
+            d.failed(t0, Error::ConnectTimeout);
+        }
+        assert_eq!(d.next(t0), Step::GiveUp(Error::ConnectTimeout));
+        let refused = Error::Unreachable {
+            server: "h:3".into(),
+            error: crate::IoError(std::sync::Arc::new(std::io::Error::from(
+                std::io::ErrorKind::ConnectionRefused,
+            ))),
+        };
+        let mut d = Dialer::new(hosts(2), 1);
+        host(d.next(t0));
+        d.failed(t0, Error::ConnectTimeout);
+        host(d.next(t0));
+        d.failed(t0, refused.clone());
+        assert_eq!(d.next(t0), Step::GiveUp(refused));
+    }
+
+    #[test]
+    fn failed_rounds_back_off_doubling_up_to_a_second() {
+        let t0 = Instant::now();
+        let mut d = Dialer::new(hosts(2), 1);
+        host(d.next(t0));
+        d.established();
+        d.lost(t0, true);
+        let mut now = t0;
+        let mut pauses = Vec::new();
+        for _ in 0..7 {
+            for _ in 0..2 {
+                host(d.next(now));
+                d.failed(now, Error::ConnectTimeout);
+            }
+            match d.next(now) {
+                Step::WaitUntil(t) => {
+                    pauses.push(t - now);
+                    now = t;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let ms: Vec<u128> = pauses.iter().map(Duration::as_millis).collect();
+        assert_eq!(ms, [100, 200, 400, 800, 1000, 1000, 1000]);
+        // Never gives up once a session exists.
+        assert!(matches!(d.next(now), Step::Host(..)));
+    }
+
+    #[test]
+    fn a_lost_connection_pauses_at_random_under_a_second_unless_left_on_purpose() {
+        let t0 = Instant::now();
+        let mut seen = std::collections::HashSet::new();
+        for seed in 1..50 {
+            let mut d = Dialer::new(hosts(3), seed);
+            host(d.next(t0));
+            d.established();
+            d.lost(t0, false);
+            match d.next(t0) {
+                Step::WaitUntil(t) => {
+                    assert!(t - t0 < RECONNECT_JITTER);
+                    seen.insert((t - t0).as_millis());
+                    assert!(matches!(d.next(t), Step::Host(..)));
+                }
+                Step::Host(..) => {
+                    seen.insert(0);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(seen.len() > 10, "the pauses vary: {seen:?}");
+        let mut d = Dialer::new(hosts(3), 1);
+        host(d.next(t0));
+        d.established();
+        d.lost(t0, true);
+        assert!(matches!(d.next(t0), Step::Host(..)));
+    }
+
+    #[test]
+    fn a_read_write_server_found_is_tried_first_and_a_new_list_is_taken_at_once() {
+        let t0 = Instant::now();
+        let mut d = Dialer::new(hosts(2), 1);
+        host(d.next(t0));
+        d.established();
+        let rw: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        d.prefer(rw);
+        d.lost(t0, true);
+        assert_eq!(d.next(t0), Step::Addr(rw));
+        let current = ("h".to_owned(), 1);
+        assert!(d.set_hosts(hosts(3), Some(&current)));
+        assert!(!d.set_hosts(vec![("other".into(), 1)], Some(&current)));
+        assert_eq!(host(d.next(t0)), ("other".to_owned(), 1));
+    }
+}

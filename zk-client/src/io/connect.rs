@@ -1,0 +1,55 @@
+//! How the session task reaches a server: a [`Resolver`] for the connect string's names and a
+//! [`Connect`] for the byte stream. Real ones by default (the system resolver, TCP); tests
+//! give in-memory ones, so the whole task runs on tokio's paused clock.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+
+/// A boxed future, as the resolver and the connector return.
+pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// Resolves a host name of the connect string, on each connection attempt (a server that
+/// moves to a new address is found again, as the Java client's `StaticHostProvider` does).
+pub(crate) type Resolver =
+    Arc<dyn Fn(String, u16) -> BoxFuture<std::io::Result<Vec<SocketAddr>>> + Send + Sync>;
+
+/// The system resolver (tokio's `lookup_host`).
+pub(crate) fn system_resolver() -> Resolver {
+    Arc::new(|host: String, port: u16| {
+        Box::pin(async move {
+            tokio::net::lookup_host((host.as_str(), port))
+                .await
+                .map(Iterator::collect)
+        })
+    })
+}
+
+/// Opens a byte stream to a server.
+pub(crate) trait Connect: Send + Sync + 'static {
+    /// The stream.
+    type Stream: AsyncRead + AsyncWrite + Send + Unpin + 'static;
+
+    /// Connects to `addr`.
+    fn connect(&self, addr: SocketAddr) -> BoxFuture<std::io::Result<Self::Stream>>;
+}
+
+/// TCP, with `TCP_NODELAY` (requests are small and pipelined).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Tcp;
+
+impl Connect for Tcp {
+    type Stream = TcpStream;
+
+    fn connect(&self, addr: SocketAddr) -> BoxFuture<std::io::Result<TcpStream>> {
+        Box::pin(async move {
+            let stream = TcpStream::connect(addr).await?;
+            let _ = stream.set_nodelay(true);
+            Ok(stream)
+        })
+    }
+}

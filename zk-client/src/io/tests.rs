@@ -1,0 +1,341 @@
+//! The session task over real sockets and, on tokio's paused clock, over in-memory streams.
+
+use std::io;
+
+use super::*;
+use crate::Client;
+
+/// Defect 6: names are resolved on every attempt, not once at `connect()`: a name that
+/// does not resolve yet is kept, and a server that moves to a new address is found there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_are_resolved_on_every_attempt() {
+    let zk = xtask::ZkServer::start().unwrap();
+    let a = xtask::FaultProxy::start(zk.addr()).unwrap();
+    let b = xtask::FaultProxy::start(zk.addr()).unwrap();
+    let target: Arc<Mutex<Option<SocketAddr>>> = Arc::new(Mutex::new(None));
+    let answers = target.clone();
+    let resolve: Resolver = Arc::new(move |host: String, _port: u16| {
+        let answers = answers.clone();
+        Box::pin(async move {
+            assert_eq!(host, "zk.test");
+            let addr = *answers.lock().unwrap();
+            addr.map(|a| vec![a])
+                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "unknown name"))
+        })
+    });
+    let builder = Client::builder()
+        .hosts("zk.test:2181")
+        .session_timeout(Duration::from_secs(10));
+    let err = builder
+        .clone()
+        .connect_with(resolve.clone())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Unreachable { server, .. } if server == "zk.test:2181"),
+        "{err:?}"
+    );
+    *target.lock().unwrap() = Some(a.addr());
+    let c = builder.connect_with(resolve).await.unwrap();
+    let session = c.session_id();
+    assert_eq!(c.server_addr(), Some(a.addr()));
+    // The server moves: the name now points to `b`, and `a` is gone.
+    *target.lock().unwrap() = Some(b.addr());
+    a.refuse(true);
+    a.cut();
+    let mut states = c.state_watch();
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        states.wait_for(|s| *s == SessionState::Disconnected),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        states.wait_for(|s| *s == SessionState::Connected),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(c.server_addr(), Some(b.addr()));
+    assert_eq!(c.session_id(), session);
+    c.close().await.unwrap();
+}
+
+// ---- The whole task over in-memory streams, on tokio's paused clock ---------------------
+//
+// Time only moves when every task waits, and then straight to the next deadline: the ping,
+// read, handshake, lost and back-off deadlines are checked to the millisecond, without a
+// real-time hedge and in no wall time.
+
+use bytes::BytesMut;
+use tokio::io::DuplexStream;
+use zk_proto::records::{ConnectRequest, ConnectResponse};
+use zk_proto::{
+    Decode, Encode, ErrorCode, ReplyHeader, RequestHeader, encode_frame, split_frame, xid,
+};
+
+use crate::{ClientBuilder, dial::RECONNECT_JITTER};
+
+/// A connection the client opened: the server's end.
+struct Conn {
+    stream: DuplexStream,
+    buf: BytesMut,
+}
+
+impl Conn {
+    /// The next frame, or `None` at end of stream.
+    async fn frame(&mut self) -> Option<BytesMut> {
+        loop {
+            if let Some(frame) = split_frame(&mut self.buf, 1 << 20).unwrap() {
+                return Some(frame);
+            }
+            if self.stream.read_buf(&mut self.buf).await.unwrap_or(0) == 0 {
+                return None;
+            }
+        }
+    }
+
+    async fn read_connect(&mut self) -> ConnectRequest {
+        let frame = self.frame().await.expect("a handshake");
+        ConnectRequest::decode_exact(&frame, "ConnectRequest").unwrap()
+    }
+
+    async fn grant(&mut self, timeout_ms: i32, session_id: i64) {
+        let resp = ConnectResponse {
+            protocol_version: 0,
+            time_out: timeout_ms,
+            session_id,
+            passwd: Some(bytes::Bytes::from_static(b"0123456789abcdef")),
+            read_only: Some(false),
+        };
+        let mut out = BytesMut::new();
+        encode_frame(&resp, &mut out, usize::MAX).unwrap();
+        self.stream.write_all(&out).await.unwrap();
+    }
+
+    async fn read_request(&mut self) -> Option<(RequestHeader, Request)> {
+        let frame = self.frame().await?;
+        Some(Request::decode_frame(&frame).unwrap())
+    }
+
+    async fn reply_empty(&mut self, xid: i32) {
+        let mut body = BytesMut::new();
+        ReplyHeader {
+            xid,
+            zxid: 1,
+            err: ErrorCode::Ok,
+        }
+        .encode(&mut body)
+        .unwrap();
+        let mut out = BytesMut::new();
+        out.extend_from_slice(&(body.len() as i32).to_be_bytes());
+        out.extend_from_slice(&body);
+        self.stream.write_all(&out).await.unwrap();
+    }
+}
+
+/// A transport whose connections the test receives; `refuse` makes every connect fail.
+struct Mem {
+    conns: mpsc::UnboundedSender<Conn>,
+    refuse: Arc<std::sync::atomic::AtomicBool>,
+    attempts: Arc<Mutex<Vec<Instant>>>,
+}
+
+impl Connect for Mem {
+    type Stream = DuplexStream;
+
+    fn connect(&self, _addr: SocketAddr) -> connect::BoxFuture<io::Result<DuplexStream>> {
+        let conns = self.conns.clone();
+        let refuse = self.refuse.load(std::sync::atomic::Ordering::SeqCst);
+        self.attempts.lock().unwrap().push(Instant::now());
+        Box::pin(async move {
+            if refuse {
+                return Err(io::Error::from(io::ErrorKind::ConnectionRefused));
+            }
+            let (client, server) = tokio::io::duplex(1 << 16);
+            let conn = Conn {
+                stream: server,
+                buf: BytesMut::new(),
+            };
+            conns
+                .send(conn)
+                .map_err(|_| io::Error::from(io::ErrorKind::ConnectionRefused))?;
+            Ok(client)
+        })
+    }
+}
+
+/// Resolves `sN:port` to `127.0.0.N:port`.
+fn numbered_hosts() -> Resolver {
+    Arc::new(|host: String, port: u16| {
+        Box::pin(async move {
+            let n: u8 = host
+                .trim_start_matches('s')
+                .parse()
+                .map_err(|_| io::Error::new(io::ErrorKind::NotFound, "unknown name"))?;
+            Ok(vec![SocketAddr::from(([127, 0, 0, n], port))])
+        })
+    })
+}
+
+struct Harness {
+    conns: mpsc::UnboundedReceiver<Conn>,
+    refuse: Arc<std::sync::atomic::AtomicBool>,
+    /// When each connection attempt was made.
+    attempts: Arc<Mutex<Vec<Instant>>>,
+}
+
+fn harness() -> (Mem, Harness) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let refuse = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let attempts = Arc::new(Mutex::new(Vec::new()));
+    (
+        Mem {
+            conns: tx,
+            refuse: refuse.clone(),
+            attempts: attempts.clone(),
+        },
+        Harness {
+            conns: rx,
+            refuse,
+            attempts,
+        },
+    )
+}
+
+impl Harness {
+    async fn next(&mut self) -> Conn {
+        self.conns.recv().await.expect("a connection")
+    }
+
+    fn refuse(&self, on: bool) {
+        self.refuse.store(on, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+fn mem_builder(hosts: &str) -> ClientBuilder {
+    Client::builder()
+        .hosts(hosts)
+        .session_timeout(Duration::from_secs(6))
+        .connect_timeout(Duration::from_secs(3))
+}
+
+/// Connects a client over `mem` to the first connection the harness sees, granting 6 s.
+async fn mem_connected(hosts: &str, mem: Mem, h: &mut Harness) -> (Client, Conn) {
+    let connecting = tokio::spawn(mem_builder(hosts).connect_via(numbered_hosts(), mem, 7));
+    let mut conn = h.next().await;
+    conn.read_connect().await;
+    conn.grant(6000, 0x51).await;
+    (connecting.await.unwrap().unwrap(), conn)
+}
+
+async fn state(c: &Client, want: SessionState) {
+    let mut states = c.state_watch();
+    states.wait_for(|s| *s == want).await.unwrap();
+}
+
+/// An idle client pings after a third of the session timeout; a server that stops answering
+/// is given up after two thirds of it without a byte; the session is reported lost a whole
+/// session timeout after the last byte heard. Exactly, on the paused clock.
+#[tokio::test(start_paused = true)]
+async fn heartbeat_read_timeout_and_session_loss_to_the_millisecond() {
+    let (mem, mut h) = harness();
+    let t0 = Instant::now();
+    let (c, mut conn) = mem_connected("s1:2181", mem, &mut h).await;
+    let (header, request) = conn.read_request().await.unwrap();
+    assert_eq!((header.xid, request), (xid::PING, Request::Ping));
+    assert_eq!(t0.elapsed(), Duration::from_secs(2), "ping at a third");
+    conn.reply_empty(xid::PING).await;
+    let last_heard = Instant::now();
+    // Silence from now on: pings go on, and the connection is closed after 4 s.
+    while let Some((header, _)) = conn.read_request().await {
+        assert_eq!(header.xid, xid::PING);
+    }
+    assert_eq!(
+        last_heard.elapsed(),
+        Duration::from_secs(4),
+        "dead at two thirds"
+    );
+    state(&c, SessionState::Disconnected).await;
+    // Reconnects find nobody answering: lost 6 s after the last byte heard.
+    h.refuse(true);
+    state(&c, SessionState::Lost).await;
+    assert_eq!(
+        last_heard.elapsed(),
+        Duration::from_secs(6),
+        "lost at the timeout"
+    );
+    drop(conn);
+}
+
+/// A handshake nobody answers ends at the connect timeout, and the first connect reports it
+/// after one attempt per server.
+#[tokio::test(start_paused = true)]
+async fn an_unanswered_handshake_ends_at_the_connect_timeout() {
+    let (mem, mut h) = harness();
+    let t0 = Instant::now();
+    let connecting = tokio::spawn(mem_builder("s1:2181").connect_via(numbered_hosts(), mem, 7));
+    let mut conn = h.next().await;
+    conn.read_connect().await;
+    let result = connecting.await.unwrap();
+    assert_eq!(result.err(), Some(Error::ConnectTimeout));
+    assert_eq!(t0.elapsed(), Duration::from_secs(3));
+    assert!(conn.frame().await.is_none(), "hung up, nothing more sent");
+    assert!(h.conns.try_recv().is_err(), "no second attempt");
+}
+
+/// After losing an established connection the client waits a random pause under a second
+/// (no herd on the next server); a failed round of servers backs off, doubling.
+#[tokio::test(start_paused = true)]
+async fn reconnects_pause_at_random_then_back_off_by_rounds() {
+    let (mem, mut h) = harness();
+    let (c, conn) = mem_connected("s1:2181,s2:2181", mem, &mut h).await;
+    let lost_at = Instant::now();
+    drop(conn);
+    state(&c, SessionState::Disconnected).await;
+    let again = h.next().await;
+    let pause = lost_at.elapsed();
+    assert!(pause < RECONNECT_JITTER, "{pause:?}");
+    // This one hangs up, and both servers refuse from then on: each round of two failed
+    // attempts is followed by a pause of 100 ms, 200 ms, 400 ms, 800 ms, then 1 s.
+    h.refuse(true);
+    let first = *h.attempts.lock().unwrap().last().unwrap();
+    drop(again.stream);
+    state(&c, SessionState::Lost).await;
+    assert_eq!(
+        lost_at.elapsed(),
+        Duration::from_secs(6),
+        "lost at the timeout"
+    );
+    let attempts = h.attempts.lock().unwrap().clone();
+    let since: Vec<u128> = attempts
+        .iter()
+        .skip_while(|t| **t < first)
+        .map(|t| t.duration_since(first).as_millis())
+        .collect();
+    assert_eq!(
+        since.get(..10),
+        Some(&[0, 0, 100, 100, 300, 300, 700, 700, 1500, 1500][..]),
+        "{since:?}"
+    );
+}
+
+/// The servers of the first connect are each tried once, with no pause, before the last
+/// error is reported.
+#[tokio::test(start_paused = true)]
+async fn the_first_connect_tries_every_server_once_without_pausing() {
+    let (mem, h) = harness();
+    h.refuse(true);
+    let t0 = Instant::now();
+    let err = mem_builder("s1:2181,s2:2182,s3:2183")
+        .connect_via(numbered_hosts(), mem, 7)
+        .await
+        .unwrap_err();
+    assert_eq!(t0.elapsed(), Duration::ZERO);
+    assert!(
+        matches!(&err, Error::Unreachable { server, .. } if server.starts_with("127.0.0.")),
+        "{err:?}"
+    );
+}
