@@ -766,3 +766,23 @@ async fn config_check_watches_and_local_removal() {
     c.close().await.unwrap();
     chrooted.close().await.unwrap();
 }
+
+/// Dropping the last persistent watcher of a path ends the watch on the server too (it stayed
+/// there, sending events to nobody, until the session ended).
+#[tokio::test]
+async fn dropping_the_last_persistent_watcher_removes_the_servers_watch() {
+    let c = client().await;
+    let r = root(&c, "pdrop").await;
+    let first = c.add_watch(&r, AddWatchMode::Persistent).await.unwrap();
+    let second = c.add_watch(&r, AddWatchMode::Persistent).await.unwrap();
+    drop(first);
+    c.check_watches(&r, WatcherType::Any).await.unwrap();
+    drop(second);
+    // The removal is sent when the handle drops, so a request made after it is answered
+    // after it.
+    assert_eq!(
+        c.check_watches(&r, WatcherType::Any).await,
+        Err(Error::NoWatcher)
+    );
+    c.close().await.unwrap();
+}
