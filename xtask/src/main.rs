@@ -29,12 +29,13 @@ Commands:
                  create+delete and 100-deep pipelined get_data, N s each (default 10),
                  R rounds (default 1) in alternating order, ratios of the medians
   bench mutex [--seconds N] [--rounds R] [--sessions 1,4,16] [--rust-warmup S]
-              [--java-warmup S] [--kazoo-warmup S] [--server-warmup S]
+              [--java-warmup S] [--kazoo-warmup S] [--server-warmup S] [--force-sync on|off]
                  our InterProcessMutex (awaited and dropped release) against Curator 5.4's
                  and kazoo's Lock at each session count (a session each, one process per
                  library), N s each (default 10) on one fresh server: cycles/s, p50/p99,
-                 CPU per cycle, peak RSS, server requests per cycle, ratios, targets
-  bench rwlock|multilock|semaphore [--seconds N] [--rounds R]
+                 CPU per cycle, peak RSS, server requests per cycle, ratios, targets;
+                 --force-sync off takes the server's disk out (a write costs a round trip)
+  bench rwlock|multilock|semaphore [--seconds N] [--rounds R] [--force-sync on|off]
                  the other recipes the same way, a fixed set of cases each (rwlock: readers,
                  writers, a 90/10 mix; multilock: 2 and 4 members; semaphore: the mutex at 1
                  and 4 sessions, 3 leases at 4 and 16)

@@ -88,6 +88,10 @@ pub struct Options {
     /// so that the server's JVM is warmed up for whichever library goes first
     /// (`--server-warmup`, default 2).
     pub server_warmup: f64,
+    /// The server's `forceSync` (`--force-sync on|off`, default on, as in production). Off
+    /// takes the disk out of the picture (a write then costs a round trip, not an `fsync`),
+    /// to see what the protocol itself costs.
+    pub force_sync: bool,
 }
 
 impl Default for Options {
@@ -100,6 +104,7 @@ impl Default for Options {
             java_warmup: 5.0,
             kazoo_warmup: 1.0,
             server_warmup: 2.0,
+            force_sync: true,
         }
     }
 }
@@ -127,7 +132,18 @@ impl Options {
                 "--server-warmup" => {
                     opts.server_warmup = args::seconds(&flag, &value, args::WARMUP)?;
                 }
-                _ => return Err(format!("`bench mutex`: unknown argument `{flag}`").into()),
+                "--force-sync" => {
+                    opts.force_sync = match value.as_str() {
+                        "on" | "yes" | "true" => true,
+                        "off" | "no" | "false" => false,
+                        _ => {
+                            return Err(
+                                format!("`--force-sync` wants on or off, got `{value}`").into()
+                            );
+                        }
+                    };
+                }
+                _ => return Err(format!("`bench`: unknown argument `{flag}`").into()),
             }
         }
         Ok(opts)
@@ -365,8 +381,9 @@ pub fn run(bench: Bench, args: &[String]) -> Result<()> {
             .join("kazoo_lock_bench.py"),
     };
 
-    eprintln!("bench {what}: starting ZooKeeper (forceSync on)...");
-    let server = ZkServer::start_with(ZkOptions::default())?;
+    let sync = if opts.force_sync { "on" } else { "off" };
+    eprintln!("bench {what}: starting ZooKeeper (forceSync {sync})...");
+    let server = ZkServer::start_with(ZkOptions::default().force_sync(opts.force_sync))?;
     let version = server
         .four_letter("srvr")?
         .lines()
@@ -452,7 +469,8 @@ pub fn run(bench: Bench, args: &[String]) -> Result<()> {
     let model = cpu_model().unwrap_or_else(|| "unknown CPU".to_owned());
     println!();
     println!("machine: {cpus} CPUs (nproc), {model}");
-    println!("server:  ZooKeeper {version}, standalone, forceSync=yes, one fresh server");
+    let sync = if opts.force_sync { "yes" } else { "no" };
+    println!("server:  ZooKeeper {version}, standalone, forceSync={sync}, one fresh server");
     println!(
         "ours:    recipe-{what} on zk-client, tokio current-thread runtime, release build; \
          \"ours\" awaits guard.release(), \"ours (drop)\" drops the guard"
