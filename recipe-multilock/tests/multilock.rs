@@ -14,8 +14,8 @@ use recipe_multilock::{Error, InterProcessMultiLock, Lock, MemberError};
 use recipe_mutex::InterProcessMutex;
 use recipe_rwlock::InterProcessReadWriteLock;
 use recipe_semaphore::InterProcessSemaphoreMutex;
-use xtask::{Ensemble, ZkOptions};
 use zk_client::{Client, CreateMode, CreateOptions, EventType, Op};
+use zk_testkit::{Ensemble, ZkOptions};
 
 // The mutex's real-server test helpers (one server per test binary, clients, bounded waits).
 #[path = "../../recipe-mutex/tests/support/mod.rs"]

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use recipe_mutex::{Error, InterProcessMutex, Loss};
-use xtask::{FaultProxy, ZkServer};
 use zk_client::SessionState;
+use zk_testkit::{FaultProxy, ZkServer};
 
 mod support;
 use support::{bounded, client, client_at, server, wait_children};
@@ -154,7 +154,7 @@ async fn waiters_get_the_lock_in_fifo_order() {
 async fn fifty_waiters_no_herd_one_wakeup_per_hand_off() {
     // A dedicated server, so its packet counter is ours alone; long sessions, so that no
     // ping falls in the measurement.
-    let opts = xtask::ZkOptions::default().session_timeouts_ms(1_000, 300_000);
+    let opts = zk_testkit::ZkOptions::default().session_timeouts_ms(1_000, 300_000);
     let zk = tokio::task::block_in_place(|| ZkServer::start_with(opts)).unwrap();
     let path = "/t/herd";
     let long = Duration::from_secs(300);
@@ -419,8 +419,10 @@ async fn parents_are_containers_created_on_demand_and_a_zero_timeout_takes_a_fre
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eight_sessions_across_a_member_kill_never_two_holders_and_no_node_left() {
     let ens = Arc::new(StdMutex::new(
-        tokio::task::block_in_place(|| xtask::Ensemble::start(3, xtask::ZkOptions::default()))
-            .unwrap(),
+        tokio::task::block_in_place(|| {
+            zk_testkit::Ensemble::start(3, zk_testkit::ZkOptions::default())
+        })
+        .unwrap(),
     ));
     let hosts = ens.lock().unwrap().connect_string();
     let path = "/t/ensemble";
@@ -519,7 +521,7 @@ async fn a_waiter_survives_a_server_bounce() {
 async fn lock_parents_are_containers_the_server_removes_when_empty() {
     // Curator's testContainerCleanup, with the server checking containers every 100 ms.
     let opts =
-        xtask::ZkOptions::default().system_property("znode.container.checkIntervalMs", "100");
+        zk_testkit::ZkOptions::default().system_property("znode.container.checkIntervalMs", "100");
     let zk = tokio::task::block_in_place(|| ZkServer::start_with(opts)).unwrap();
     let c = client_at(&zk.connect_string(), Duration::from_secs(10)).await;
     let mut tasks = Vec::new();

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use recipe_rwlock::{Error, InterProcessReadWriteLock};
-use xtask::FaultProxy;
 use zk_client::{Client, SessionState};
+use zk_testkit::FaultProxy;
 
 // The mutex's real-server test helpers (one server per test binary, clients, bounded waits).
 #[path = "../../recipe-mutex/tests/support/mod.rs"]

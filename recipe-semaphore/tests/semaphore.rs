@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use recipe_semaphore::{Error, InterProcessSemaphoreMutex, InterProcessSemaphoreV2, SharedCount};
-use xtask::FaultProxy;
 use zk_client::{Client, SessionState};
+use zk_testkit::FaultProxy;
 
 #[path = "../../recipe-mutex/tests/support/mod.rs"]
 mod support;

@@ -8,8 +8,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use xtask::{Ensemble, FaultProxy, ZkOptions, ZkServer};
 use zk_client::*;
+use zk_testkit::{Ensemble, FaultProxy, ZkOptions, ZkServer};
 
 const BOUND: Duration = Duration::from_secs(60);
 
@@ -420,7 +420,7 @@ async fn read_only_mode() {
     ens.kill(2).unwrap();
     // The survivor has no quorum: it turns read-only.
     let deadline = Instant::now() + BOUND;
-    while ens.mode(0).ok().flatten() != Some(xtask::Mode::ReadOnly) {
+    while ens.mode(0).ok().flatten() != Some(zk_testkit::Mode::ReadOnly) {
         assert!(Instant::now() < deadline, "member 0 never became read-only");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

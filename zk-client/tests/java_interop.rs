@@ -38,15 +38,19 @@ const TTL_MS: u64 = 3_600_000;
 
 /// The classpath of the Java client: ZooKeeper's client, jute, and a silent SLF4J binding.
 fn java_classpath() -> String {
-    xtask::java::jars(&["zookeeper", "zookeeper-jute", "slf4j-api", "slf4j-nop"])
+    zk_testkit::java::jars(&["zookeeper", "zookeeper-jute", "slf4j-api", "slf4j-nop"])
 }
 
 /// Compiles `JavaClientInterop.java` (cached) and returns the class directory.
 fn java_classes() -> PathBuf {
-    xtask::deps::ensure(&[xtask::deps::Need::Java, xtask::deps::Need::ZooKeeper]).unwrap();
-    xtask::java::compile(
+    zk_testkit::deps::ensure(&[
+        zk_testkit::deps::Need::Java,
+        zk_testkit::deps::Need::ZooKeeper,
+    ])
+    .unwrap();
+    zk_testkit::java::compile(
         "JavaClientInterop",
-        &[xtask::java::java_dir().join("JavaClientInterop.java")],
+        &[zk_testkit::java::java_dir().join("JavaClientInterop.java")],
         &java_classpath(),
     )
     .unwrap()
@@ -387,7 +391,7 @@ fn check_java_intent(node: &JavaNode, base: &str, java_session: Option<i64>) {
 
 #[test]
 fn java_writes_we_read() {
-    let zk = xtask::ZkServer::start().unwrap();
+    let zk = zk_testkit::ZkServer::start().unwrap();
     let rt = runtime();
     let client = bounded(&rt, connect(&zk.connect_string()));
     let base = "/interop-java";
@@ -453,7 +457,7 @@ struct Plan {
 
 #[test]
 fn we_write_java_reads() {
-    let zk = xtask::ZkServer::start().unwrap();
+    let zk = zk_testkit::ZkServer::start().unwrap();
     let rt = runtime();
     let client = bounded(&rt, connect(&zk.connect_string()));
     let open = || CreateOptions::new(CreateMode::Persistent);

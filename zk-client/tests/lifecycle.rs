@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
-use xtask::{FaultProxy, ZkServer};
 use zk_client::*;
+use zk_testkit::{FaultProxy, ZkServer};
 
 const BOUND: Duration = Duration::from_secs(60);
 

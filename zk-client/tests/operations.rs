@@ -11,9 +11,9 @@ use bytes::Bytes;
 use zk_client::*;
 
 /// The shared server. It dies with the test process (the launcher watches its stdin).
-fn server() -> &'static xtask::ZkServer {
-    static SERVER: OnceLock<xtask::ZkServer> = OnceLock::new();
-    SERVER.get_or_init(|| xtask::ZkServer::start().expect("start ZooKeeper"))
+fn server() -> &'static zk_testkit::ZkServer {
+    static SERVER: OnceLock<zk_testkit::ZkServer> = OnceLock::new();
+    SERVER.get_or_init(|| zk_testkit::ZkServer::start().expect("start ZooKeeper"))
 }
 
 async fn client() -> Client {

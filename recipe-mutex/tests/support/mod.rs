@@ -5,8 +5,8 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use xtask::ZkServer;
 use zk_client::{Client, SessionState};
+use zk_testkit::ZkServer;
 
 /// The longest any single wait in these tests may take.
 pub const BOUND: Duration = Duration::from_secs(60);

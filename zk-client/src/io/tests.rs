@@ -9,9 +9,9 @@ use crate::Client;
 /// does not resolve yet is kept, and a server that moves to a new address is found there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn names_are_resolved_on_every_attempt() {
-    let zk = xtask::ZkServer::start().unwrap();
-    let a = xtask::FaultProxy::start(zk.addr()).unwrap();
-    let b = xtask::FaultProxy::start(zk.addr()).unwrap();
+    let zk = zk_testkit::ZkServer::start().unwrap();
+    let a = zk_testkit::FaultProxy::start(zk.addr()).unwrap();
+    let b = zk_testkit::FaultProxy::start(zk.addr()).unwrap();
     let target: Arc<Mutex<Option<SocketAddr>>> = Arc::new(Mutex::new(None));
     let answers = target.clone();
     let resolve: Resolver = Arc::new(move |host: String, _port: u16| {

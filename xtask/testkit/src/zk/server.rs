@@ -14,7 +14,7 @@ use super::{Ensemble, Mode, ZkOptions};
 ///
 /// # Examples
 /// ```no_run
-/// use xtask::zk::ZkServer;
+/// use zk_testkit::zk::ZkServer;
 ///
 /// # fn main() -> std::io::Result<()> {
 /// let mut zk = ZkServer::start()?;

@@ -34,7 +34,7 @@ pub fn jars(names: &[&str]) -> String {
 
 /// The directory holding xtask's Java sources (`xtask/java`).
 pub fn java_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("java")
+    crate::paths::xtask_dir().join("java")
 }
 
 /// Compiles `sources` with `javac` against `classpath` and returns the directory of the classes.

@@ -61,7 +61,7 @@ const QUORUM_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
 /// # Examples
 /// ```no_run
 /// use std::time::Duration;
-/// use xtask::zk::{Ensemble, Mode, ZkOptions};
+/// use zk_testkit::zk::{Ensemble, Mode, ZkOptions};
 ///
 /// # fn main() -> std::io::Result<()> {
 /// let mut zk = Ensemble::start(3, ZkOptions::default())?;

@@ -9,7 +9,7 @@ use std::time::Duration;
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use xtask::zk::{Ensemble, ZkOptions};
+/// use zk_testkit::zk::{Ensemble, ZkOptions};
 ///
 /// # fn main() -> std::io::Result<()> {
 /// let opts = ZkOptions::default()
