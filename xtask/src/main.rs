@@ -35,6 +35,9 @@ Commands:
                  library), N s each (default 10) on one fresh server: cycles/s, p50/p99,
                  CPU per cycle, peak RSS, server requests per cycle, ratios, targets;
                  --force-sync off takes the server's disk out (a write costs a round trip)
+  bench [mutex] [rwlock] [multilock] [semaphore] [FLAGS]
+                 the lock benchmarks named (all when none is), each writing a report page
+                 with SVG charts under target/bench/ (index: target/bench/README.md)
   bench rwlock|multilock|semaphore [--seconds N] [--rounds R] [--force-sync on|off]
                  the other recipes the same way, a fixed set of cases each (rwlock: readers,
                  writers, a 90/10 mix; multilock: 2 and 4 members; semaphore: the mutex at 1

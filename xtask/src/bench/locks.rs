@@ -52,6 +52,7 @@ use std::time::{Duration, Instant};
 
 use super::args;
 use super::procfs;
+use super::report;
 use super::sample::Sample;
 use super::worker::{self, millis};
 use crate::deps::{self, Need};
@@ -467,36 +468,38 @@ pub fn run(bench: Bench, args: &[String]) -> Result<()> {
 
     let cpus = thread::available_parallelism().map_or(0, |n| n.get());
     let model = cpu_model().unwrap_or_else(|| "unknown CPU".to_owned());
-    println!();
-    println!("machine: {cpus} CPUs (nproc), {model}");
     let sync = if opts.force_sync { "yes" } else { "no" };
-    println!("server:  ZooKeeper {version}, standalone, forceSync={sync}, one fresh server");
-    println!(
-        "ours:    recipe-{what} on zk-client, tokio current-thread runtime, release build; \
-         \"ours\" awaits guard.release(), \"ours (drop)\" drops the guard"
-    );
-    println!(
-        "curator: Curator {} {what} recipe (acquire/release), {}, JVM defaults",
-        jar_version("curator-recipes").unwrap_or_else(|| "5.4".to_owned()),
-        java_version()
-    );
+    let mut header = vec![
+        format!("machine: {cpus} CPUs (nproc), {model}"),
+        format!("server:  ZooKeeper {version}, standalone, forceSync={sync}, one fresh server"),
+        format!(
+            "ours:    recipe-{what} on zk-client, tokio current-thread runtime, release build; \
+             \"ours\" awaits guard.release(), \"ours (drop)\" drops the guard"
+        ),
+        format!(
+            "curator: Curator {} {what} recipe (acquire/release), {}, JVM defaults",
+            jar_version("curator-recipes").unwrap_or_else(|| "5.4".to_owned()),
+            java_version()
+        ),
+    ];
     if bench.libs().contains(&Lib::Kazoo) {
         let recipe = match bench {
             Bench::Semaphore => "Semaphore (its own protocol, not Curator's)",
             Bench::ReadWrite => "ReadLock / WriteLock",
             _ => "Lock",
         };
-        println!(
+        header.push(format!(
             "kazoo:   kazoo {} {recipe} (acquire/release), {}, threading handler",
             kazoo_version().unwrap_or_else(|| "?".to_owned()),
             python_version()
-        );
+        ));
     }
-    println!(
+    header.push(
         "setup:   one session (client) per contender, all contenders of a library in one \
          process, one lock path per library and session count; session timeout 10 s"
+            .to_owned(),
     );
-    println!(
+    header.push(format!(
         "window:  {} s measured per worker; warm-up {} s ours, {} s Curator, {} s kazoo; \
          server warmed up {} s per session count first; {} round(s), order alternating; \
          {:.0} s in all",
@@ -507,23 +510,88 @@ pub fn run(bench: Bench, args: &[String]) -> Result<()> {
         opts.server_warmup,
         opts.rounds,
         elapsed.as_secs_f64()
-    );
-    println!(
+    ));
+    header.push(
         "columns: cycles/s over all contenders; p50/p99 of one acquire+release cycle; client \
          CPU (utime+stime of the worker) per cycle; peak RSS (VmHWM); server requests \
          (zk_packets_received, pings included) per cycle"
+            .to_owned(),
     );
     println!();
-    print!("{}", table(&results, &cases, libs, opts.rounds, hz));
-    println!();
-    print!("{}", ratios(&results, &cases, Lib::Curator, hz));
-    if libs.contains(&Lib::Kazoo) {
-        println!();
-        print!("{}", ratios(&results, &cases, Lib::Kazoo, hz));
+    for line in &header {
+        println!("{line}");
     }
+    let results_table = table(&results, &cases, libs, opts.rounds, hz);
+    let mut comparisons = ratios(&results, &cases, Lib::Curator, hz);
+    if libs.contains(&Lib::Kazoo) {
+        comparisons.push('\n');
+        comparisons.push_str(&ratios(&results, &cases, Lib::Kazoo, hz));
+    }
+    let verdicts = targets(bench, &results, &cases, hz);
     println!();
-    print!("{}", targets(bench, &results, &cases, hz));
+    print!("{results_table}");
+    println!();
+    print!("{comparisons}");
+    println!();
+    print!("{verdicts}");
+    let page = report_page(what, &header, &results_table, &comparisons, &verdicts);
+    let charts = charts(&results, &cases, libs, hz);
+    let charts: Vec<(&str, report::Chart)> = vec![("cycles", charts.0), ("p99", charts.1)];
+    match report::write_page(&report::dir(), what, &page, &charts) {
+        Ok(path) => println!("\nreport: {} (charts beside it)", path.display()),
+        Err(e) => eprintln!("bench {what}: could not write the report: {e}"),
+    }
     Ok(())
+}
+
+/// The report page: the header, the tables as they were printed, and the charts.
+fn report_page(what: &str, header: &[String], table: &str, ratios: &str, targets: &str) -> String {
+    let mut out = format!(
+        "# Benchmark: {what}\n\n`cargo xtask bench {what}`, ours against Curator 5.4 (and kazoo where it has the recipe), on one fresh server.\n\n"
+    );
+    for line in header {
+        out.push_str("- ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "\n![cycles per second]({what}-cycles.svg)\n\n![p99 latency]({what}-p99.svg)\n\n## Results\n\n```text\n{table}```\n\n## Ratios\n\n```text\n{ratios}```\n\n## Targets\n\n```text\n{targets}```\n"
+    ));
+    out
+}
+
+/// The cycles/s and p99 charts: one group per case, one bar per library (medians).
+fn charts(
+    results: &[Run],
+    cases: &[Case],
+    libs: &[Lib],
+    hz: u64,
+) -> (report::Chart, report::Chart) {
+    let groups: Vec<String> = cases.iter().map(|c| c.label.clone()).collect();
+    let series = |field: fn(&Summary) -> f64| -> Vec<(String, Vec<Option<f64>>)> {
+        libs.iter()
+            .map(|&lib| {
+                let values = (0..cases.len())
+                    .map(|c| median_of(results, lib, c, hz).map(|s| field(&s)))
+                    .collect();
+                (lib.name().to_owned(), values)
+            })
+            .collect()
+    };
+    (
+        report::Chart {
+            title: "cycles per second (higher is better)".into(),
+            unit: "cycles/s".into(),
+            groups: groups.clone(),
+            series: series(|s| s.cycles_per_sec),
+        },
+        report::Chart {
+            title: "p99 latency of a cycle (lower is better)".into(),
+            unit: "µs".into(),
+            groups,
+            series: series(|s| s.p99_us),
+        },
+    )
 }
 
 /// The server's `zk_packets_received`, or `None` (with a warning) if `mntr` does not say.
