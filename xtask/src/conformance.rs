@@ -288,7 +288,7 @@ pub fn java_cases() -> Result<String, Box<dyn std::error::Error>> {
 
 /// `cargo xtask conformance`: prints one line per record type and `N passed, N failed`, and
 /// fails if any record type failed.
-pub fn run(_args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     let results = check_cases(&java_cases()?);
     let (mut passed, mut failed) = (0, 0);
     for (name, result) in &results {

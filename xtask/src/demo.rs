@@ -55,7 +55,7 @@ fn step(title: &str) {
 }
 
 /// Runs the demo.
-pub fn run(_args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     deps::ensure(&[Need::Java, Need::ZooKeeper])?;
     step("starting a local ZooKeeper 3.8 (standalone, 127.0.0.1, free port)");
     let server = ZkServer::start_with(ZkOptions::default())?;

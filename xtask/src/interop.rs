@@ -119,57 +119,6 @@ impl Default for InteropOptions {
     }
 }
 
-impl InteropOptions {
-    /// Parses `[--seconds N] [--java-clients N] [--rust-clients N] [--path P] [--java-path P]
-    /// [--in-process]` (also `--flag=value`).
-    ///
-    /// # Errors
-    /// An unknown flag, a missing value, or a value out of range (seconds 1..=3600, clients
-    /// 1..=64).
-    pub fn parse(args: &[String]) -> Result<InteropOptions> {
-        let mut opts = InteropOptions::default();
-        let mut args = args.iter();
-        while let Some(arg) = args.next() {
-            let (flag, inline) = match arg.split_once('=') {
-                Some((flag, value)) => (flag, Some(value.to_owned())),
-                None => (arg.as_str(), None),
-            };
-            if flag == "--in-process" && inline.is_none() {
-                opts.rust_side = RustSide::InProcess;
-                continue;
-            }
-            let mut value = || {
-                inline
-                    .clone()
-                    .or_else(|| args.next().cloned())
-                    .ok_or_else(|| format!("`{flag}` needs a value"))
-            };
-            let count = |v: String, max: u64| {
-                v.parse::<u64>()
-                    .ok()
-                    .filter(|n| (1..=max).contains(n))
-                    .ok_or_else(|| format!("`{flag}` wants a number in 1..={max}, got `{v}`"))
-            };
-            match flag {
-                "--seconds" => opts.seconds = count(value()?, 3600)?,
-                "--java-clients" => opts.java_clients = usize::try_from(count(value()?, 64)?)?,
-                "--rust-clients" => opts.rust_clients = usize::try_from(count(value()?, 64)?)?,
-                "--path" | "--java-path" => {
-                    let v = value()?;
-                    zk_proto::validate_path(&v, false).map_err(|e| format!("{flag} `{v}`: {e}"))?;
-                    if flag == "--path" {
-                        opts.path = v;
-                    } else {
-                        opts.java_path = Some(v);
-                    }
-                }
-                _ => return Err(format!("`interop mutex`: unknown argument `{arg}`").into()),
-            }
-        }
-        Ok(opts)
-    }
-}
-
 /// What one side reports at the end of its run: `COUNTS side=<s> clients=<n>
 /// acquisitions=<n> violations=<n> errors=<n>`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -400,31 +349,50 @@ impl fmt::Display for MutexTotals {
 /// # Errors
 /// An unknown recipe, bad options, a failed setup, or a failed check (see
 /// [`MutexTotals::failure`]).
-pub fn run(args: &[String]) -> Result<()> {
-    match args.split_first() {
-        Some((what, rest)) if what == "mutex" => {
-            let opts = InteropOptions::parse(rest)?;
+pub fn run(cli: &crate::cli::Interop) -> Result<()> {
+    use crate::cli::InteropRecipe;
+    use crate::recipe_interop::Checked;
+    let recipe = match cli.recipe {
+        InteropRecipe::Mutex => {
+            let opts = InteropOptions {
+                seconds: cli.seconds,
+                java_clients: usize::from(cli.java_clients),
+                rust_clients: usize::from(cli.rust_clients),
+                path: cli
+                    .path
+                    .clone()
+                    .unwrap_or_else(|| "/interop/mutex".to_owned()),
+                java_path: cli.java_path.clone(),
+                rust_side: if cli.in_process {
+                    RustSide::InProcess
+                } else {
+                    RustSide::ReleaseProcess
+                },
+            };
             let totals = run_mutex(&opts)?;
             println!();
             print!("{totals}");
             println!("violations={}", totals.violations());
-            match totals.failure() {
+            return match totals.failure() {
                 Some(why) => Err(why.into()),
                 None => Ok(()),
-            }
+            };
         }
-        Some((what, rest)) if crate::recipe_interop::Checked::parse(what).is_some() => {
-            crate::recipe_interop::run_command(what, rest)
-        }
-        Some((what, _)) => Err(format!(
-            "unknown interop check `{what}`: use mutex, rwlock, multilock, semaphore or semaphore-mutex"
-        )
-        .into()),
-        None => Err(
-            "`cargo xtask interop` needs a recipe: mutex, rwlock, multilock, semaphore or semaphore-mutex"
-                .into(),
-        ),
-    }
+        InteropRecipe::Rwlock => Checked::ReadWrite,
+        InteropRecipe::Multilock => Checked::MultiLock,
+        InteropRecipe::Semaphore => Checked::Semaphore(cli.leases),
+        InteropRecipe::SemaphoreMutex => Checked::SemaphoreMutex,
+    };
+    let defaults = crate::recipe_interop::Options::new(recipe);
+    let opts = crate::recipe_interop::Options {
+        seconds: cli.seconds,
+        java_clients: usize::from(cli.java_clients),
+        rust_clients: usize::from(cli.rust_clients),
+        path: cli.path.clone().unwrap_or(defaults.path),
+        java_path: cli.java_path.clone(),
+        ..defaults
+    };
+    crate::recipe_interop::run_and_report(&opts)
 }
 
 /// A fresh temporary directory, removed when dropped unless kept.
@@ -1132,30 +1100,6 @@ fn overlap_context(lines: &[&str], overlaps: &[usize]) -> Vec<String> {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
-
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| (*s).to_owned()).collect()
-    }
-
-    #[test]
-    fn options_parse() {
-        assert_eq!(
-            InteropOptions::parse(&[]).unwrap(),
-            InteropOptions::default()
-        );
-        let o = InteropOptions::parse(&args(&[
-            "--seconds",
-            "3",
-            "--java-clients=4",
-            "--in-process",
-        ]))
-        .unwrap();
-        assert_eq!((o.seconds, o.java_clients, o.rust_clients), (3, 4, 2));
-        assert_eq!(o.rust_side, RustSide::InProcess);
-        assert!(InteropOptions::parse(&args(&["--seconds", "0"])).is_err());
-        assert!(InteropOptions::parse(&args(&["--path", "rel"])).is_err());
-        assert!(InteropOptions::parse(&args(&["--fast"])).is_err());
-    }
 
     #[test]
     fn counts_round_trip() {

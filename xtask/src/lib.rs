@@ -6,6 +6,7 @@
 //! the recipes compile, and it is not a ZooKeeper client.
 
 pub mod bench;
+pub mod cli;
 pub mod conformance;
 pub mod demo;
 pub mod interop;

@@ -1,77 +1,23 @@
-//! `cargo xtask ...`: see `cargo xtask help`.
-//!
-//! Arguments are parsed by hand; each command lives in the xtask library.
+//! `cargo xtask ...`: see `cargo xtask --help` (and `cargo xtask <command> --help`). The
+//! command line is parsed in one place, `xtask::cli`; each command lives in the xtask library.
 
 use std::error::Error;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::Parser;
+use xtask::cli::{Cli, Command, Sim, Zk};
 use xtask::deps::{self, Need};
 use xtask::zk::{DetachedEnsemble, Ensemble, Stopped, ZkOptions};
 
 type Result<T = ()> = std::result::Result<T, Box<dyn Error>>;
 
-const HELP: &str = "\
-cargo xtask <command> [args...]
-
-Commands:
-  zk start [--ensemble N] [--port P]
-                 start a standalone ZooKeeper (or an N-member ensemble) on 127.0.0.1
-                 that keeps running after this command; P is the first client port
-  zk status      show the mode of each server started by `zk start`
-  zk stop        stop the servers started by `zk start` and remove their files
-  demo           start a local ZooKeeper and show the project at work
-  test [ARGS]    the whole suite: cargo test --workspace [ARGS], then conformance
-  conformance    check the jute codec against ZooKeeper's Java classes
-  bench client [--seconds N] [--rounds R] [--rust-warmup S] [--java-warmup S]
-               [--server-warmup S]
-                 zk-client against the Java client on one fresh server: sequential
-                 create+delete and 100-deep pipelined get_data, N s each (default 10),
-                 R rounds (default 1) in alternating order, ratios of the medians
-  bench mutex [--seconds N] [--rounds R] [--sessions 1,4,16] [--rust-warmup S]
-              [--java-warmup S] [--kazoo-warmup S] [--server-warmup S] [--force-sync on|off]
-                 our InterProcessMutex (awaited and dropped release) against Curator 5.4's
-                 and kazoo's Lock at each session count (a session each, one process per
-                 library), N s each (default 10) on one fresh server: cycles/s, p50/p99,
-                 CPU per cycle, peak RSS, server requests per cycle, ratios, targets;
-                 --force-sync off takes the server's disk out (a write costs a round trip)
-  bench [mutex] [rwlock] [multilock] [semaphore] [FLAGS]
-                 the lock benchmarks named (all when none is), each writing a report page
-                 with SVG charts under target/bench/ (index: target/bench/README.md)
-  bench rwlock|multilock|semaphore [--seconds N] [--rounds R] [--force-sync on|off]
-                 the other recipes the same way, a fixed set of cases each (rwlock: readers,
-                 writers, a 90/10 mix; multilock: 2 and 4 members; semaphore: the mutex at 1
-                 and 4 sessions, 3 leases at 4 and 16)
-  interop mutex [--seconds N] [--java-clients N] [--rust-clients N] [--path P]
-                [--in-process] [--java-path P]
-                 our InterProcessMutex against Curator 5.4's on one path, in separate
-                 processes on one fresh server for N s (default 20, 2+2 sessions); fails
-                 on any overlap; last line `violations=N`. --java-path gives Curator
-                 another path: a negative control that must report overlaps
-  interop rwlock|multilock|semaphore|semaphore-mutex [--seconds N] [--java-clients N]
-                [--rust-clients N] [--java-path P] [--leases N]
-                 the same check for the other recipes (a semaphore: never more than N
-                 leases held among both sides; --leases N, default 3)
-  sim [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex] [--schedules N] [--seed S] [--faults LIST]
-                 the recipes' machines in the seeded ZooKeeper simulator (zk-sim, release
-                 build): N schedules (default 10000) from seed S (default 1) per recipe, with
-                 the faults in LIST (default all: disconnect,expire,lost,meddle,foreign,wrap,
-                 abandon,deadlines); one line per recipe, then `sim: N schedules, V violations`;
-                 a failing schedule prints its seed and trace (`--seed S --schedules 1` replays)
-  stress mutex [--seconds N] [--processes P] [--tasks T]
-                 P processes (default 3) of T tasks (default 8) acquiring one mutex with
-                 timeouts that cancel them at any point for N s (default 10); prints the
-                 lock directory's peak size, locks granted and nodes left at the end (0)
-  deps           install what the demo, tests and benchmarks need (Debian packages)
-  help           show this help
-";
-
 /// How long `zk stop` lets a server exit after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match run(&args) {
+    let cli = Cli::parse();
+    match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
@@ -80,52 +26,52 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: &[String]) -> Result {
-    let Some((command, rest)) = args.split_first() else {
-        print!("{HELP}");
-        return Ok(());
-    };
-    match command.as_str() {
-        "zk" => zk(rest),
-        "demo" => xtask::demo::run(rest),
-        "test" => xtask::suite::run(rest),
-        "conformance" => xtask::conformance::run(rest),
-        "bench" => xtask::bench::run(rest),
-        "interop" => xtask::interop::run(rest),
-        "sim" => sim(rest),
-        "stress" => xtask::stress::run(rest),
-        // Run by `stress` in processes of their own.
-        "stress-worker" => xtask::stress::worker(rest),
-        "deps" => no_args("deps", rest).and_then(|()| {
+fn run(command: Command) -> Result {
+    match command {
+        Command::Zk(Zk::Start { ensemble, port }) => zk_start(usize::from(ensemble), port),
+        Command::Zk(Zk::Status) => zk_status(),
+        Command::Zk(Zk::Stop) => zk_stop(),
+        Command::Demo => xtask::demo::run(),
+        Command::Test { cargo_args } => xtask::suite::run(&cargo_args),
+        Command::Conformance => xtask::conformance::run(),
+        Command::Bench(bench) => xtask::bench::run(&bench),
+        Command::Interop(interop) => xtask::interop::run(&interop),
+        Command::Stress(stress) => xtask::stress::run(&stress),
+        Command::StressWorker { args } => xtask::stress::worker(&args),
+        Command::Sim(sim_args) => sim(&sim_args),
+        Command::Deps => {
             deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator, Need::Kazoo])?;
             println!("Java, ZooKeeper, Curator and kazoo are installed");
             Ok(())
-        }),
-        "help" | "-h" | "--help" => {
-            print!("{HELP}");
-            Ok(())
         }
-        other => Err(format!("unknown command `{other}`; see `cargo xtask help`").into()),
     }
 }
 
 /// `cargo xtask sim ...`: the simulator's binary, built in release (a debug build is several
-/// times slower), with the same arguments.
-fn sim(args: &[String]) -> Result {
+/// times slower), with the same flags.
+fn sim(args: &Sim) -> Result {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = std::process::Command::new(cargo)
-        .args([
-            "run",
-            "--quiet",
-            "--release",
-            "-p",
-            "zk-sim",
-            "--bin",
-            "zk-sim",
-            "--",
-        ])
-        .args(args)
-        .status()?;
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args([
+        "run",
+        "--quiet",
+        "--release",
+        "-p",
+        "zk-sim",
+        "--bin",
+        "zk-sim",
+        "--",
+        "--schedules",
+        &args.schedules.to_string(),
+        "--seed",
+        &args.seed.to_string(),
+        "--faults",
+        &args.faults,
+    ]);
+    if let Some(recipe) = &args.recipe {
+        cmd.args(["--recipe", recipe]);
+    }
+    let status = cmd.status()?;
     if status.success() {
         Ok(())
     } else {
@@ -133,62 +79,8 @@ fn sim(args: &[String]) -> Result {
     }
 }
 
-fn zk(args: &[String]) -> Result {
-    match args.split_first() {
-        Some((sub, rest)) if sub == "start" => zk_start(rest),
-        Some((sub, rest)) if sub == "status" => {
-            no_args("zk status", rest).and_then(|()| zk_status())
-        }
-        Some((sub, rest)) if sub == "stop" => no_args("zk stop", rest).and_then(|()| zk_stop()),
-        Some((sub, _)) => Err(format!("unknown `zk {sub}`: use start, status or stop").into()),
-        None => Err("`cargo xtask zk` needs start, status or stop".into()),
-    }
-}
-
-fn no_args(what: &str, rest: &[String]) -> Result {
-    match rest.first() {
-        Some(arg) => Err(format!("`{what}` takes no arguments, got `{arg}`").into()),
-        None => Ok(()),
-    }
-}
-
-/// `zk start [--ensemble N] [--port P]` (also `--ensemble=N`, `--port=P`).
-fn zk_start(args: &[String]) -> Result {
-    let mut members: usize = 1;
-    let mut port: Option<u16> = None;
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) => (flag, Some(value.to_owned())),
-            None => (arg.as_str(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| args.next().cloned())
-                .ok_or_else(|| format!("`{flag}` needs a value"))
-        };
-        match flag {
-            "--ensemble" => {
-                let v = value()?;
-                members =
-                    v.parse().ok().filter(|&n| n >= 1).ok_or_else(|| {
-                        format!("--ensemble wants a member count >= 1, got `{v}`")
-                    })?;
-            }
-            "--port" => {
-                let v = value()?;
-                port = Some(
-                    v.parse()
-                        .ok()
-                        .filter(|&p: &u16| p != 0)
-                        .ok_or_else(|| format!("--port wants a TCP port, got `{v}`"))?,
-                );
-            }
-            _ => return Err(format!("`zk start`: unknown argument `{arg}`").into()),
-        }
-    }
-
+/// `zk start`: `members` servers (1: standalone), client ports from `port` (or free ones).
+fn zk_start(members: usize, port: Option<u16>) -> Result {
     deps::ensure(&[Need::Java, Need::ZooKeeper])?;
     let state_path = DetachedEnsemble::state_path();
     if let Some(old) = DetachedEnsemble::load(&state_path)? {

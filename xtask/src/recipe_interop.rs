@@ -74,17 +74,6 @@ impl Checked {
         }
     }
 
-    /// The recipe called `name` (a semaphore with 3 leases until `--leases` says otherwise).
-    pub fn parse(name: &str) -> Option<Checked> {
-        match name {
-            "rwlock" => Some(Checked::ReadWrite),
-            "multilock" => Some(Checked::MultiLock),
-            "semaphore" => Some(Checked::Semaphore(3)),
-            "semaphore-mutex" => Some(Checked::SemaphoreMutex),
-            _ => None,
-        }
-    }
-
     fn leases(self) -> u32 {
         match self {
             Checked::Semaphore(n) => n,
@@ -142,39 +131,14 @@ impl Totals {
     }
 }
 
-/// `cargo xtask interop rwlock|multilock|semaphore|semaphore-mutex [--seconds N]
-/// [--java-clients N] [--rust-clients N] [--java-path P] [--leases N]`.
-pub fn run_command(what: &str, args: &[String]) -> Result<()> {
-    let recipe = Checked::parse(what).ok_or_else(|| format!("unknown recipe {what}"))?;
-    let mut opts = Options::new(recipe);
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) => (f, Some(v.to_owned())),
-            None => (arg.as_str(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| it.next().cloned())
-                .ok_or_else(|| format!("{flag} needs a value"))
-        };
-        match flag {
-            "--seconds" => opts.seconds = value()?.parse()?,
-            "--java-clients" => opts.java_clients = value()?.parse()?,
-            "--rust-clients" => opts.rust_clients = value()?.parse()?,
-            "--java-path" => opts.java_path = Some(value()?),
-            "--leases" if matches!(opts.recipe, Checked::Semaphore(_)) => {
-                let n: u32 = value()?.parse()?;
-                if n == 0 {
-                    return Err("--leases must be at least 1".into());
-                }
-                opts.recipe = Checked::Semaphore(n);
-            }
-            other => return Err(format!("unknown flag {other}").into()),
-        }
-    }
-    let totals = run(&opts)?;
+/// Runs the check of `opts` and prints the totals; an error if the sides overlapped (unless
+/// `java_path` makes it a negative control) or a side never held.
+///
+/// # Errors
+/// As [`run`], and the failures above.
+pub fn run_and_report(opts: &Options) -> Result<()> {
+    let what = opts.recipe.name();
+    let totals = run(opts)?;
     println!(
         "\ninterop {what}: Curator {} acquisitions ({} errors), ours {} ({} errors, {} downgrades)",
         totals.java.acquisitions,

@@ -30,30 +30,13 @@ type Result<T> = std::result::Result<T, Box<dyn Error>>;
 const DRAIN_BUDGET: Duration = Duration::from_secs(20);
 
 /// `cargo xtask stress mutex ...`.
-pub fn run(args: &[String]) -> Result<()> {
-    let Some((what, rest)) = args.split_first() else {
-        return Err("`cargo xtask stress` needs a recipe: `mutex`".into());
-    };
-    if what != "mutex" {
-        return Err(format!("unknown stress recipe `{what}`: use `mutex`").into());
-    }
-    let (mut seconds, mut processes, mut tasks) = (10u64, 3usize, 8usize);
-    let mut it = rest.iter();
-    while let Some(arg) = it.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) => (f, Some(v.to_owned())),
-            None => (arg.as_str(), None),
-        };
-        let value = inline
-            .or_else(|| it.next().cloned())
-            .ok_or_else(|| format!("{flag} needs a value"))?;
-        match flag {
-            "--seconds" => seconds = value.parse()?,
-            "--processes" => processes = value.parse()?,
-            "--tasks" => tasks = value.parse()?,
-            other => return Err(format!("unknown flag {other}").into()),
-        }
-    }
+pub fn run(cli: &crate::cli::Stress) -> Result<()> {
+    let crate::cli::StressRecipe::Mutex = cli.recipe;
+    let (seconds, processes, tasks) = (
+        cli.seconds,
+        usize::from(cli.processes),
+        usize::from(cli.tasks),
+    );
     crate::deps::ensure(&[crate::deps::Need::Java, crate::deps::Need::ZooKeeper])?;
     let server = ZkServer::start()?;
     let path = "/stress/mutex";

@@ -48,7 +48,7 @@ pub fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     }
     let tests_ok = child.wait()?.success();
     println!("\n== jute conformance against ZooKeeper's Java classes");
-    let conformance = crate::conformance::run(&[]);
+    let conformance = crate::conformance::run();
     match &conformance {
         Ok(()) => passed += 1,
         Err(e) => {

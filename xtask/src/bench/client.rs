@@ -22,7 +22,6 @@ use std::process::Command;
 use std::thread;
 use std::time::Duration;
 
-use super::args;
 use super::procfs;
 use super::sample::Sample;
 use super::worker::{build_release_bin, millis, run_worker};
@@ -69,31 +68,6 @@ impl Default for Options {
     }
 }
 
-impl Options {
-    /// Parses `[--seconds N] [--rust-warmup S] [--java-warmup S] [--server-warmup S]
-    /// [--rounds R]` (also `--flag=value`).
-    ///
-    /// # Errors
-    /// An unknown flag, a missing value, or a value out of range: a window above 0 and at
-    /// most an hour, warm-ups from 0 to 60 s, 1 to 20 rounds.
-    pub fn parse(args: &[String]) -> Result<Options> {
-        let mut opts = Options::default();
-        for (flag, value) in args::flags(args)? {
-            match flag.as_str() {
-                "--rounds" => opts.rounds = args::rounds(&value)?,
-                "--seconds" => opts.seconds = args::seconds(&flag, &value, args::WINDOW)?,
-                "--rust-warmup" => opts.rust_warmup = args::seconds(&flag, &value, args::WARMUP)?,
-                "--java-warmup" => opts.java_warmup = args::seconds(&flag, &value, args::WARMUP)?,
-                "--server-warmup" => {
-                    opts.server_warmup = args::seconds(&flag, &value, args::WARMUP)?;
-                }
-                _ => return Err(format!("`bench client`: unknown argument `{flag}`").into()),
-            }
-        }
-        Ok(opts)
-    }
-}
-
 /// Which client a worker runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Side {
@@ -121,8 +95,8 @@ const WORKLOADS: [(&str, &str); 2] = [
 /// # Errors
 /// Bad arguments, missing Java or ZooKeeper, a failed build or compile, a server that does
 /// not start, or a worker that fails or overruns (it is killed).
-pub fn run(args: &[String]) -> Result<()> {
-    let opts = Options::parse(args)?;
+pub fn run(opts: &Options) -> Result<()> {
+    let opts = *opts;
     deps::ensure(&[Need::Java, Need::ZooKeeper])?;
 
     eprintln!("bench client: building zk-bench-worker (release)...");
@@ -433,22 +407,6 @@ fn java_version() -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| (*s).to_owned()).collect()
-    }
-
-    #[test]
-    fn options_parse() {
-        assert_eq!(Options::parse(&[]).unwrap(), Options::default());
-        let o = Options::parse(&args(&["--seconds", "3", "--java-warmup=5"])).unwrap();
-        assert_eq!((o.seconds, o.rust_warmup, o.java_warmup), (3.0, 1.0, 5.0));
-        assert_eq!(Options::parse(&args(&["--rounds=3"])).unwrap().rounds, 3);
-        assert!(Options::parse(&args(&["--rounds", "0"])).is_err());
-        assert!(Options::parse(&args(&["--seconds", "0"])).is_err());
-        assert!(Options::parse(&args(&["--seconds"])).is_err());
-        assert!(Options::parse(&args(&["--fast"])).is_err());
-    }
 
     #[test]
     fn medians_are_taken_field_by_field() {

@@ -50,7 +50,6 @@ use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::args;
 use super::procfs;
 use super::report;
 use super::sample::Sample;
@@ -108,67 +107,6 @@ impl Default for Options {
             force_sync: true,
         }
     }
-}
-
-impl Options {
-    /// Parses `[--seconds N] [--rounds R] [--sessions 1,4,16] [--rust-warmup S]
-    /// [--java-warmup S] [--kazoo-warmup S] [--server-warmup S]` (also `--flag=value`).
-    ///
-    /// # Errors
-    /// An unknown flag, a missing value, or a value out of range: a window above 0 and at
-    /// most an hour, warm-ups from 0 to 60 s, 1 to 20 rounds, 1 to 10 session counts of 1
-    /// to 256 each.
-    pub fn parse(args: &[String]) -> Result<Options> {
-        let mut opts = Options::default();
-        for (flag, value) in args::flags(args)? {
-            match flag.as_str() {
-                "--rounds" => opts.rounds = args::rounds(&value)?,
-                "--sessions" => opts.sessions = parse_sessions(&value)?,
-                "--seconds" => opts.seconds = args::seconds(&flag, &value, args::WINDOW)?,
-                "--rust-warmup" => opts.rust_warmup = args::seconds(&flag, &value, args::WARMUP)?,
-                "--java-warmup" => opts.java_warmup = args::seconds(&flag, &value, args::WARMUP)?,
-                "--kazoo-warmup" => {
-                    opts.kazoo_warmup = args::seconds(&flag, &value, args::WARMUP)?;
-                }
-                "--server-warmup" => {
-                    opts.server_warmup = args::seconds(&flag, &value, args::WARMUP)?;
-                }
-                "--force-sync" => {
-                    opts.force_sync = match value.as_str() {
-                        "on" | "yes" | "true" => true,
-                        "off" | "no" | "false" => false,
-                        _ => {
-                            return Err(
-                                format!("`--force-sync` wants on or off, got `{value}`").into()
-                            );
-                        }
-                    };
-                }
-                _ => return Err(format!("`bench`: unknown argument `{flag}`").into()),
-            }
-        }
-        Ok(opts)
-    }
-}
-
-/// `1,4,16`: distinct session counts, 1 to 256 each, at most 10, in the given order.
-fn parse_sessions(value: &str) -> Result<Vec<usize>> {
-    let mut out = Vec::new();
-    for part in value.split(',') {
-        let n = part
-            .trim()
-            .parse()
-            .ok()
-            .filter(|n| (1..=256).contains(n))
-            .ok_or_else(|| format!("`--sessions` wants counts of 1 to 256, got `{part}`"))?;
-        if !out.contains(&n) {
-            out.push(n);
-        }
-    }
-    if out.len() > 10 {
-        return Err("`--sessions` takes at most 10 counts".into());
-    }
-    Ok(out)
 }
 
 /// The recipe measured.
@@ -356,8 +294,7 @@ impl Workers {
 /// # Errors
 /// Bad arguments, missing Java, ZooKeeper, Curator or kazoo, a failed build or compile, a
 /// server that does not start, or a worker that fails or overruns (it is killed).
-pub fn run(bench: Bench, args: &[String]) -> Result<()> {
-    let opts = Options::parse(args)?;
+pub fn run(bench: Bench, opts: &Options) -> Result<()> {
     let cases = bench.cases(&opts.sessions);
     let libs = bench.libs();
     let what = bench.name();
@@ -911,30 +848,6 @@ fn python_version() -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| (*s).to_owned()).collect()
-    }
-
-    #[test]
-    fn options_parse() {
-        assert_eq!(Options::parse(&[]).unwrap(), Options::default());
-        let o = Options::parse(&args(&[
-            "--seconds",
-            "3",
-            "--sessions=1,8",
-            "--rounds",
-            "3",
-        ]))
-        .unwrap();
-        assert_eq!((o.seconds, o.rounds), (3.0, 3));
-        assert_eq!(o.sessions, vec![1, 8]);
-        assert!(Options::parse(&args(&["--sessions", "0"])).is_err());
-        assert!(Options::parse(&args(&["--sessions", "1,x"])).is_err());
-        assert!(Options::parse(&args(&["--rounds", "0"])).is_err());
-        assert!(Options::parse(&args(&["--seconds"])).is_err());
-        assert!(Options::parse(&args(&["--fast", "1"])).is_err());
-    }
 
     #[test]
     fn requests_per_cycle_and_medians() {

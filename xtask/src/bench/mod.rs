@@ -11,7 +11,6 @@
 //! The workers print one [`sample::Sample`] line each; [`procfs`] reads their CPU time and
 //! peak memory. Nothing here asserts on timing: benchmarks report, they do not pass or fail.
 
-mod args;
 pub mod client;
 pub mod histogram;
 pub mod locks;
@@ -22,47 +21,56 @@ pub(crate) mod worker;
 
 use std::error::Error;
 
-/// Runs `cargo xtask bench <args>`.
+/// Runs `cargo xtask bench [NAMES...] [FLAGS]`: the benchmarks named (every lock recipe when
+/// none is), one after the other, with the same flags.
 ///
 /// # Errors
-/// An unknown benchmark, or the benchmark's own failure.
-pub fn run(args: &[String]) -> Result<(), Box<dyn Error>> {
-    match args.split_first() {
-        Some((what, rest)) if what == "client" => client::run(rest),
-        _ => {
-            // `bench [RECIPES...] [FLAGS...]`: the named lock recipes (all when none is named),
-            // one after the other, each with the same flags.
-            let names: Vec<&String> = args.iter().take_while(|a| !a.starts_with('-')).collect();
-            let flags = args.get(names.len()..).unwrap_or_default();
-            let mut benches = Vec::new();
-            for name in &names {
-                benches.push(match name.as_str() {
-                    "mutex" => locks::Bench::Mutex,
-                    "rwlock" => locks::Bench::ReadWrite,
-                    "multilock" => locks::Bench::MultiLock,
-                    "semaphore" => locks::Bench::Semaphore,
-                    other => {
-                        return Err(format!(
-                            "unknown benchmark `{other}`: use client, mutex, rwlock, multilock \
-                             or semaphore (none: every lock recipe)"
-                        )
-                        .into());
-                    }
-                });
+/// A benchmark's own failure.
+pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
+    use crate::cli::{BenchName, OnOff};
+    let names = if cli.names.is_empty() {
+        vec![
+            BenchName::Mutex,
+            BenchName::Rwlock,
+            BenchName::Multilock,
+            BenchName::Semaphore,
+        ]
+    } else {
+        cli.names.clone()
+    };
+    let lock_opts = locks::Options {
+        seconds: cli.seconds,
+        rounds: cli.rounds,
+        sessions: cli.sessions.iter().map(|&n| usize::from(n)).collect(),
+        rust_warmup: cli.rust_warmup,
+        java_warmup: cli.java_warmup.unwrap_or(5.0),
+        kazoo_warmup: cli.kazoo_warmup,
+        server_warmup: cli.server_warmup.unwrap_or(2.0),
+        force_sync: cli.force_sync == OnOff::On,
+    };
+    let mut wrote_reports = false;
+    for name in names {
+        let bench = match name {
+            BenchName::Client => {
+                client::run(&client::Options {
+                    seconds: cli.seconds,
+                    rust_warmup: cli.rust_warmup,
+                    java_warmup: cli.java_warmup.unwrap_or(3.0),
+                    server_warmup: cli.server_warmup.unwrap_or(3.0),
+                    rounds: cli.rounds,
+                })?;
+                continue;
             }
-            if benches.is_empty() {
-                benches = vec![
-                    locks::Bench::Mutex,
-                    locks::Bench::ReadWrite,
-                    locks::Bench::MultiLock,
-                    locks::Bench::Semaphore,
-                ];
-            }
-            for bench in benches {
-                locks::run(bench, flags)?;
-            }
-            println!("\nreports: {}", report::dir().join("README.md").display());
-            Ok(())
-        }
+            BenchName::Mutex => locks::Bench::Mutex,
+            BenchName::Rwlock => locks::Bench::ReadWrite,
+            BenchName::Multilock => locks::Bench::MultiLock,
+            BenchName::Semaphore => locks::Bench::Semaphore,
+        };
+        locks::run(bench, &lock_opts)?;
+        wrote_reports = true;
     }
+    if wrote_reports {
+        println!("\nreports: {}", report::dir().join("README.md").display());
+    }
+    Ok(())
 }

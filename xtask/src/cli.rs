@@ -1,0 +1,289 @@
+//! The command line of `cargo xtask`: every command and flag, parsed in one place (clap's
+//! derive), so that `cargo xtask <command> --help` works for each.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Developer tooling: local ZooKeeper servers, the demo, the test suite, conformance,
+/// benchmarks, Curator interop, stress, the simulator.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask")]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Local ZooKeeper servers that keep running after the command.
+    #[command(subcommand)]
+    Zk(Zk),
+    /// Start a local ZooKeeper and show the recipes at work.
+    Demo,
+    /// The whole suite: `cargo test --workspace [ARGS]`, then the conformance checks.
+    Test {
+        /// Passed on to `cargo test`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        cargo_args: Vec<String>,
+    },
+    /// Check the jute codec against ZooKeeper's own Java classes.
+    Conformance,
+    /// Benchmarks against Curator 5.4, kazoo and the Java client, on a fresh server.
+    Bench(Bench),
+    /// One of our recipes and Curator's on the same paths, in two processes; ends with
+    /// `violations=N`.
+    Interop(Interop),
+    /// Many processes of tasks that cancel their acquires at random points.
+    Stress(Stress),
+    /// Run by `stress` in processes of their own.
+    #[command(hide = true)]
+    StressWorker {
+        /// `<connect> <path> <tasks> <run ms>`.
+        args: Vec<String>,
+    },
+    /// The recipes' machines in the seeded ZooKeeper simulator (release build).
+    Sim(Sim),
+    /// Install what the demo, tests and benchmarks need (Debian packages).
+    Deps,
+}
+
+/// `zk ...`.
+#[derive(Debug, Subcommand)]
+pub enum Zk {
+    /// Start a standalone server (or an ensemble) on 127.0.0.1.
+    Start {
+        /// Members of the ensemble.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=9))]
+        ensemble: u16,
+        /// The first client port (default: free ports).
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+        port: Option<u16>,
+    },
+    /// The mode of each server started by `zk start`.
+    Status,
+    /// Stop the servers started by `zk start` and remove their files.
+    Stop,
+}
+
+/// What `bench` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BenchName {
+    /// zk-client against the Java client: sequential create+delete, pipelined get_data.
+    Client,
+    /// `InterProcessMutex` at 1, 4 and 16 sessions.
+    Mutex,
+    /// `InterProcessReadWriteLock`: readers, writers, a 90/10 mix.
+    Rwlock,
+    /// `InterProcessMultiLock` over 2 and 4 members.
+    Multilock,
+    /// The semaphore mutex at 1 and 4 sessions, a semaphore of 3 at 4 and 16.
+    Semaphore,
+}
+
+/// `bench [NAMES...] [FLAGS]`.
+#[derive(Debug, Args)]
+pub struct Bench {
+    /// What to measure (every lock recipe when none is named); each lock benchmark writes
+    /// a report with charts under target/bench/.
+    #[arg(value_enum)]
+    pub names: Vec<BenchName>,
+    /// The measured window of each worker, in seconds.
+    #[arg(long, default_value_t = 10.0, value_parser = seconds_window)]
+    pub seconds: f64,
+    /// Runs of each library per case, in alternating order; ratios use the medians.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub rounds: u32,
+    /// Session counts of the mutex benchmark (1 to 256 each, at most 10).
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 4, 16],
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub sessions: Vec<u16>,
+    /// Our worker's unmeasured warm-up, in seconds.
+    #[arg(long, default_value_t = 1.0, value_parser = seconds_warmup)]
+    pub rust_warmup: f64,
+    /// The JVM's unmeasured warm-up, in seconds (default 5 for the recipes, 3 for client).
+    #[arg(long, value_parser = seconds_warmup)]
+    pub java_warmup: Option<f64>,
+    /// kazoo's unmeasured warm-up, in seconds.
+    #[arg(long, default_value_t = 1.0, value_parser = seconds_warmup)]
+    pub kazoo_warmup: f64,
+    /// The server's warm-up per case, in seconds (default 2 for the recipes, 3 for client).
+    #[arg(long, value_parser = seconds_warmup)]
+    pub server_warmup: Option<f64>,
+    /// The server's forceSync (off takes its disk out: a write then costs a round trip).
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub force_sync: OnOff,
+}
+
+/// A switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    /// On.
+    On,
+    /// Off.
+    Off,
+}
+
+/// A recipe checked against Curator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InteropRecipe {
+    /// `InterProcessMutex` (with lock-order and fencing-token checks).
+    Mutex,
+    /// `InterProcessReadWriteLock` (ours also downgrades).
+    Rwlock,
+    /// `InterProcessMultiLock` over random subsets of three paths.
+    Multilock,
+    /// `InterProcessSemaphoreV2` (`--leases N`).
+    Semaphore,
+    /// `InterProcessSemaphoreMutex`.
+    SemaphoreMutex,
+}
+
+/// `interop RECIPE [FLAGS]`.
+#[derive(Debug, Args)]
+pub struct Interop {
+    /// The recipe.
+    #[arg(value_enum)]
+    pub recipe: InteropRecipe,
+    /// How long the clients contend, in seconds.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub seconds: u64,
+    /// Curator's clients (a session each, in one JVM).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub java_clients: u16,
+    /// Our clients (a session each).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub rust_clients: u16,
+    /// The lock path (default `/interop/<recipe>`).
+    #[arg(long, value_parser = zk_path)]
+    pub path: Option<String>,
+    /// Another path for Curator only: a negative control that must report violations.
+    #[arg(long, value_parser = zk_path)]
+    pub java_path: Option<String>,
+    /// Run our side in this process (mutex only; default: a release process of its own).
+    #[arg(long)]
+    pub in_process: bool,
+    /// The semaphore's leases.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub leases: u32,
+}
+
+/// A recipe under stress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StressRecipe {
+    /// `InterProcessMutex`.
+    Mutex,
+}
+
+/// `stress RECIPE [FLAGS]`.
+#[derive(Debug, Args)]
+pub struct Stress {
+    /// The recipe.
+    #[arg(value_enum)]
+    pub recipe: StressRecipe,
+    /// How long, in seconds.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub seconds: u64,
+    /// Worker processes, a session each.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub processes: u16,
+    /// Cancelling tasks per process.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub tasks: u16,
+}
+
+/// `sim [FLAGS]`: passed on to the `zk-sim` binary.
+#[derive(Debug, Args)]
+pub struct Sim {
+    /// One recipe (default: every one): mutex, rwlock, multilock, semaphore, semaphore-mutex.
+    #[arg(long)]
+    pub recipe: Option<String>,
+    /// Schedules per recipe.
+    #[arg(long, default_value_t = 10_000)]
+    pub schedules: u64,
+    /// The first seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The faults: all, none, or a list of disconnect,expire,lost,meddle,foreign,wrap,
+    /// abandon,deadlines.
+    #[arg(long, default_value = "all")]
+    pub faults: String,
+}
+
+fn seconds_in(value: &str, range: std::ops::RangeInclusive<f64>) -> Result<f64, String> {
+    value
+        .parse::<f64>()
+        .ok()
+        .filter(|v| range.contains(v))
+        .ok_or_else(|| format!("wants seconds in {range:?}"))
+}
+
+fn seconds_window(value: &str) -> Result<f64, String> {
+    seconds_in(value, 0.001..=3600.0)
+}
+
+fn seconds_warmup(value: &str) -> Result<f64, String> {
+    seconds_in(value, 0.0..=60.0)
+}
+
+fn zk_path(value: &str) -> Result<String, String> {
+    zk_proto::validate_path(value, false)
+        .map(|()| value.to_owned())
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("xtask").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn every_command_has_help() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+        for cmd in [
+            "zk",
+            "demo",
+            "test",
+            "conformance",
+            "bench",
+            "interop",
+            "stress",
+            "sim",
+            "deps",
+        ] {
+            let err = parse(&[cmd, "--help"]).unwrap_err();
+            assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp, "{cmd}");
+        }
+        let err = parse(&["zk", "start", "--help"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp);
+    }
+
+    #[test]
+    fn flags_take_both_forms_and_ranges_are_checked() {
+        let Command::Bench(b) = parse(&["bench", "mutex", "--seconds=2", "--rounds", "3"])
+            .unwrap()
+            .command
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (b.names, b.seconds, b.rounds),
+            (vec![BenchName::Mutex], 2.0, 3)
+        );
+        assert!(parse(&["bench", "--rounds", "21"]).is_err());
+        assert!(parse(&["bench", "--seconds", "0"]).is_err());
+        assert!(parse(&["interop", "mutex", "--path", "bad"]).is_err());
+        let Command::Test { cargo_args } = parse(&["test", "-p", "zk-proto", "--", "--nocapture"])
+            .unwrap()
+            .command
+        else {
+            panic!()
+        };
+        assert_eq!(cargo_args, ["-p", "zk-proto", "--", "--nocapture"]);
+    }
+}
