@@ -50,6 +50,7 @@ use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::pin::Pinning;
 use super::procfs;
 use super::report;
 use super::sample::Sample;
@@ -229,6 +230,7 @@ struct Workers {
     rust: PathBuf,
     java_classpath: String,
     kazoo_script: PathBuf,
+    pinning: Option<Pinning>,
 }
 
 impl Workers {
@@ -247,7 +249,7 @@ impl Workers {
         let (warmup, measure) = (millis(warmup).to_string(), millis(seconds).to_string());
         match lib {
             Lib::Ours | Lib::OursDrop => {
-                let mut cmd = Command::new(&self.rust);
+                let mut cmd = Pinning::command(self.pinning.as_ref(), &self.rust);
                 let workload = if lib == Lib::OursDrop {
                     "mutex-drop"
                 } else {
@@ -262,7 +264,7 @@ impl Workers {
                 cmd
             }
             Lib::Curator => {
-                let mut cmd = Command::new("java");
+                let mut cmd = Pinning::command(self.pinning.as_ref(), "java");
                 cmd.arg("-cp")
                     .arg(&self.java_classpath)
                     .arg("CuratorMutexBench");
@@ -275,7 +277,7 @@ impl Workers {
                 cmd
             }
             Lib::Kazoo => {
-                let mut cmd = Command::new(PYTHON);
+                let mut cmd = Pinning::command(self.pinning.as_ref(), PYTHON);
                 cmd.arg(&self.kazoo_script)
                     .arg(connect)
                     .arg(path)
@@ -317,11 +319,17 @@ pub fn run(bench: Bench, opts: &Options) -> Result<()> {
         kazoo_script: Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("python")
             .join("kazoo_lock_bench.py"),
+        pinning: Pinning::plan(),
     };
 
     let sync = if opts.force_sync { "on" } else { "off" };
     eprintln!("bench {what}: starting ZooKeeper (forceSync {sync})...");
     let server = ZkServer::start_with(ZkOptions::default().force_sync(opts.force_sync))?;
+    if let (Some(p), Some(pid)) = (workers.pinning.as_ref(), server.pid()) {
+        if let Err(e) = p.pin_server(pid) {
+            eprintln!("bench {what}: could not pin the server ({e}); going on unpinned");
+        }
+    }
     let version = server
         .four_letter("srvr")?
         .lines()
@@ -409,6 +417,7 @@ pub fn run(bench: Bench, opts: &Options) -> Result<()> {
     let mut header = vec![
         format!("machine: {cpus} CPUs (nproc), {model}"),
         format!("server:  ZooKeeper {version}, standalone, forceSync={sync}, one fresh server"),
+        Pinning::describe(workers.pinning.as_ref()),
         format!(
             "ours:    recipe-{what} on zk-client, tokio current-thread runtime, release build; \
              \"ours\" awaits guard.release(), \"ours (drop)\" drops the guard"
@@ -685,14 +694,15 @@ fn table(results: &[Run], cases: &[Case], libs: &[Lib], rounds: u32, hz: u64) ->
 /// The ratios ours/`other` (medians) per case.
 fn ratios(results: &[Run], cases: &[Case], other: Lib, hz: u64) -> String {
     let mut out = format!(
-        "{:<24} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9}\n",
+        "{:<24} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9}   {}\n",
         format!("ratio ours/{}", other.name()),
         "cycles/s",
         "p50",
         "p99",
         "CPU/cycle",
         "RSS",
-        "req/cyc"
+        "req/cyc",
+        "spread over rounds (cycles/s, CPU/cycle)"
     );
     for (c, case) in cases.iter().enumerate() {
         let (Some(ours), Some(theirs)) = (
@@ -702,7 +712,7 @@ fn ratios(results: &[Run], cases: &[Case], other: Lib, hz: u64) -> String {
             continue;
         };
         out.push_str(&format!(
-            "{:<24} {:>8.2}x {:>8.2}x {:>8.2}x {:>10.3}x {:>8.3}x {:>8.2}x\n",
+            "{:<24} {:>8.2}x {:>8.2}x {:>8.2}x {:>10.3}x {:>8.3}x {:>8.2}x   {}\n",
             case.label,
             ours.cycles_per_sec / theirs.cycles_per_sec,
             ours.p50_us / theirs.p50_us,
@@ -710,9 +720,42 @@ fn ratios(results: &[Run], cases: &[Case], other: Lib, hz: u64) -> String {
             ours.cpu_us_per_cycle / theirs.cpu_us_per_cycle,
             ours.rss_mib / theirs.rss_mib,
             ours.requests_per_cycle / theirs.requests_per_cycle,
+            spread(results, c, other, hz),
         ));
     }
     out
+}
+
+/// The lowest and highest ratio of one round's ours to the same round's `other`, for
+/// cycles/s and CPU per cycle: how far one round can be trusted.
+fn spread(results: &[Run], case: usize, other: Lib, hz: u64) -> String {
+    let of = |lib: Lib, round: u32| {
+        results
+            .iter()
+            .find(|r| r.lib == lib && r.case == case && r.round == round)
+            .map(|r| Summary::of(r, hz))
+    };
+    let rounds: Vec<u32> = results.iter().map(|r| r.round).collect();
+    let (mut cycles, mut cpu) = (Vec::new(), Vec::new());
+    for round in rounds
+        .iter()
+        .copied()
+        .collect::<std::collections::BTreeSet<_>>()
+    {
+        if let (Some(o), Some(t)) = (of(Lib::Ours, round), of(other, round)) {
+            cycles.push(o.cycles_per_sec / t.cycles_per_sec);
+            cpu.push(o.cpu_us_per_cycle / t.cpu_us_per_cycle);
+        }
+    }
+    let range = |v: &[f64]| {
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        format!("{lo:.2}-{hi:.2}")
+    };
+    if cycles.len() < 2 {
+        return "(one round)".to_owned();
+    }
+    format!("{}x, {}x", range(&cycles), range(&cpu))
 }
 
 fn sessions_label(n: usize) -> String {

@@ -14,6 +14,7 @@
 pub mod client;
 pub mod histogram;
 pub mod locks;
+mod pin;
 pub mod procfs;
 mod report;
 pub mod sample;
