@@ -609,16 +609,26 @@ fn ok(reply: Reply) -> Completed {
     }
 }
 
+/// The options of a lock node's create, made once (an open ACL is three allocations).
+fn create_options(mode: NodeMode) -> &'static CreateOptions {
+    static SEQUENTIAL: std::sync::OnceLock<CreateOptions> = std::sync::OnceLock::new();
+    static EXACT: std::sync::OnceLock<CreateOptions> = std::sync::OnceLock::new();
+    match mode {
+        NodeMode::EphemeralSequential => {
+            SEQUENTIAL.get_or_init(|| CreateOptions::new(CreateMode::EphemeralSequential))
+        }
+        NodeMode::Ephemeral => EXACT.get_or_init(|| CreateOptions::new(CreateMode::Ephemeral)),
+    }
+}
+
 fn op_future(client: Client, op: Op) -> OpFuture {
     Box::pin(async move {
         match op {
             Op::Create { path, mode, data } => {
-                let mode = match mode {
-                    NodeMode::EphemeralSequential => CreateMode::EphemeralSequential,
-                    NodeMode::Ephemeral => CreateMode::Ephemeral,
-                };
-                let opts = CreateOptions::new(mode);
-                match client.create_with_stat(&path, &data, &opts).await {
+                match client
+                    .create_with_stat(&path, &data, create_options(mode))
+                    .await
+                {
                     Ok((path, stat)) => ok(Reply::Created {
                         path,
                         czxid: stat.czxid,

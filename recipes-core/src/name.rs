@@ -79,14 +79,38 @@ pub fn sort_key<'a>(name: &'a str, lock_name: &str) -> &'a str {
 }
 
 /// Sorts child names as Curator does: a stable sort by [`sort_key`], comparing keys as Java
-/// strings (by UTF-16 code units).
+/// strings (by UTF-16 code units). Each name's key is found once, not once per comparison.
 pub fn sort_children(children: &mut [String], lock_name: &str) {
-    children.sort_by(|a, b| java_cmp(sort_key(a, lock_name), sort_key(b, lock_name)));
+    // Where each key starts in its name, with the name's position.
+    let mut order: Vec<(usize, usize)> = children
+        .iter()
+        .enumerate()
+        .map(|(i, name)| (name.len() - sort_key(name, lock_name).len(), i))
+        .collect();
+    order.sort_by(|&(ka, a), &(kb, b)| {
+        let key = |start: usize, i: usize| {
+            children
+                .get(i)
+                .and_then(|n| n.get(start..))
+                .unwrap_or_default()
+        };
+        java_cmp(key(ka, a), key(kb, b))
+    });
+    let mut names: Vec<String> = children.iter_mut().map(std::mem::take).collect();
+    for (slot, (_, i)) in children.iter_mut().zip(order) {
+        if let Some(name) = names.get_mut(i) {
+            *slot = std::mem::take(name);
+        }
+    }
 }
 
 /// Java's `String.compareTo`: lexicographic over UTF-16 code units (which differs from
 /// Rust's byte order only for characters outside the Basic Multilingual Plane).
 pub fn java_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    if a.is_ascii() && b.is_ascii() {
+        // The usual case (sequence numbers): byte order is UTF-16 order.
+        return a.cmp(b);
+    }
     a.encode_utf16().cmp(b.encode_utf16())
 }
 
@@ -145,6 +169,47 @@ mod tests {
                 "foreign"
             ]
         );
+    }
+
+    #[test]
+    fn sorting_with_keys_found_once_matches_the_plain_rule() {
+        // Curator's rule written plainly: a stable sort comparing UTF-16 keys.
+        let reference = |kids: &mut Vec<String>| {
+            kids.sort_by(|a, b| {
+                sort_key(a, "lock-")
+                    .encode_utf16()
+                    .cmp(sort_key(b, "lock-").encode_utf16())
+            });
+        };
+        let pieces = [
+            "lock-0000000003",
+            "lock-0000000001",
+            "lock-",
+            "x-lock-lock-0000000002",
+            "foreign",
+            "-x",
+            "zzz",
+            "lock-\u{ff61}",
+            "lock-\u{1f600}",
+            "lock-0000000001",
+        ];
+        let mut seed = 7u64;
+        for round in 0..200 {
+            let n = 1 + round % pieces.len();
+            let mut kids: Vec<String> = (0..n)
+                .map(|i| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let piece = pieces[(seed >> 33) as usize % pieces.len()];
+                    format!("{i}-{piece}")
+                })
+                .collect();
+            let mut expected = kids.clone();
+            reference(&mut expected);
+            sort_children(&mut kids, "lock-");
+            assert_eq!(kids, expected);
+        }
     }
 
     #[test]

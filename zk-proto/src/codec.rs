@@ -32,8 +32,12 @@ pub trait Encode {
     /// Appends the value to `out`. Fails only for a length over `i32::MAX`.
     fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError>;
 
-    /// The encoded bytes in a fresh buffer.
-    fn to_bytes(&self) -> Result<Bytes, EncodeError> {
+    /// The encoded bytes in a fresh buffer. (Not in the trait's vtable: a `dyn Encode` never
+    /// needs it, and each vtable entry is code in every binary.)
+    fn to_bytes(&self) -> Result<Bytes, EncodeError>
+    where
+        Self: Sized,
+    {
         let mut out = BytesMut::with_capacity(self.encoded_len());
         self.encode(&mut out)?;
         Ok(out.freeze())

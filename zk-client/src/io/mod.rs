@@ -530,6 +530,11 @@ impl<C: Connect> SessionTask<C> {
         let mut wbuf = BytesMut::new();
         let mut rw_search = RwSearch::new();
         let peer = Some(peer);
+        // One timer for the connection, moved when the deadline moves (not a new one per
+        // turn of the loop).
+        let timer = tokio::time::sleep_until(Instant::now());
+        tokio::pin!(timer);
+        let mut armed: Option<Instant> = None;
         loop {
             self.drain_events();
             if let Some(bytes) = self.session.poll_transmit() {
@@ -552,6 +557,13 @@ impl<C: Connect> SessionTask<C> {
                 peer,
             );
             let close_at = self.close_deadline();
+            let want = earliest(deadline, rw_search.deadline(self.session.state()));
+            if want != armed {
+                if let Some(at) = want {
+                    timer.as_mut().reset(at);
+                }
+                armed = want;
+            }
             tokio::select! {
                 biased;
                 read = reader.read_buf(&mut rbuf) => match read {
@@ -593,7 +605,9 @@ impl<C: Connect> SessionTask<C> {
                 _ = std::future::ready(()), if self.leave => {
                     return Ended::Lost { handshaken: true, cause: None };
                 },
-                _ = sleep_until(earliest(deadline, rw_search.deadline(self.session.state()))) => {
+                () = &mut timer, if armed.is_some() => {
+                    // Fired: re-armed next turn with whatever the session wants then.
+                    armed = None;
                     if let Err(e) = self.session.handle_timeout(Instant::now().into_std()) {
                         return self.lost_or_done(e);
                     }
