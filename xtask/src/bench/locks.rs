@@ -146,7 +146,8 @@ impl Bench {
     fn libs(self) -> &'static [Lib] {
         match self {
             Bench::Mutex => &Lib::ALL,
-            Bench::ReadWrite | Bench::Semaphore => &[Lib::Ours, Lib::Curator, Lib::Kazoo],
+            Bench::ReadWrite => &[Lib::Ours, Lib::Curator, Lib::Kazoo],
+            Bench::Semaphore => &Lib::ALL,
             Bench::MultiLock => &[Lib::Ours, Lib::Curator],
         }
     }
@@ -251,9 +252,9 @@ impl Workers {
             Lib::Ours | Lib::OursDrop => {
                 let mut cmd = Pinning::command(self.pinning.as_ref(), &self.rust);
                 let workload = if lib == Lib::OursDrop {
-                    "mutex-drop"
+                    format!("{workload}-drop")
                 } else {
-                    workload
+                    workload.to_owned()
                 };
                 cmd.arg(connect)
                     .arg(workload)

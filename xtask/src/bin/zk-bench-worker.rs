@@ -134,8 +134,10 @@ fn run(args: &[String]) -> Result<Sample> {
         .enable_all()
         .build()?;
     let (hist, cpu_window_ticks) = match args.workload.as_str() {
-        "mutex" => rt.block_on(mutex_workload(&args, Release::Await))?,
-        "mutex-drop" => rt.block_on(mutex_workload(&args, Release::Drop))?,
+        // `<lock workload>-drop`: the same, releasing by dropping the guard.
+        w if is_lock(w) && w.ends_with("-drop") => {
+            rt.block_on(mutex_workload(&args, Release::Drop))?
+        }
         w if is_lock(w) => rt.block_on(mutex_workload(&args, Release::Await))?,
         _ => rt.block_on(workload(&args))?,
     };
@@ -369,10 +371,9 @@ impl Taker {
             "mutex" | "mutex-drop" => {
                 Ok(Taker::Mutex(InterProcessMutex::new(client.clone(), path)?))
             }
-            "semmutex" => Ok(Taker::SemaphoreMutex(InterProcessSemaphoreMutex::new(
-                client.clone(),
-                path,
-            )?)),
+            "semmutex" | "semmutex-drop" => Ok(Taker::SemaphoreMutex(
+                InterProcessSemaphoreMutex::new(client.clone(), path)?,
+            )),
             "read" => rw(100),
             "write" => rw(0),
             w => {
@@ -380,6 +381,7 @@ impl Taker {
                     return rw(pct.parse()?);
                 }
                 if let Some(n) = w.strip_prefix("sem:") {
+                    let n = n.strip_suffix("-drop").unwrap_or(n);
                     return Ok(Taker::Semaphore(InterProcessSemaphoreV2::new(
                         client.clone(),
                         path,
@@ -426,8 +428,20 @@ impl Taker {
                 guard.release().await?;
             }
             Taker::Multi(m) => m.lock().await?.release().await?,
-            Taker::SemaphoreMutex(m) => m.lock().await?.release().await?,
-            Taker::Semaphore(s) => s.acquire().await?.release().await?,
+            Taker::SemaphoreMutex(m) => {
+                let guard = m.lock().await?;
+                match release {
+                    Release::Await => guard.release().await?,
+                    Release::Drop => drop(guard),
+                }
+            }
+            Taker::Semaphore(s) => {
+                let lease = s.acquire().await?;
+                match release {
+                    Release::Await => lease.release().await?,
+                    Release::Drop => drop(lease),
+                }
+            }
         }
         Ok(())
     }
