@@ -113,6 +113,11 @@ pub struct Bench {
     /// The server's forceSync (off takes its disk out: a write then costs a round trip).
     #[arg(long, value_enum, default_value_t = OnOff::On)]
     pub force_sync: OnOff,
+    /// Pin the server to CPU 0 and the workers to the others (taskset), so that they do not
+    /// preempt each other (steadier CPU figures; on a 2-CPU machine the server then has one
+    /// CPU, which can make it the bottleneck).
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub pin: OnOff,
 }
 
 /// A switch.

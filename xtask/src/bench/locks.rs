@@ -93,6 +93,8 @@ pub struct Options {
     /// takes the disk out of the picture (a write then costs a round trip, not an `fsync`),
     /// to see what the protocol itself costs.
     pub force_sync: bool,
+    /// Server and workers on different CPUs (`--pin on|off`, default on).
+    pub pin: bool,
 }
 
 impl Default for Options {
@@ -106,6 +108,7 @@ impl Default for Options {
             kazoo_warmup: 1.0,
             server_warmup: 2.0,
             force_sync: true,
+            pin: true,
         }
     }
 }
@@ -320,7 +323,7 @@ pub fn run(bench: Bench, opts: &Options) -> Result<()> {
         kazoo_script: Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("python")
             .join("kazoo_lock_bench.py"),
-        pinning: Pinning::plan(),
+        pinning: if opts.pin { Pinning::plan() } else { None },
     };
 
     let sync = if opts.force_sync { "on" } else { "off" };

@@ -48,6 +48,7 @@ pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
         kazoo_warmup: cli.kazoo_warmup,
         server_warmup: cli.server_warmup.unwrap_or(2.0),
         force_sync: cli.force_sync == OnOff::On,
+        pin: cli.pin == OnOff::On,
     };
     let mut wrote_reports = false;
     for name in names {
