@@ -63,7 +63,8 @@ impl Pinning {
                 p.server, p.workers
             ),
             None => {
-                "pinning: none (one CPU, or no taskset): server and workers share CPUs".to_owned()
+                "pinning: none (--pin off, one CPU, or no taskset): server and workers share the CPUs"
+                    .to_owned()
             }
         }
     }
