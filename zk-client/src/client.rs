@@ -1047,6 +1047,36 @@ impl Client {
         }
     }
 
+    /// Changes the ensemble's membership (ZooKeeper's `reconfig`; the servers need
+    /// `reconfigEnabled=true`, and the session must be allowed to: a super user, or servers
+    /// with `zookeeper.skipACL`). Incremental: `joining` servers (`server.N=host:peer:election;
+    /// client`, comma-separated) and `leaving` server ids (`"3,4"`); or the whole
+    /// `new_members`. `from_config`: the configuration version it must replace (`-1`/`None`:
+    /// any). Returns the new configuration and its `Stat`, as [`Client::get_config`].
+    pub async fn reconfig(
+        &self,
+        joining: Option<&str>,
+        leaving: Option<&str>,
+        new_members: Option<&str>,
+        from_config: Option<i64>,
+    ) -> Result<(Bytes, Stat), Error> {
+        if joining.is_none() && leaving.is_none() && new_members.is_none() {
+            return Err(Error::InvalidArgument(
+                "reconfig needs joining, leaving or new members",
+            ));
+        }
+        let request = Request::Reconfig(ReconfigRequest {
+            joining_servers: joining.map(str::to_owned),
+            leaving_servers: leaving.map(str::to_owned),
+            new_members: new_members.map(str::to_owned),
+            cur_config_id: from_config.unwrap_or(-1),
+        });
+        match self.call(request, None).await? {
+            Response::GetData(r) => Ok((r.data.unwrap_or_default(), r.stat)),
+            other => Err(unexpected(other)),
+        }
+    }
+
     /// Whether the server holds this session's watches of `which` kind on `path`
     /// ([`Error::NoWatcher`] if not).
     pub async fn check_watches(&self, path: &str, which: WatcherType) -> Result<(), Error> {

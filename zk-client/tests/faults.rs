@@ -461,3 +461,39 @@ async fn read_only_mode() {
         .await
         .unwrap();
 }
+
+/// `reconfig`: a member leaves the ensemble; the new configuration comes back, and a config
+/// watch fires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconfig_removes_a_member_and_the_config_watch_fires() {
+    let opts = ZkOptions::default()
+        .config("reconfigEnabled", "true")
+        .system_property("zookeeper.skipACL", "yes");
+    let ens = Ensemble::start(3, opts).unwrap();
+    let leader = tokio::task::block_in_place(|| ens.wait_leader(BOUND)).unwrap();
+    // A follower leaves (a leader leaving would mean an election, dropping every client).
+    let leaving = (0..3).find(|i| *i != leader).unwrap();
+    let staying: Vec<usize> = (0..3).filter(|i| *i != leaving).collect();
+    let hosts = hosts_of(staying.iter().map(|i| ens.client_addr(*i)));
+    let c = connect(&hosts, Duration::from_secs(10)).await;
+    let (before, _, watcher) = c.get_config_and_watch().await.unwrap();
+    let servers = |config: &[u8]| {
+        String::from_utf8_lossy(config)
+            .lines()
+            .filter(|l| l.starts_with("server."))
+            .count()
+    };
+    assert_eq!(servers(&before), 3);
+    assert!(matches!(
+        c.reconfig(None, None, None, None).await,
+        Err(Error::InvalidArgument(_))
+    ));
+    let id = (leaving + 1).to_string();
+    let (after, _) = c.reconfig(None, Some(&id), None, None).await.unwrap();
+    assert_eq!(servers(&after), 2, "{}", String::from_utf8_lossy(&after));
+    let event = tokio::time::timeout(BOUND, watcher).await.unwrap();
+    assert_eq!(event.event_type, EventType::NodeDataChanged);
+    let (now, _) = c.get_config().await.unwrap();
+    assert_eq!(servers(&now), 2);
+    c.close().await.unwrap();
+}

@@ -171,6 +171,41 @@ impl Visit for String {
     }
 }
 
+/// A `ustring` that may be null (`-1`): only `ReconfigRequest` needs one.
+impl Decode for Option<String> {
+    const MIN_LEN: usize = 4;
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let mut peek = r.clone();
+        if peek.i32()? == -1 {
+            let _ = r.i32()?;
+            return Ok(None);
+        }
+        r.string().map(|s| Some(s.into_owned()))
+    }
+}
+impl Encode for Option<String> {
+    fn encoded_len(&self) -> usize {
+        self.as_deref().map_or(4, Encode::encoded_len)
+    }
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
+        match self {
+            None => {
+                out.put_i32(-1);
+                Ok(())
+            }
+            Some(s) => s.encode(out),
+        }
+    }
+}
+impl Visit for Option<String> {
+    fn visit(&self, tag: &str, v: &mut dyn Visitor) {
+        match self {
+            Some(s) => v.string(tag, s),
+            None => v.buffer(tag, None),
+        }
+    }
+}
+
 impl Decode for Option<Bytes> {
     const MIN_LEN: usize = 4;
     fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {

@@ -687,9 +687,9 @@ pub fn requests() -> Vec<Request> {
             ],
         }),
         Request::Reconfig(ReconfigRequest {
-            joining_servers: "server.4=h4:2888:3888;2181".into(),
-            leaving_servers: "1,2".into(),
-            new_members: String::new(),
+            joining_servers: Some("server.4=h4:2888:3888;2181".into()),
+            leaving_servers: Some("1,2".into()),
+            new_members: None,
             cur_config_id: -1,
         }),
         Request::Auth(AuthPacket {
