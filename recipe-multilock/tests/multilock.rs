@@ -34,23 +34,21 @@ async fn members_are_taken_in_canonical_order_and_released_in_reverse() {
     let tokens = g.fencing_tokens();
     assert!(tokens[0] < tokens[1], "a's node was created first");
     assert!(multi.is_acquired_in_this_process());
-    // Watch both nodes, release, and see b's node go first.
-    let (_, _, wa) = c.get_data_and_watch(&nodes[0]).await.unwrap();
-    let (_, _, wb) = c.get_data_and_watch(&nodes[1]).await.unwrap();
-    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let record = |w: zk_client::OneshotWatcher, name: &'static str| {
-        let order = order.clone();
-        tokio::spawn(async move {
-            assert_eq!(w.await.event_type, EventType::NodeDeleted);
-            order.lock().unwrap().push(name);
-        })
-    };
-    let (ta, tb) = (record(wa, "a"), record(wb, "b"));
+    // One persistent recursive watch sees both deletes, in the server's (zxid) order, on one
+    // stream: b's node must go first.
+    let mut deletes = c
+        .add_watch("/t/ml-order", zk_client::AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
     g.release().await.unwrap();
-    bounded(ta).await.unwrap();
-    bounded(tb).await.unwrap();
-    // Notifications come in zxid order: b's delete was applied first.
-    assert_eq!(*order.lock().unwrap(), ["b", "a"]);
+    let mut order = Vec::new();
+    while order.len() < 2 {
+        let event = bounded(deletes.next()).await.unwrap();
+        if event.event_type == EventType::NodeDeleted {
+            order.push(event.path);
+        }
+    }
+    assert_eq!(order, [nodes[1].clone(), nodes[0].clone()]);
     assert!(!multi.is_acquired_in_this_process());
 }
 
