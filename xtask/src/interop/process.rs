@@ -1,0 +1,253 @@
+//! The two sides as processes: a temporary directory they share ([`TempDir`]), a worker
+//! process spoken to over its stdin and stdout ([`ProcessSide`]), or our side in this process.
+
+use super::worker::close_all;
+use super::*;
+
+/// A fresh temporary directory, removed when dropped unless kept.
+pub(crate) struct TempDir {
+    pub(crate) path: PathBuf,
+    pub(crate) keep: bool,
+}
+
+impl TempDir {
+    pub(crate) fn new(what: &str) -> std::io::Result<TempDir> {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = std::env::temp_dir().join(format!(
+            "xtask-interop-{what}-{}-{nanos}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        fs::create_dir_all(&path)?;
+        Ok(TempDir { path, keep: false })
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// One side of the contention as the harness drives it.
+pub(super) enum Side {
+    Process(ProcessSide),
+    InProcess(InProcessSide),
+}
+
+impl Side {
+    /// Waits for the side to have connected all its clients.
+    pub(super) fn ready(&mut self, by: Instant) -> Result<()> {
+        match self {
+            Side::Process(p) => p.expect("READY", by).map(drop),
+            Side::InProcess(s) => s.ready(by),
+        }
+    }
+
+    /// Starts the side's run.
+    pub(super) fn go(&mut self) -> Result<()> {
+        match self {
+            Side::Process(p) => p.go(),
+            Side::InProcess(s) => s.go(),
+        }
+    }
+
+    /// Waits for the side's counts.
+    pub(super) fn counts(&mut self, by: Instant) -> Result<Counts> {
+        match self {
+            Side::Process(p) => {
+                let line = p.expect("COUNTS ", by)?;
+                Ok(Counts::parse(&line)?.1)
+            }
+            Side::InProcess(s) => s.counts(by),
+        }
+    }
+
+    /// Waits for the side to end.
+    pub(super) fn finish(&mut self, by: Instant) -> Result<()> {
+        match self {
+            Side::Process(p) => p.finish(by),
+            Side::InProcess(_) => Ok(()),
+        }
+    }
+}
+
+/// A worker process, driven by lines: `READY` and `COUNTS` from it, `GO` to it. Dropping
+/// it kills the process if it still runs, and reaps it.
+pub(crate) struct ProcessSide {
+    name: &'static str,
+    child: Child,
+    /// Held open: the worker halts when it closes.
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+}
+
+impl ProcessSide {
+    pub(crate) fn spawn(name: &'static str, mut cmd: Command) -> Result<ProcessSide> {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("starting the {name} worker: {e}"))?;
+        let stdin = child.stdin.take();
+        let Some(stdout) = child.stdout.take() else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("the {name} worker has no stdout pipe").into());
+        };
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(ProcessSide {
+            name,
+            child,
+            stdin,
+            lines,
+        })
+    }
+
+    /// The next line starting with `prefix`, echoing others to stderr.
+    pub(crate) fn expect(&mut self, prefix: &str, by: Instant) -> Result<String> {
+        let name = self.name;
+        loop {
+            let left = by.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.starts_with(prefix) => return Ok(line),
+                Ok(line) if line.starts_with("ERROR") => {
+                    return Err(format!("{name} worker: {line}").into());
+                }
+                Ok(line) => eprintln!("  {name}: {line}"),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    return Err(
+                        format!("{name} worker: no `{}` in time; killed", prefix.trim()).into(),
+                    );
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let status = self.child.wait()?;
+                    return Err(format!(
+                        "{name} worker exited ({status}) without `{}`",
+                        prefix.trim()
+                    )
+                    .into());
+                }
+            }
+        }
+    }
+
+    pub(crate) fn go(&mut self) -> Result<()> {
+        let stdin = self.stdin.as_mut().ok_or("no stdin pipe")?;
+        stdin.write_all(b"GO\n")?;
+        stdin.flush()?;
+        Ok(())
+    }
+
+    /// Waits for the process to exit successfully by `by`.
+    pub(crate) fn finish(&mut self, by: Instant) -> Result<()> {
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                if !status.success() {
+                    return Err(format!("{} worker exited with {status}", self.name).into());
+                }
+                return Ok(());
+            }
+            if Instant::now() >= by {
+                return Err(format!("{} worker did not exit in time; killed", self.name).into());
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for ProcessSide {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// Our side in this process: a thread with a tokio runtime of its own.
+pub(super) struct InProcessSide {
+    ready: mpsc::Receiver<std::result::Result<(), String>>,
+    go: Option<mpsc::Sender<()>>,
+    counts: mpsc::Receiver<Counts>,
+}
+
+impl InProcessSide {
+    pub(super) fn spawn(cfg: WorkerConfig) -> InProcessSide {
+        let (ready_tx, ready) = mpsc::channel();
+        let (go, go_rx) = mpsc::channel();
+        let (counts_tx, counts) = mpsc::channel();
+        thread::spawn(move || {
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(format!("building a tokio runtime: {e}")));
+                    return;
+                }
+            };
+            let clients = match rt.block_on(connect_clients(&cfg.connect, cfg.clients)) {
+                Ok(clients) => clients,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e.to_string()));
+                    return;
+                }
+            };
+            let _ = ready_tx.send(Ok(()));
+            if go_rx.recv().is_ok() {
+                let counts = rt.block_on(run_clients(clients, &cfg));
+                let _ = counts_tx.send(counts);
+            } else {
+                rt.block_on(close_all(clients));
+            }
+        });
+        InProcessSide {
+            ready,
+            go: Some(go),
+            counts,
+        }
+    }
+
+    pub(super) fn ready(&mut self, by: Instant) -> Result<()> {
+        match self
+            .ready
+            .recv_timeout(by.saturating_duration_since(Instant::now()))
+        {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(format!("our side: {e}").into()),
+            Err(_) => Err("our side did not connect in time".into()),
+        }
+    }
+
+    pub(super) fn go(&mut self) -> Result<()> {
+        self.go
+            .take()
+            .ok_or("started twice")?
+            .send(())
+            .map_err(|_| "our side ended before GO".into())
+    }
+
+    pub(super) fn counts(&mut self, by: Instant) -> Result<Counts> {
+        self.counts
+            .recv_timeout(by.saturating_duration_since(Instant::now()))
+            .map_err(|_| "our side did not finish in time".into())
+    }
+}
