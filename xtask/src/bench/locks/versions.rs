@@ -1,0 +1,62 @@
+//! What the report says about the machine and the libraries' versions.
+
+use super::*;
+
+/// The CPU model from `/proc/cpuinfo`.
+pub(super) fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    info.lines()
+        .find_map(|line| line.strip_prefix("model name"))
+        .and_then(|rest| rest.split_once(':'))
+        .map(|(_, model)| model.trim().to_owned())
+}
+
+/// The version in the name of the file behind `/usr/share/java/<name>.jar` (a symlink to
+/// `<name>-<version>.jar` on Debian).
+pub(super) fn jar_version(name: &str) -> Option<String> {
+    let target = std::fs::read_link(java::jar(name)).ok()?;
+    let file = target.file_name()?.to_str()?;
+    file.strip_prefix(&format!("{name}-"))?
+        .strip_suffix(".jar")
+        .map(str::to_owned)
+}
+
+/// The first line of `java -version`.
+pub(super) fn java_version() -> String {
+    Command::new("java")
+        .arg("-version")
+        .output()
+        .ok()
+        .and_then(|out| {
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .next()
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| "java".to_owned())
+}
+
+/// kazoo's version, from the Python that runs it.
+pub(super) fn kazoo_version() -> Option<String> {
+    let out = Command::new(PYTHON)
+        .args([
+            "-c",
+            "import kazoo.version; print(kazoo.version.__version__)",
+        ])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// `Python 3.x.y` of [`PYTHON`].
+pub(super) fn python_version() -> String {
+    Command::new(PYTHON)
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "python3".to_owned())
+}
