@@ -239,7 +239,11 @@ public final class CuratorRecipeWorker {
             if (left <= 0) {
                 return;
             }
-            int qty = leases > 1 && ThreadLocalRandom.current().nextInt(10) < 2 ? 2 : 1;
+            // One lease per ask: Curator takes several one at a time, holding the first
+            // while it waits for the inner lock to take the next, and with a few clients that
+            // deadlocks within seconds (each holding part of what it needs). Ours asks for
+            // two at times (all or none, under one hold of the inner lock).
+            int qty = 1;
             java.util.Collection<Lease> held;
             try {
                 held = semaphore.acquire(qty, TimeUnit.NANOSECONDS.toMillis(left),

@@ -17,8 +17,10 @@
 //!   canonical order; each member held creates `M-<k>` exclusively.
 //! - semaphore of N leases (`--leases N`, 3 by default) and semaphore mutex (N = 1): each
 //!   lease held creates the first `S-<k>` (k < N) that does not exist; none left means more
-//!   than N holders. Both sides sometimes ask for 2 leases at once (ours all or none,
-//!   Curator's one at a time).
+//!   than N holders. Ours sometimes asks for 2 leases at once (all or none, under one hold
+//!   of the inner lock); Curator's side asks for one: Curator takes several one at a time,
+//!   holding the first while it waits for the inner lock, which deadlocks within seconds
+//!   with a few clients (seen here: 0 Curator acquisitions in 8 s).
 //!
 //! A broken rule is a **violation**; both sides count them. `--java-path P` gives Curator
 //! another path: a negative control that must report violations.
