@@ -29,7 +29,9 @@ use crate::take::{Ask, take_leases};
 /// Asking for several leases takes them all under one hold of the inner lock, all or none:
 /// two of our clients each asking for 2 of 2 cannot deadlock holding one each (Curator takes
 /// them one at a time; against Curator clients that do, the risk stays on their side). Asking
-/// for none, or for more than N, is refused at once ([`Error::BadLeaseCount`]).
+/// for none, or for more than N, is refused at once ([`Error::BadLeaseCount`]) — also with a
+/// shared count, where N is the count's value at the time of asking: such an ask would wait
+/// holding the inner lock, and so stop every other client, until the count grew.
 ///
 /// Cancel-safe: dropping an acquire at any point leaves no lease and no inner-lock node (a
 /// background task finishes what was in flight and deletes what was created).
