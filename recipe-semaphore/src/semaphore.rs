@@ -48,6 +48,8 @@ struct Shared {
     data: Mutex<Bytes>,
     /// The acquisitions waiting now, woken when the shared count changes.
     waiters: Mutex<Vec<Weak<Notify>>>,
+    /// Whether the maximum follows a shared count (else nothing ever wakes a waiter).
+    follows_count: bool,
 }
 
 impl Shared {
@@ -75,7 +77,13 @@ impl InterProcessSemaphoreV2 {
     /// A semaphore of `max_leases` leases on `path` (validated now; parents are created as
     /// containers when needed).
     pub fn new(client: Client, path: &str, max_leases: u32) -> Result<Self, Error> {
-        Self::build(client, path, MaxLeases::new(max_leases), Bytes::new())
+        Self::build(
+            client,
+            path,
+            MaxLeases::new(max_leases),
+            Bytes::new(),
+            false,
+        )
     }
 
     /// A semaphore whose maximum is `count`'s value, followed as it changes (a negative
@@ -87,7 +95,7 @@ impl InterProcessSemaphoreV2 {
         count: &SharedCount,
     ) -> Result<Self, Error> {
         let max = MaxLeases::new(clamp(count.count()));
-        let semaphore = Self::build(client, path, max, Bytes::new())?;
+        let semaphore = Self::build(client, path, max, Bytes::new(), true)?;
         let weak = Arc::downgrade(&semaphore.shared);
         let mut values = count.subscribe();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -116,7 +124,13 @@ impl InterProcessSemaphoreV2 {
             .unwrap_or_else(PoisonError::into_inner) = data;
     }
 
-    fn build(client: Client, path: &str, max: MaxLeases, data: Bytes) -> Result<Self, Error> {
+    fn build(
+        client: Client,
+        path: &str,
+        max: MaxLeases,
+        data: Bytes,
+        follows_count: bool,
+    ) -> Result<Self, Error> {
         recipe_mutex::validate_lock_path(path)?;
         Ok(Self {
             shared: Arc::new(Shared {
@@ -125,6 +139,7 @@ impl InterProcessSemaphoreV2 {
                 max,
                 data: Mutex::new(data),
                 waiters: Mutex::new(Vec::new()),
+                follows_count,
             }),
         })
     }
@@ -157,7 +172,7 @@ impl InterProcessSemaphoreV2 {
                 .clone(),
             deadline,
             turn: None,
-            wake: Some(shared.waiter()),
+            wake: shared.follows_count.then(|| shared.waiter()),
         };
         let Some(nodes) = take_leases(ask).await? else {
             return Ok(None);

@@ -241,11 +241,6 @@ impl SemaphoreMachine {
         }
     }
 
-    /// The inner lock's node, once held.
-    pub fn inner_node(&self) -> Option<&Held> {
-        self.inner_held.as_ref()
-    }
-
     fn lease_path(&self, name: &str) -> String {
         child_path(&self.leases_dir, name)
     }

@@ -55,101 +55,13 @@ mod mutex {
     }
 }
 
-mod rwlock {
-    //! Our InterProcessReadWriteLock (with our downgrades) and Apache Curator 5.4's exclude each other on the same paths, in two
-    //! processes (Curator in a JVM of its own): the same check as `cargo xtask interop rwlock`,
-    //! for 8 seconds, and its negative control (Curator on another path must be caught).
+/// The recipes other than the mutex share one harness (`xtask::recipe_interop`): a run of
+/// `seconds` of contention on the shared path, and its negative control.
+mod shared {
+    use xtask::recipe_interop::{Checked, Options, Totals, run};
 
-    use xtask::recipe_interop::{Checked, Options, run};
-
-    #[test]
-    fn curator_and_ours_exclude_each_other() {
-        let totals = run(&Options {
-            seconds: 8,
-            ..Options::new(Checked::ReadWrite)
-        })
-        .unwrap();
-        println!("{totals:?}");
-        assert_eq!(
-            totals.violations(),
-            0,
-            "Curator and ours overlapped: {totals:?}"
-        );
-        assert!(
-            totals.java.acquisitions > 0,
-            "Curator never held: {totals:?}"
-        );
-        assert!(totals.rust.acquisitions > 0, "we never held: {totals:?}");
-        assert!(totals.downgrades > 0, "we never downgraded: {totals:?}");
-    }
-
-    #[test]
-    fn the_detector_catches_curator_on_another_path() {
-        let totals = run(&Options {
-            seconds: 3,
-            java_path: Some("/interop/elsewhere".into()),
-            ..Options::new(Checked::ReadWrite)
-        })
-        .unwrap();
-        assert!(
-            totals.violations() > 0,
-            "the overlap detector saw nothing: {totals:?}"
-        );
-    }
-}
-
-mod multilock {
-    //! Our InterProcessMultiLock over three member paths and Apache Curator 5.4's exclude each other on the same paths, in two
-    //! processes (Curator in a JVM of its own): the same check as `cargo xtask interop multilock`,
-    //! for 8 seconds, and its negative control (Curator on another path must be caught).
-
-    use xtask::recipe_interop::{Checked, Options, run};
-
-    #[test]
-    fn curator_and_ours_exclude_each_other() {
-        let totals = run(&Options {
-            seconds: 8,
-            ..Options::new(Checked::MultiLock)
-        })
-        .unwrap();
-        println!("{totals:?}");
-        assert_eq!(
-            totals.violations(),
-            0,
-            "Curator and ours overlapped: {totals:?}"
-        );
-        assert!(
-            totals.java.acquisitions > 0,
-            "Curator never held: {totals:?}"
-        );
-        assert!(totals.rust.acquisitions > 0, "we never held: {totals:?}");
-    }
-
-    #[test]
-    fn the_detector_catches_curator_on_another_path() {
-        let totals = run(&Options {
-            seconds: 3,
-            java_path: Some("/interop/elsewhere".into()),
-            ..Options::new(Checked::MultiLock)
-        })
-        .unwrap();
-        assert!(
-            totals.violations() > 0,
-            "the overlap detector saw nothing: {totals:?}"
-        );
-    }
-}
-
-mod semaphore {
-    //! Our semaphores and Apache Curator 5.4's share the same leases on the same paths, in two
-    //! processes (Curator in a JVM of its own): the same check as `cargo xtask interop semaphore`
-    //! and `cargo xtask interop semaphore-mutex`, for 8 seconds each, never more than N leases
-    //! held among both, both making progress; and the negative control (Curator on another path
-    //! must be caught).
-
-    use xtask::recipe_interop::{Checked, Options, run};
-
-    fn shares(recipe: Checked) {
+    /// Both sides held, and never together: the run's totals, for more checks.
+    pub fn both_hold_and_never_overlap(recipe: Checked) -> Totals {
         let totals = run(&Options {
             seconds: 8,
             ..Options::new(recipe)
@@ -159,36 +71,87 @@ mod semaphore {
         assert_eq!(
             totals.violations(),
             0,
-            "more holders than leases: {totals:?}"
+            "Curator and ours overlapped: {totals:?}"
         );
         assert!(
             totals.java.acquisitions > 0,
             "Curator never held: {totals:?}"
         );
         assert!(totals.rust.acquisitions > 0, "we never held: {totals:?}");
+        totals
     }
 
-    #[test]
-    fn curator_and_ours_never_hold_more_than_three_leases_of_three() {
-        shares(Checked::Semaphore(3));
-    }
-
-    #[test]
-    fn curator_and_ours_exclude_each_other_with_the_semaphore_mutex() {
-        shares(Checked::SemaphoreMutex);
-    }
-
-    #[test]
-    fn the_detector_catches_curator_on_another_path() {
+    /// With Curator on another path, the detector must see overlaps.
+    pub fn the_detector_catches_curator_elsewhere(recipe: Checked) {
         let totals = run(&Options {
             seconds: 3,
             java_path: Some("/interop/elsewhere".into()),
-            ..Options::new(Checked::SemaphoreMutex)
+            ..Options::new(recipe)
         })
         .unwrap();
         assert!(
             totals.violations() > 0,
-            "the slot detector saw nothing: {totals:?}"
+            "the detector saw nothing: {totals:?}"
         );
+    }
+}
+
+mod rwlock {
+    //! Our InterProcessReadWriteLock (with our downgrades) and Curator's exclude each other on
+    //! the same path (`cargo xtask interop rwlock`).
+
+    use super::shared::*;
+    use xtask::recipe_interop::Checked;
+
+    #[test]
+    fn curator_and_ours_exclude_each_other() {
+        let totals = both_hold_and_never_overlap(Checked::ReadWrite);
+        assert!(totals.downgrades > 0, "we never downgraded: {totals:?}");
+    }
+
+    #[test]
+    fn the_detector_catches_curator_on_another_path() {
+        the_detector_catches_curator_elsewhere(Checked::ReadWrite);
+    }
+}
+
+mod multilock {
+    //! Our InterProcessMultiLock over three member paths and Curator's exclude each other on
+    //! every member (`cargo xtask interop multilock`).
+
+    use super::shared::*;
+    use xtask::recipe_interop::Checked;
+
+    #[test]
+    fn curator_and_ours_exclude_each_other() {
+        both_hold_and_never_overlap(Checked::MultiLock);
+    }
+
+    #[test]
+    fn the_detector_catches_curator_on_another_path() {
+        the_detector_catches_curator_elsewhere(Checked::MultiLock);
+    }
+}
+
+mod semaphore {
+    //! Our semaphores and Curator's share the same leases: never more than N held among both
+    //! (`cargo xtask interop semaphore`, `interop semaphore-mutex`).
+
+    use super::shared::*;
+    use xtask::recipe_interop::Checked;
+
+    #[test]
+    fn curator_and_ours_never_hold_more_than_three_leases_of_three() {
+        both_hold_and_never_overlap(Checked::Semaphore(3));
+    }
+
+    #[test]
+    fn curator_and_ours_exclude_each_other_with_the_semaphore_mutex() {
+        both_hold_and_never_overlap(Checked::SemaphoreMutex);
+    }
+
+    #[test]
+    fn the_detector_catches_curator_on_another_path() {
+        the_detector_catches_curator_elsewhere(Checked::SemaphoreMutex);
     }
 }

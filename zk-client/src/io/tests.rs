@@ -334,6 +334,11 @@ async fn the_first_connect_tries_every_server_once_without_pausing() {
         .await
         .unwrap_err();
     assert_eq!(t0.elapsed(), Duration::ZERO);
+    assert_eq!(
+        h.attempts.lock().unwrap().len(),
+        3,
+        "one attempt per server"
+    );
     assert!(
         matches!(&err, Error::Unreachable { server, .. } if server.starts_with("127.0.0.")),
         "{err:?}"

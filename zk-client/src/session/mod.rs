@@ -335,11 +335,6 @@ impl<T> Session<T> {
         self.end(SessionState::Closed);
     }
 
-    /// Whether a `closeSession` was sent (or the session ended).
-    pub fn is_closing(&self) -> bool {
-        self.closing || self.state.is_terminal()
-    }
-
     /// A TCP connection is up: queues the `ConnectRequest` (resuming this session if it has
     /// one) and starts the connect deadline.
     pub fn handle_connected(&mut self, now: Instant) {
