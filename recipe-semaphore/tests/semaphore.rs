@@ -336,3 +336,46 @@ async fn a_cut_between_the_lease_and_the_inner_release_loses_nothing() {
     lease.release().await.unwrap();
     wait_children(&c, &leases(path), 0).await;
 }
+
+/// Another client deletes our nodes. A waiter's inner-lock node deleted by hand: it gives its
+/// lease back and queues again (else a second client could add a lease beside its own and both
+/// would wait for ever); a holder's lease deleted by hand frees that lease for a waiter (a
+/// count is all the recipe has). Nothing of ours is left at the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_deleted_by_another_client() {
+    let path = "/t/sem-meddle";
+    let meddler = client().await;
+    let holder = sem(&client().await, path, 1).acquire().await.unwrap();
+    let waiter = sem(&client().await, path, 1);
+    let acquiring = {
+        let waiter = waiter.clone();
+        tokio::spawn(async move { waiter.acquire().await })
+    };
+    // The waiter holds the inner lock and has its lease: it waits on the count.
+    wait_children(&meddler, &leases(path), 2).await;
+    wait_children(&meddler, &locks(path), 1).await;
+    let inner = meddler.get_children(&locks(path)).await.unwrap();
+    meddler
+        .delete(&format!("{}/{}", locks(path), inner[0]), None)
+        .await
+        .unwrap();
+    // It starts over: a new inner node, and its lease back in the count.
+    bounded(async {
+        loop {
+            let (kids, watcher) = meddler.get_children_and_watch(&locks(path)).await.unwrap();
+            if kids.len() == 1 && kids[0] != inner[0] {
+                return;
+            }
+            watcher.await;
+        }
+    })
+    .await;
+    wait_children(&meddler, &leases(path), 2).await;
+    // Now the holder's lease goes by another's hand: the waiter gets the lease.
+    meddler.delete(holder.node_path(), None).await.unwrap();
+    let lease = bounded(acquiring).await.unwrap().unwrap();
+    lease.release().await.unwrap();
+    drop(holder); // its delete finds nothing: fine
+    wait_children(&meddler, &leases(path), 0).await;
+    wait_children(&meddler, &locks(path), 0).await;
+}
