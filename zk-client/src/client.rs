@@ -66,6 +66,10 @@ pub struct ClientBuilder {
     max_data_len: usize,
     close_timeout: Duration,
     resume: Option<(i64, Bytes)>,
+    #[cfg(feature = "tls")]
+    tls: Option<crate::tls::TlsConfig>,
+    #[cfg(feature = "sasl-digest")]
+    sasl: Option<crate::sasl::digest::DigestMd5>,
 }
 
 /// The node that holds the ensemble's dynamic configuration (ZooKeeper's `CONFIG_NODE`).
@@ -157,9 +161,39 @@ impl ClientBuilder {
         self.connect_with(crate::io::system_resolver()).await
     }
 
-    pub(crate) async fn connect_with(self, resolve: crate::io::Resolver) -> Result<Client, Error> {
-        self.connect_via(resolve, crate::io::Tcp, crate::dial::random_seed())
-            .await
+    /// Authenticates every connection with SASL DIGEST-MD5 as `user` (feature
+    /// `sasl-digest`): the servers' `SASLAuthenticationProvider` with a JAAS `Server` section
+    /// holding `user_<user>="<password>"`. The exchange runs after each handshake, before
+    /// any other request and before watches are restored; the session is `Connected` only
+    /// once it succeeds, and the server must prove it knows the password too. A wrong
+    /// password ends the session with [`Error::AuthFailed`]. The session's identity is then
+    /// `sasl:<user>` (for ACLs).
+    #[cfg(feature = "sasl-digest")]
+    pub fn sasl_digest(mut self, user: &str, password: &str) -> Self {
+        self.sasl = Some(crate::sasl::digest::DigestMd5::new(user, password));
+        self
+    }
+
+    /// Connects over TLS to every server (their `secureClientPort`), with these settings
+    /// (feature `tls`). Without it, connections are plain TCP.
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, config: crate::tls::TlsConfig) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    #[cfg_attr(not(feature = "tls"), allow(unused_mut))]
+    pub(crate) async fn connect_with(
+        mut self,
+        resolve: crate::io::Resolver,
+    ) -> Result<Client, Error> {
+        let seed = crate::dial::random_seed();
+        #[cfg(feature = "tls")]
+        if let Some(tls) = self.tls.take() {
+            let connector = crate::io::TlsConnect::new(tls)?;
+            return self.connect_via(resolve, connector, seed).await;
+        }
+        self.connect_via(resolve, crate::io::Tcp, seed).await
     }
 
     /// Connects through `resolve` and `connector`, the servers tried in the order `seed`
@@ -178,6 +212,10 @@ impl ClientBuilder {
         let chroot = Arc::new(Chroot::new(cs.chroot));
         let link = Arc::new(Mutex::new(Link::default()));
         let mut session = Session::new(self.session);
+        #[cfg(feature = "sasl-digest")]
+        if let Some(mechanism) = self.sasl {
+            session.set_sasl(std::sync::Arc::new(mechanism));
+        }
         if let Some((id, passwd)) = self.resume {
             session.resume(id, passwd);
         }
@@ -418,6 +456,10 @@ impl Client {
             max_data_len: DEFAULT_MAX_DATA_LEN,
             close_timeout: DEFAULT_CLOSE_TIMEOUT,
             resume: None,
+            #[cfg(feature = "tls")]
+            tls: None,
+            #[cfg(feature = "sasl-digest")]
+            sasl: None,
         }
         .max_data_len(DEFAULT_MAX_DATA_LEN)
     }

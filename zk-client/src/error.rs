@@ -31,9 +31,19 @@ pub enum Error {
     /// The ACL is empty or malformed (e.g. `auth` ACL without any authenticated identity).
     #[error("invalid ACL")]
     InvalidAcl,
-    /// The server rejected the credentials given to `add_auth`; the session cannot be used.
+    /// The server rejected the credentials (of `add_auth`, or a SASL exchange: a wrong
+    /// password); the session cannot be used.
     #[error("authentication failed")]
     AuthFailed,
+    /// The server requires SASL authentication (`enforce.auth.enabled`) and this session did
+    /// not authenticate: it closed the session. Configure SASL credentials
+    /// (`ClientBuilder::sasl_digest`).
+    #[error("the server requires SASL authentication and closed the session")]
+    AuthRequired,
+    /// The SASL exchange failed on our side: the server's answer was malformed, or it could
+    /// not prove that it knows the password (DIGEST-MD5's `rspauth`). The session ended.
+    #[error("SASL authentication failed: {0}")]
+    Sasl(String),
     /// The session expired: its ephemeral nodes and watches are gone. Build a new client.
     #[error("session expired")]
     SessionExpired,
@@ -126,6 +136,17 @@ pub enum Error {
         /// What it sent instead.
         detail: String,
     },
+    /// A TLS connection to a server failed (feature `tls`); `failure` says which check.
+    #[error("TLS with {server} failed: {failure}")]
+    Tls {
+        /// The server as written in the connect string (or its address).
+        server: String,
+        /// What failed.
+        failure: TlsFailure,
+    },
+    /// The TLS settings cannot be used (a PEM that cannot be read, no root certificate).
+    #[error("invalid TLS configuration: {0}")]
+    TlsConfig(String),
     /// The connect string is not valid.
     #[error("invalid connect string {input:?}: {reason}")]
     InvalidHosts {
@@ -137,6 +158,40 @@ pub enum Error {
     /// A socket operation failed.
     #[error("I/O error: {0}")]
     Io(IoError),
+}
+
+/// Why a TLS handshake failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsFailure {
+    /// The server's certificate does not chain to a trusted root: give its CA.
+    #[error("the server's certificate is signed by an unknown CA")]
+    UnknownCa,
+    /// The server's certificate does not name the server as we reached it.
+    #[error(
+        "the server's certificate is not valid for {expected:?} (set TlsConfig::server_name if it is reached by another name)"
+    )]
+    NameMismatch {
+        /// The name checked (the host as written, or the configured server name).
+        expected: String,
+    },
+    /// The server's certificate is unusable for another reason (expired, not yet valid,
+    /// not for server authentication...).
+    #[error("the server's certificate is invalid: {0}")]
+    BadServerCertificate(String),
+    /// The server requires a client certificate (mutual TLS, ZooKeeper's default
+    /// `ssl.clientAuth=need`) and none is configured.
+    #[error("the server requires a client certificate and none is configured")]
+    ClientCertificateRequired,
+    /// The server refused our client certificate (it does not trust its CA, say).
+    #[error("the server refused our client certificate")]
+    ClientCertificateRefused,
+    /// The peer does not speak TLS (a plain client port, say).
+    #[error("the server did not answer in TLS: is this its secure client port?")]
+    NotTls,
+    /// Any other handshake failure.
+    #[error("{0}")]
+    Handshake(String),
 }
 
 /// The ways a server can break the protocol. The connection is closed when one occurs and

@@ -33,7 +33,10 @@ mod error;
 mod framing;
 mod hosts;
 mod io;
+mod sasl;
 pub mod session;
+#[cfg(feature = "tls")]
+pub mod tls;
 mod watcher;
 
 pub use bytes::Bytes;
@@ -41,7 +44,7 @@ pub use client::{
     CONFIG_NODE, Client, ClientBuilder, CreateOptions, DEFAULT_CLOSE_TIMEOUT, DEFAULT_MAX_DATA_LEN,
     Op, OpResult, ReadOp, ReadResult, StateStream,
 };
-pub use error::{Error, IoError, ProtocolError};
+pub use error::{Error, IoError, ProtocolError, TlsFailure};
 pub use hosts::ConnectString;
 pub use session::{SessionState, WatchedEvent};
 pub use watcher::{OneshotWatcher, PersistentWatcher};

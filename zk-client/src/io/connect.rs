@@ -10,6 +10,8 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
+use crate::Error;
+
 /// A boxed future, as the resolver and the connector return.
 pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
@@ -34,8 +36,22 @@ pub(crate) trait Connect: Send + Sync + 'static {
     /// The stream.
     type Stream: AsyncRead + AsyncWrite + Send + Unpin + 'static;
 
-    /// Connects to `addr`.
-    fn connect(&self, addr: SocketAddr) -> BoxFuture<std::io::Result<Self::Stream>>;
+    /// Connects to `addr`, the address of `host` as the connect string names it (`None` for
+    /// a server found otherwise: a read-write server found while on a read-only one). The
+    /// error says what failed (for TLS: which check).
+    fn connect(
+        &self,
+        host: Option<&str>,
+        addr: SocketAddr,
+    ) -> BoxFuture<Result<Self::Stream, Error>>;
+}
+
+/// The error for a server that could not be reached.
+pub(crate) fn unreachable(server: &str, e: std::io::Error) -> Error {
+    Error::Unreachable {
+        server: server.to_owned(),
+        error: crate::IoError(Arc::new(e)),
+    }
 }
 
 /// TCP, with `TCP_NODELAY` (requests are small and pipelined).
@@ -45,11 +61,20 @@ pub(crate) struct Tcp;
 impl Connect for Tcp {
     type Stream = TcpStream;
 
-    fn connect(&self, addr: SocketAddr) -> BoxFuture<std::io::Result<TcpStream>> {
-        Box::pin(async move {
-            let stream = TcpStream::connect(addr).await?;
-            let _ = stream.set_nodelay(true);
-            Ok(stream)
-        })
+    fn connect(
+        &self,
+        _host: Option<&str>,
+        addr: SocketAddr,
+    ) -> BoxFuture<Result<TcpStream, Error>> {
+        Box::pin(tcp(addr))
     }
+}
+
+/// A TCP connection to `addr`, with `TCP_NODELAY`.
+pub(crate) async fn tcp(addr: SocketAddr) -> Result<TcpStream, Error> {
+    let stream = TcpStream::connect(addr)
+        .await
+        .map_err(|e| unreachable(&addr.to_string(), e))?;
+    let _ = stream.set_nodelay(true);
+    Ok(stream)
 }

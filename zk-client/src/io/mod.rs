@@ -9,6 +9,8 @@
 //! in-memory streams on tokio's paused clock.
 
 mod connect;
+#[cfg(feature = "tls")]
+mod tls;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -17,13 +19,14 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::codec::Decoder;
 use zk_proto::{Request, Response};
 
-pub(crate) use connect::{Connect, Resolver, Tcp, system_resolver};
+pub(crate) use connect::{Connect, Resolver, Tcp, system_resolver, unreachable};
+#[cfg(feature = "tls")]
+pub(crate) use tls::TlsConnect;
 
 use crate::dial::{Dialer, Step};
 use crate::framing::ZkFrames;
@@ -81,7 +84,7 @@ pub(crate) struct SessionTask<C: Connect = Tcp> {
     /// Which server next, and when.
     dialer: Dialer,
     resolve: Resolver,
-    connector: C,
+    connector: Arc<C>,
     rx: mpsc::UnboundedReceiver<Command>,
     state: watch::Sender<SessionState>,
     /// Every state change, for [`crate::StateStream`]s.
@@ -136,11 +139,12 @@ impl RwSearch {
         }
     }
 
-    fn start_if_due(
+    fn start_if_due<C: Connect>(
         &mut self,
         state: SessionState,
         hosts: &[(String, u16)],
         resolve: &Resolver,
+        connector: &Arc<C>,
         current: Option<SocketAddr>,
     ) {
         if state != SessionState::ConnectedReadOnly || self.pending.is_some() || hosts.len() < 2 {
@@ -149,16 +153,21 @@ impl RwSearch {
         if Instant::now() < self.next_at {
             return;
         }
-        let (hosts, resolve) = (hosts.to_vec(), resolve.clone());
+        let (hosts, resolve, connector) = (hosts.to_vec(), resolve.clone(), connector.clone());
         let (tx, rx) = oneshot::channel();
         tokio::spawn(async move {
             let mut others = Vec::new();
             for (host, port) in hosts {
-                if let Ok(addrs) = resolve(host, port).await {
-                    others.extend(addrs.into_iter().filter(|a| Some(*a) != current));
+                if let Ok(addrs) = resolve(host.clone(), port).await {
+                    others.extend(
+                        addrs
+                            .into_iter()
+                            .filter(|a| Some(*a) != current)
+                            .map(|a| (host.clone(), a)),
+                    );
                 }
             }
-            let _ = tx.send(find_rw_server(others).await);
+            let _ = tx.send(find_rw_server(&*connector, others).await);
         });
         self.pending = Some(rx);
         self.every = (self.every * 2).min(Self::MAX);
@@ -182,16 +191,21 @@ impl RwSearch {
     }
 }
 
-/// The first of `hosts` that says it is read-write (`isro` answers `rw`).
-async fn find_rw_server(hosts: Vec<SocketAddr>) -> Option<SocketAddr> {
+/// The first of `hosts` that says it is read-write (`isro` answers `rw`), asked through the
+/// session's own connector (over TLS too, where the servers answer four-letter words on the
+/// secure port).
+async fn find_rw_server<C: Connect>(
+    connector: &C,
+    hosts: Vec<(String, SocketAddr)>,
+) -> Option<SocketAddr> {
     const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
-    for addr in hosts {
+    for (host, addr) in hosts {
         let probe = async {
-            let mut stream = TcpStream::connect(addr).await?;
+            let mut stream = connector.connect(Some(&host), addr).await?;
             stream.write_all(b"isro").await?;
             let mut answer = Vec::new();
             stream.read_to_end(&mut answer).await?;
-            Ok::<_, std::io::Error>(answer)
+            Ok::<_, Error>(answer)
         };
         if let Ok(Ok(answer)) = tokio::time::timeout(PROBE_TIMEOUT, probe).await {
             if answer.starts_with(b"rw") {
@@ -214,13 +228,6 @@ pub(crate) struct Link {
     pub session_id: i64,
     /// The negotiated session timeout.
     pub timeout: Duration,
-}
-
-fn unreachable(server: &str, e: std::io::Error) -> Error {
-    Error::Unreachable {
-        server: server.to_owned(),
-        error: crate::IoError(Arc::new(e)),
-    }
 }
 
 fn update(link: &Mutex<Link>, f: impl FnOnce(&mut Link)) {
@@ -258,7 +265,7 @@ impl<C: Connect> SessionTask<C> {
             session,
             dialer,
             resolve,
-            connector,
+            connector: Arc::new(connector),
             rx: wiring.rx,
             state: wiring.state,
             states: wiring.states,
@@ -314,7 +321,8 @@ impl<C: Connect> SessionTask<C> {
                     }
                 }
             };
-            let connect = tokio::time::timeout(budget, self.connector.connect(addr));
+            let host = self.current.as_ref().map(|(host, _)| host.as_str());
+            let connect = tokio::time::timeout(budget, self.connector.connect(host, addr));
             let failure = match self.while_waiting(connect).await {
                 None => break,
                 Some(Ok(Ok(stream))) => match self.connection(stream, addr).await {
@@ -337,7 +345,7 @@ impl<C: Connect> SessionTask<C> {
                         unreachable(&addr.to_string(), eof)
                     }),
                 },
-                Some(Ok(Err(e))) => unreachable(&addr.to_string(), e),
+                Some(Ok(Err(e))) => e,
                 Some(Err(_)) => Error::ConnectTimeout,
             };
             self.dialer.failed(Instant::now().into_std(), failure);
@@ -485,10 +493,7 @@ impl<C: Connect> SessionTask<C> {
             drop(sink);
         }
         if let Some(ready) = self.ready.take() {
-            let err = match self.session.state() {
-                s if s.is_terminal() => s.error(),
-                _ => Error::ConnectTimeout,
-            };
+            let err = self.session.ended_error().unwrap_or(Error::ConnectTimeout);
             let _ = ready.send(Err(err));
         }
     }
@@ -554,6 +559,7 @@ impl<C: Connect> SessionTask<C> {
                 self.session.state(),
                 self.dialer.hosts(),
                 &self.resolve,
+                &self.connector,
                 peer,
             );
             let close_at = self.close_deadline();

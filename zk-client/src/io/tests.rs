@@ -146,22 +146,26 @@ struct Mem {
 impl Connect for Mem {
     type Stream = DuplexStream;
 
-    fn connect(&self, _addr: SocketAddr) -> connect::BoxFuture<io::Result<DuplexStream>> {
+    fn connect(
+        &self,
+        _host: Option<&str>,
+        addr: SocketAddr,
+    ) -> connect::BoxFuture<Result<DuplexStream, Error>> {
         let conns = self.conns.clone();
         let refuse = self.refuse.load(std::sync::atomic::Ordering::SeqCst);
         self.attempts.lock().unwrap().push(Instant::now());
         Box::pin(async move {
+            let refused =
+                || unreachable(&addr.to_string(), io::ErrorKind::ConnectionRefused.into());
             if refuse {
-                return Err(io::Error::from(io::ErrorKind::ConnectionRefused));
+                return Err(refused());
             }
             let (client, server) = tokio::io::duplex(1 << 16);
             let conn = Conn {
                 stream: server,
                 buf: BytesMut::new(),
             };
-            conns
-                .send(conn)
-                .map_err(|_| io::Error::from(io::ErrorKind::ConnectionRefused))?;
+            conns.send(conn).map_err(|_| refused())?;
             Ok(client)
         })
     }

@@ -11,17 +11,20 @@ mod xids;
 mod tests;
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use zk_proto::records::{
-    AuthPacket, ConnectRequest, ConnectResponse, RemoveWatchesRequest, SetWatches, SetWatches2,
+    AuthPacket, ConnectRequest, ConnectResponse, GetSaslRequest, RemoveWatchesRequest,
+    SetSaslResponse, SetWatches, SetWatches2,
 };
 use zk_proto::{
     DEFAULT_MAX_FRAME_LEN, Decode, DecodeError, ErrorCode, EventType, KeeperState, OpCode, Reader,
     ReplyHeader, Request, Response, WatcherEvent, WatcherType, encode_frame, xid,
 };
 
+use crate::sasl::{self, Mechanism};
 use crate::{Error, ProtocolError};
 use pending::{Effect, Pending};
 use timers::{Timers, expired};
@@ -174,6 +177,8 @@ enum Phase {
     Down,
     /// The handshake is sent; waiting for the `ConnectResponse`.
     Handshaking,
+    /// The session is granted; the SASL exchange runs before anything else is sent.
+    Authenticating,
     /// Requests flow.
     Open,
 }
@@ -228,6 +233,27 @@ pub struct Session<T> {
     last_heard: Option<Instant>,
     /// Whether a read-write server has granted this session (see `handle_connected`).
     seen_rw_server: bool,
+    /// The SASL mechanism run after every handshake, if any.
+    sasl: Option<Arc<dyn Mechanism>>,
+    /// The SASL exchange under way (while authenticating).
+    exchange: Option<SaslRun>,
+    /// Why the session ended, when more is known than its state says.
+    ended_by: Option<Error>,
+}
+
+/// A SASL exchange under way on the current connection.
+struct SaslRun {
+    exchange: Box<dyn sasl::Exchange>,
+    /// The xid of the token in flight.
+    xid: i32,
+    /// Whether the server is read-only (the state to enter once authenticated).
+    read_only: bool,
+}
+
+impl std::fmt::Debug for SaslRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SaslRun").field("xid", &self.xid).finish()
+    }
 }
 
 impl<T> Session<T> {
@@ -253,7 +279,27 @@ impl<T> Session<T> {
             closing: false,
             last_heard: None,
             seen_rw_server: false,
+            sasl: None,
+            exchange: None,
+            ended_by: None,
         }
+    }
+
+    /// Authenticates every connection with `mechanism` right after its handshake, before
+    /// anything else is sent; the session is `Connected` only once it succeeds.
+    #[cfg_attr(not(feature = "sasl-digest"), allow(dead_code))]
+    pub(crate) fn set_sasl(&mut self, mechanism: Arc<dyn Mechanism>) {
+        self.sasl = Some(mechanism);
+    }
+
+    /// The error requests fail with now that the session has ended (`None` while it has
+    /// not): what its state says, or more when known (the server requiring authentication,
+    /// a failed SASL exchange).
+    pub fn ended_error(&self) -> Option<Error> {
+        if !self.state.is_terminal() {
+            return None;
+        }
+        Some(self.ended_by.clone().unwrap_or_else(|| self.state.error()))
     }
 
     /// The session's state.
@@ -380,11 +426,7 @@ impl<T> Session<T> {
         watch: Option<WatcherId>,
     ) -> Result<(), (T, Error)> {
         if self.state.is_terminal() || self.closing {
-            let err = if self.state.is_terminal() {
-                self.state.error()
-            } else {
-                Error::Closed
-            };
+            let err = self.ended_error().unwrap_or(Error::Closed);
             return Err((token, err));
         }
         if self.phase != Phase::Open {
@@ -466,6 +508,7 @@ impl<T> Session<T> {
         match self.phase {
             Phase::Down => Err(ProtocolError::Unexpected("frame while not connected").into()),
             Phase::Handshaking => self.handle_handshake(now, frame),
+            Phase::Authenticating => self.handle_sasl(now, frame),
             Phase::Open => {
                 self.timers.read = Some(now + self.negotiated * 2 / 3);
                 self.handle_reply(frame)
@@ -488,15 +531,93 @@ impl<T> Session<T> {
         self.session_id = resp.session_id;
         self.passwd = resp.passwd;
         self.negotiated = Duration::from_millis(u64::try_from(resp.time_out).unwrap_or(0));
-        self.phase = Phase::Open;
         self.last_heard = Some(now);
+        let read_only = resp.read_only == Some(true);
+        if !read_only {
+            self.seen_rw_server = true;
+        }
+        match &self.sasl {
+            Some(mechanism) => {
+                // The handshake's deadline goes on until the exchange is done.
+                let connect = self.timers.connect;
+                self.timers.clear();
+                self.timers.connect = connect;
+                self.phase = Phase::Authenticating;
+                let mut exchange = mechanism.start();
+                let token = exchange.initial();
+                let xid = self.send_sasl(token);
+                self.exchange = Some(SaslRun {
+                    exchange,
+                    xid,
+                    read_only,
+                });
+            }
+            None => self.open(now, read_only),
+        }
+        Ok(())
+    }
+
+    /// Sends a SASL token; its xid.
+    fn send_sasl(&mut self, token: Vec<u8>) -> i32 {
+        let xid = self.xids.next();
+        let request = Request::Sasl(GetSaslRequest {
+            token: Some(Bytes::from(token)),
+        });
+        // A token is at most a few hundred bytes: it fits any frame limit.
+        let _ = request.encode_frame(xid, &mut self.out, usize::MAX);
+        xid
+    }
+
+    /// A reply in the SASL exchange: answer, or open the session, or end it.
+    fn handle_sasl(&mut self, now: Instant, frame: &[u8]) -> Result<(), Error> {
+        let mut r = Reader::new(frame);
+        let header = ReplyHeader::decode(&mut r)?;
+        let expected = self.exchange.as_ref().map(|run| run.xid);
+        if expected != Some(header.xid) {
+            return Err(ProtocolError::UnexpectedXid {
+                expected,
+                got: header.xid,
+            }
+            .into());
+        }
+        if !header.err.is_ok() {
+            // A wrong password: the server answers `AuthFailed` and closes.
+            let err = match header.err {
+                ErrorCode::SessionClosedRequireSaslAuth => Error::AuthRequired,
+                _ => Error::AuthFailed,
+            };
+            return Err(self.end_with(SessionState::AuthFailed, err));
+        }
+        let reply = SetSaslResponse::decode(&mut r)?;
+        r.finish("SetSASLResponse")?;
+        let token = reply.token.unwrap_or_default();
+        let Some(mut run) = self.exchange.take() else {
+            return Err(ProtocolError::Unexpected("SASL reply without an exchange").into());
+        };
+        match run.exchange.step(&token) {
+            Ok(sasl::Step::Respond(token)) => {
+                run.xid = self.send_sasl(token);
+                self.exchange = Some(run);
+                Ok(())
+            }
+            Ok(sasl::Step::Done) => {
+                self.open(now, run.read_only);
+                Ok(())
+            }
+            Err(why) => Err(self.end_with(SessionState::AuthFailed, Error::Sasl(why))),
+        }
+    }
+
+    /// The session is usable on this connection: requests flow, credentials and watches
+    /// are sent again.
+    fn open(&mut self, now: Instant, read_only: bool) {
+        self.phase = Phase::Open;
         self.timers.clear();
         self.timers.read = Some(now + self.negotiated * 2 / 3);
         self.timers.ping = now.checked_add(self.ping_interval());
-        let state = if resp.read_only == Some(true) {
+        let state = if read_only {
             SessionState::ConnectedReadOnly
         } else {
-            self.seen_rw_server = true;
             SessionState::Connected
         };
         self.set_state(state);
@@ -504,7 +625,6 @@ impl<T> Session<T> {
         // watch restored on an ACL'd node needs them), then the watches.
         self.replay_auths();
         self.restore_watches();
-        Ok(())
     }
 
     /// Sends every credential added so far again, on a new connection.
@@ -577,6 +697,11 @@ impl<T> Session<T> {
     fn handle_reply(&mut self, frame: &[u8]) -> Result<(), Error> {
         let mut r = Reader::new(frame);
         let header = ReplyHeader::decode(&mut r)?;
+        if header.err == ErrorCode::SessionClosedRequireSaslAuth {
+            // The server requires SASL (`enforce.auth`) and closes the session, whichever
+            // request (a ping too) it answers so: every connection would end the same way.
+            return Err(self.end_with(SessionState::AuthFailed, Error::AuthRequired));
+        }
         match header.xid {
             xid::NOTIFICATION => {
                 let event = match WatcherEvent::decode(&mut r) {
@@ -754,7 +879,9 @@ impl<T> Session<T> {
     /// it, or the handshake took longer than the connect timeout.
     pub fn handle_timeout(&mut self, now: Instant) -> Result<(), Error> {
         match self.phase {
-            Phase::Down | Phase::Handshaking if expired(self.timers.lost, now) => {
+            Phase::Down | Phase::Handshaking | Phase::Authenticating
+                if expired(self.timers.lost, now) =>
+            {
                 self.timers.lost = None;
                 if !self.state.is_terminal() {
                     self.set_state(SessionState::Lost);
@@ -762,7 +889,7 @@ impl<T> Session<T> {
                 Ok(())
             }
             Phase::Down => Ok(()),
-            Phase::Handshaking => {
+            Phase::Handshaking | Phase::Authenticating => {
                 if expired(self.timers.connect, now) {
                     return Err(Error::ConnectTimeout);
                 }
@@ -792,16 +919,13 @@ impl<T> Session<T> {
             return;
         }
         self.phase = Phase::Down;
+        self.exchange = None;
         self.timers.clear_connection();
         if self.state.is_connected() {
             self.timers.lost = self.last_heard.map(|heard| heard + self.negotiated);
         }
         self.out.clear();
-        let err = if self.state.is_terminal() {
-            self.state.error()
-        } else {
-            Error::ConnectionLoss
-        };
+        let err = self.ended_error().unwrap_or(Error::ConnectionLoss);
         self.fail_pending(&err);
         if self.closing {
             self.end(SessionState::Closed);
@@ -828,6 +952,16 @@ impl<T> Session<T> {
         }
     }
 
+    /// Ends the session for good with `err` as the reason requests fail from now on; returns
+    /// it (the error that closes the connection).
+    fn end_with(&mut self, state: SessionState, err: Error) -> Error {
+        if !self.state.is_terminal() {
+            self.ended_by = Some(err.clone());
+            self.end(state);
+        }
+        err
+    }
+
     /// Ends the session for good: pending requests fail, every watcher gets a final event.
     fn end(&mut self, state: SessionState) {
         if self.state.is_terminal() {
@@ -835,7 +969,8 @@ impl<T> Session<T> {
         }
         self.set_state(state);
         self.timers.clear();
-        self.fail_pending(&state.error());
+        let err = self.ended_error().unwrap_or_else(|| state.error());
+        self.fail_pending(&err);
         for id in self.watches.drain() {
             let event = WatchedEvent {
                 event_type: EventType::None,

@@ -1015,3 +1015,183 @@ fn closing_locally_ends_everything_here() {
     assert_eq!(s.poll_timeout(), None);
     assert!(s.poll_transmit().is_none());
 }
+
+/// A two-step mechanism: sends `hello`, answers `challenge` with `answer`, then needs `ok`.
+#[derive(Debug)]
+struct Scripted;
+
+struct ScriptedRun {
+    answered: bool,
+}
+
+impl crate::sasl::Mechanism for Scripted {
+    fn start(&self) -> Box<dyn crate::sasl::Exchange> {
+        Box::new(ScriptedRun { answered: false })
+    }
+}
+
+impl crate::sasl::Exchange for ScriptedRun {
+    fn initial(&mut self) -> Vec<u8> {
+        b"hello".to_vec()
+    }
+
+    fn step(&mut self, token: &[u8]) -> Result<crate::sasl::Step, String> {
+        match (self.answered, token) {
+            (false, b"challenge") => {
+                self.answered = true;
+                Ok(crate::sasl::Step::Respond(b"answer".to_vec()))
+            }
+            (true, b"ok") => Ok(crate::sasl::Step::Done),
+            _ => Err(format!("unexpected token {token:?}")),
+        }
+    }
+}
+
+fn sasl_token(req: &Request) -> &[u8] {
+    match req {
+        Request::Sasl(r) => r.token.as_deref().unwrap_or_default(),
+        other => panic!("not a SASL request: {other:?}"),
+    }
+}
+
+fn sasl_reply(xid: i32, token: &[u8]) -> Vec<u8> {
+    let body = SetSaslResponse {
+        token: Some(Bytes::copy_from_slice(token)),
+    };
+    reply(xid, 0, ErrorCode::Ok, Some(&body))
+}
+
+/// A session with the scripted mechanism whose handshake was answered at `t0`: its first
+/// SASL request's xid.
+fn authenticating(s: &mut Session<u32>, t0: Instant) -> i32 {
+    s.handle_connected(t0);
+    let _ = frames(s);
+    s.handle_frame(t0, &connect_response(6000, 0x11)).unwrap();
+    let out = sent(s);
+    assert_eq!(out.len(), 1, "only the SASL token goes first: {out:?}");
+    assert_eq!(sasl_token(&out[0].1), b"hello");
+    out[0].0
+}
+
+#[test]
+fn sasl_runs_before_anything_else_and_the_session_opens_after_it() {
+    let t0 = Instant::now();
+    let mut s = Session::new(cfg());
+    s.set_sasl(Arc::new(Scripted));
+    let xid = authenticating(&mut s, t0);
+    // Not connected yet: nothing else may be sent.
+    assert!(events(&mut s).is_empty());
+    assert!(matches!(
+        s.submit(t0, get_data("/a", false), 1, None),
+        Err((1, Error::NotConnected))
+    ));
+    s.handle_frame(t0, &sasl_reply(xid, b"challenge")).unwrap();
+    let out = sent(&mut s);
+    assert_eq!(sasl_token(&out[0].1), b"answer");
+    assert!(out[0].0 > xid, "an ordinary, increasing xid");
+    s.handle_frame(t0, &sasl_reply(out[0].0, b"ok")).unwrap();
+    assert!(matches!(
+        events(&mut s)[..],
+        [SessionEvent::State(SessionState::Connected)]
+    ));
+    s.submit(t0, get_data("/a", true), 2, Some(WatcherId(3)))
+        .unwrap();
+    let (gx, _) = sent(&mut s)[0].clone();
+    s.handle_frame(t0, &data_reply(gx, 5, b"x")).unwrap();
+    let _ = events(&mut s);
+    // A reconnect runs the exchange again, before the watches are restored.
+    s.handle_disconnect(t0 + secs(1));
+    let _ = events(&mut s);
+    let xid = authenticating(&mut s, t0 + secs(1));
+    s.handle_frame(t0 + secs(1), &sasl_reply(xid, b"challenge"))
+        .unwrap();
+    let out = sent(&mut s);
+    s.handle_frame(t0 + secs(1), &sasl_reply(out[0].0, b"ok"))
+        .unwrap();
+    let out = sent(&mut s);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0].0, xid::SET_WATCHES);
+}
+
+#[test]
+fn a_refused_password_ends_the_session_with_auth_failed() {
+    let t0 = Instant::now();
+    let mut s = Session::new(cfg());
+    s.set_sasl(Arc::new(Scripted));
+    let xid = authenticating(&mut s, t0);
+    let err = s
+        .handle_frame(t0, &reply(xid, 0, ErrorCode::AuthFailed, None))
+        .unwrap_err();
+    assert_eq!(err, Error::AuthFailed);
+    assert_eq!(s.state(), SessionState::AuthFailed);
+    assert_eq!(s.ended_error(), Some(Error::AuthFailed));
+}
+
+#[test]
+fn a_server_that_fails_the_mechanism_ends_the_session_with_the_reason() {
+    let t0 = Instant::now();
+    let mut s = Session::new(cfg());
+    s.set_sasl(Arc::new(Scripted));
+    let xid = authenticating(&mut s, t0);
+    let err = s
+        .handle_frame(t0, &sasl_reply(xid, b"nonsense"))
+        .unwrap_err();
+    assert!(matches!(err, Error::Sasl(_)), "{err:?}");
+    assert_eq!(s.state(), SessionState::AuthFailed);
+    assert!(matches!(
+        s.submit(t0, get_data("/a", false), 1, None),
+        Err((1, Error::Sasl(_)))
+    ));
+}
+
+#[test]
+fn a_silent_sasl_server_times_the_connection_out() {
+    let t0 = Instant::now();
+    let mut s = Session::new(cfg());
+    s.set_sasl(Arc::new(Scripted));
+    let _ = authenticating(&mut s, t0);
+    // The handshake's deadline (connect timeout 2 s) goes on through the exchange.
+    assert_eq!(s.poll_timeout(), Some(t0 + secs(2)));
+    assert_eq!(s.handle_timeout(t0 + secs(2)), Err(Error::ConnectTimeout));
+    s.handle_disconnect(t0 + secs(2));
+    assert!(!s.state().is_terminal());
+}
+
+#[test]
+fn a_server_requiring_sasl_ends_the_session_with_auth_required() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    s.submit(t0, get_data("/a", false), 1, None).unwrap();
+    s.submit(t0, get_data("/b", false), 2, None).unwrap();
+    let out = sent(&mut s);
+    let err = s
+        .handle_frame(
+            t0,
+            &reply(out[0].0, 0, ErrorCode::SessionClosedRequireSaslAuth, None),
+        )
+        .unwrap_err();
+    assert_eq!(err, Error::AuthRequired);
+    assert_eq!(s.state(), SessionState::AuthFailed);
+    let failed: Vec<_> = events(&mut s)
+        .into_iter()
+        .filter_map(|e| match e {
+            SessionEvent::Reply { token, result } => Some((token, result)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        failed,
+        vec![(1, Err(Error::AuthRequired)), (2, Err(Error::AuthRequired))]
+    );
+    // Also when it answers a ping so.
+    let mut s = connected(t0);
+    s.handle_timeout(t0 + secs(2)).unwrap();
+    assert_eq!(sent(&mut s)[0].0, xid::PING);
+    let err = s
+        .handle_frame(
+            t0,
+            &reply(xid::PING, 0, ErrorCode::SessionClosedRequireSaslAuth, None),
+        )
+        .unwrap_err();
+    assert_eq!(err, Error::AuthRequired);
+}
