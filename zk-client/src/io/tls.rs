@@ -40,7 +40,7 @@ impl Connect for TlsConnect {
         host: Option<&str>,
         addr: SocketAddr,
     ) -> BoxFuture<Result<Self::Stream, Error>> {
-        let server = host.map_or_else(|| addr.to_string(), str::to_owned);
+        let server = addr.to_string();
         let name = match self.config.name_for(host) {
             Some(name) => ServerName::try_from(name.clone()).map_err(|_| Error::Tls {
                 server: server.clone(),
@@ -69,7 +69,10 @@ pub(crate) fn classify(e: &std::io::Error, expected: &str, identity: bool) -> Tl
     let inner = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
     match inner {
         Some(rustls::Error::InvalidCertificate(c)) => match c {
-            CertificateError::UnknownIssuer => TlsFailure::UnknownCa,
+            // A CA of the same name but another key signed it: not ours either.
+            CertificateError::UnknownIssuer | CertificateError::BadSignature => {
+                TlsFailure::UnknownCa
+            }
             CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
                 TlsFailure::NameMismatch {
                     expected: expected.to_owned(),

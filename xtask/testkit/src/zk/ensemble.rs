@@ -17,6 +17,7 @@ use super::detached::{DetachedEnsemble, DetachedMember};
 use super::four_letter::{Mode, four_letter, parse_mntr, parse_mode};
 use super::ports::free_ports;
 use super::process::{Jvm, Launch, Member};
+use super::secure::{self, TestPki};
 use crate::deps::{self, Need};
 use crate::java;
 
@@ -89,6 +90,10 @@ pub struct Ensemble {
     opts: ZkOptions,
     /// Whether drop removes `root` (false once detached).
     remove_on_drop: bool,
+    /// The certificates, with a TLS client port.
+    pki: Option<TestPki>,
+    /// Each member's TLS client port (empty without TLS).
+    secure_ports: Vec<u16>,
 }
 
 impl Ensemble {
@@ -178,9 +183,12 @@ impl Ensemble {
             launch,
             opts,
             remove_on_drop: true,
+            pki: None,
+            secure_ports: Vec::new(),
         };
         let per_member = if n == 1 { 1 } else { 3 };
-        let picked = free_ports(n * per_member)?;
+        let secure = if ensemble.opts.tls.is_some() { n } else { 0 };
+        let picked = free_ports(n * per_member + secure)?;
         let mut picked = picked.into_iter();
         let mut all = Vec::with_capacity(n);
         for i in 0..n {
@@ -199,9 +207,33 @@ impl Ensemble {
                 election,
             });
         }
+        let mut security = Vec::new();
+        if let Some(sasl) = &ensemble.opts.sasl {
+            let jaas = secure::write_jaas(sasl, &ensemble.root)?;
+            ensemble.jvm.system_properties.push((
+                "java.security.auth.login.config".to_owned(),
+                jaas.display().to_string(),
+            ));
+            security.extend(secure::sasl_config(sasl));
+        }
+        if ensemble.opts.tls.is_some() {
+            ensemble.pki = Some(TestPki::generate(&ensemble.root.join("pki"))?);
+            ensemble.secure_ports = picked.by_ref().take(n).collect();
+        }
         for (i, ports) in all.iter().enumerate() {
             let member = Member::new(ensemble.root.join(format!("member-{i}")), *ports);
-            let cfg = config::render(&ensemble.opts, i, &all, &member.data_dir());
+            let mut cfg = config::render(&ensemble.opts, i, &all, &member.data_dir());
+            let mut lines = security.clone();
+            if let (Some(tls), Some(pki), Some(port)) = (
+                &ensemble.opts.tls,
+                &ensemble.pki,
+                ensemble.secure_ports.get(i),
+            ) {
+                lines.extend(secure::tls_config(tls, pki, *port));
+            }
+            for (key, value) in lines {
+                cfg.push_str(&format!("{key}={value}\n"));
+            }
             member.write_files(&cfg, (n > 1).then_some(i + 1))?;
             ensemble.members.push(member);
         }
@@ -236,7 +268,10 @@ impl Ensemble {
                 .iter()
                 .map(|member| probe_mode(member.client_addr()))
                 .collect();
-            if modes.iter().all(Option::is_some) && modes.iter().flatten().any(|m| m.is_leading()) {
+            if modes.iter().all(Option::is_some)
+                && modes.iter().flatten().any(|m| m.is_leading())
+                && (0..self.members.len()).all(|i| self.secure_port_serves(i))
+            {
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -347,6 +382,35 @@ impl Ensemble {
     /// When `i >= self.len()`.
     pub fn client_addr(&self, i: usize) -> SocketAddr {
         self.member(i).client_addr()
+    }
+
+    /// Member `i`'s TLS client port's address, with [`ZkOptions::tls`].
+    pub fn secure_addr(&self, i: usize) -> Option<SocketAddr> {
+        let port = *self.secure_ports.get(i)?;
+        Some(SocketAddr::from(([127, 0, 0, 1], port)))
+    }
+
+    /// `127.0.0.1:<secure port>,...`, for TLS clients, with [`ZkOptions::tls`].
+    pub fn secure_connect_string(&self) -> Option<String> {
+        let all: Option<Vec<String>> = (0..self.members.len())
+            .map(|i| self.secure_addr(i).map(|a| a.to_string()))
+            .collect();
+        all.filter(|a| !a.is_empty()).map(|a| a.join(","))
+    }
+
+    /// The certificates the TLS client ports use, with [`ZkOptions::tls`]: the CA for
+    /// clients' roots, and a client certificate for mutual TLS.
+    pub fn pki(&self) -> Option<&TestPki> {
+        self.pki.as_ref()
+    }
+
+    /// Whether member `i`'s TLS client port completes a handshake and answers (true without
+    /// TLS).
+    fn secure_port_serves(&self, i: usize) -> bool {
+        match (&self.pki, self.secure_addr(i)) {
+            (Some(pki), Some(addr)) => tls_serves(pki, addr),
+            _ => true,
+        }
     }
 
     /// Member `i`'s ports (client; peer and election in an ensemble, 0 when standalone).
@@ -475,6 +539,7 @@ impl Ensemble {
     /// quoting its log when it exits; `TimedOut` (also quoting its log) when time runs out.
     pub fn wait_serving(&mut self, i: usize, timeout: Duration) -> io::Result<()> {
         let deadline = Instant::now() + timeout;
+        let secure = self.pki.clone().zip(self.secure_addr(i));
         loop {
             let member = self.checked_mut(i)?;
             if let Some(status) = member.poll_exit()? {
@@ -497,7 +562,12 @@ impl Ensemble {
                     ),
                 ));
             }
-            if probe_mode(member.client_addr()).is_some() {
+            let plain = probe_mode(member.client_addr()).is_some();
+            if plain
+                && secure
+                    .as_ref()
+                    .is_none_or(|(pki, addr)| tls_serves(pki, *addr))
+            {
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -618,6 +688,12 @@ fn probe_mode(addr: SocketAddr) -> Option<Mode> {
     four_letter(addr, "srvr", PROBE_TIMEOUT)
         .ok()
         .and_then(|text| parse_mode(&text))
+}
+
+/// Whether the TLS client port at `addr` completes a handshake and answers `ruok`.
+fn tls_serves(pki: &TestPki, addr: SocketAddr) -> bool {
+    pki.probe(addr, PROBE_TIMEOUT)
+        .is_ok_and(|answer| answer == "imok")
 }
 
 /// Checks, once per process, that Java and ZooKeeper are installed.

@@ -11,6 +11,7 @@
 //! - [`ZkOptions`]: tick time, session limits, heap, extra `zoo.cfg` lines, ports.
 //! - [`DetachedEnsemble`]: servers left running for `cargo xtask zk start`, and their state file.
 //! - [`four_letter()`]: send `ruok`, `srvr`, `mntr`... to any server.
+//! - [`secure`]: a TLS client port with certificates made per ensemble, SASL users.
 
 pub mod config;
 mod detached;
@@ -19,6 +20,7 @@ pub mod four_letter;
 mod options;
 pub mod ports;
 mod process;
+pub mod secure;
 mod server;
 
 pub use config::MemberPorts;
@@ -26,4 +28,5 @@ pub use detached::{DetachedEnsemble, DetachedMember, Stopped};
 pub use ensemble::Ensemble;
 pub use four_letter::{Mode, four_letter, parse_mntr, parse_mode};
 pub use options::ZkOptions;
+pub use secure::{ClientAuth, SaslOptions, TestPki, TlsOptions};
 pub use server::ZkServer;

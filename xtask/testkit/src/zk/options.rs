@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use super::secure::{SaslOptions, TlsOptions};
+
 /// How to configure and run the ZooKeeper servers of an [`Ensemble`](super::Ensemble) or a
 /// [`ZkServer`](super::ZkServer).
 ///
@@ -46,6 +48,12 @@ pub struct ZkOptions {
     pub port: Option<u16>,
     /// How long a start or restart may take before it fails. Default 60 s.
     pub start_timeout: Duration,
+    /// A TLS client port on every member besides the plain one, with certificates made for
+    /// the ensemble ([`Ensemble::pki`](super::Ensemble::pki),
+    /// [`Ensemble::secure_addr`](super::Ensemble::secure_addr)). Default none.
+    pub tls: Option<TlsOptions>,
+    /// SASL DIGEST-MD5 users (and whether SASL is enforced). Default none.
+    pub sasl: Option<SaslOptions>,
 }
 
 impl Default for ZkOptions {
@@ -60,6 +68,8 @@ impl Default for ZkOptions {
             force_sync: true,
             port: None,
             start_timeout: Duration::from_secs(60),
+            tls: None,
+            sasl: None,
         }
     }
 }
@@ -112,6 +122,18 @@ impl ZkOptions {
     /// Sets [`start_timeout`](Self::start_timeout).
     pub fn start_timeout(mut self, timeout: Duration) -> Self {
         self.start_timeout = timeout;
+        self
+    }
+
+    /// Sets [`tls`](Self::tls).
+    pub fn tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Sets [`sasl`](Self::sasl).
+    pub fn sasl(mut self, sasl: SaslOptions) -> Self {
+        self.sasl = Some(sasl);
         self
     }
 }

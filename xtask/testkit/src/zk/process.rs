@@ -243,13 +243,15 @@ impl Drop for Member {
 }
 
 /// The JVM classpath: the launcher's classes, ZooKeeper (whose manifest brings its own
-/// dependencies) and SLF4J with its simple binding.
+/// dependencies, but not `netty-codec`, without which a TLS client port fails every
+/// handshake) and SLF4J with its simple binding.
 fn classpath(launcher_dir: &Path) -> String {
     format!(
-        "{}:{}:{}:{}:{}",
+        "{}:{}:{}:{}:{}:{}",
         launcher_dir.display(),
         jar("zookeeper").display(),
         jar("zookeeper-jute").display(),
+        jar("netty-codec").display(),
         jar("slf4j-api").display(),
         jar("slf4j-simple").display()
     )

@@ -1,0 +1,333 @@
+//! TLS and SASL DIGEST-MD5 against real ZooKeeper 3.8 servers with a secure client port and
+//! JAAS users, started by the test kit (certificates made per run). Built with the features
+//! `tls` and `sasl-digest` (CI runs the suite with every feature on).
+
+#![cfg(all(feature = "tls", feature = "sasl-digest"))]
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use zk_client::tls::TlsConfig;
+use zk_client::*;
+use zk_testkit::zk::{ClientAuth, SaslOptions, TlsOptions};
+use zk_testkit::{FaultProxy, ZkOptions, ZkServer};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn users() -> SaslOptions {
+    SaslOptions {
+        users: vec![
+            ("bob".into(), "bobsecret".into()),
+            ("alice".into(), "alicesecret".into()),
+        ],
+        enforce: false,
+    }
+}
+
+/// TLS 1.2 and 1.3 without client certificates, and SASL users (not enforced).
+fn server() -> &'static ZkServer {
+    static SERVER: OnceLock<ZkServer> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        let opts = ZkOptions::default()
+            .tls(TlsOptions {
+                client_auth: ClientAuth::None,
+                tls13: true,
+            })
+            .sasl(users());
+        ZkServer::start_with(opts).expect("start a TLS + SASL ZooKeeper")
+    })
+}
+
+/// Mutual TLS (client certificates required), TLS 1.2 as the server's default.
+fn mtls_server() -> &'static ZkServer {
+    static SERVER: OnceLock<ZkServer> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        let opts = ZkOptions::default().tls(TlsOptions {
+            client_auth: ClientAuth::Need,
+            tls13: false,
+        });
+        ZkServer::start_with(opts).expect("start a mutual-TLS ZooKeeper")
+    })
+}
+
+fn secure_hosts(zk: &ZkServer) -> String {
+    zk.ensemble().secure_connect_string().unwrap()
+}
+
+fn ca(zk: &ZkServer) -> TlsConfig {
+    TlsConfig::new()
+        .ca_pem(zk.ensemble().pki().unwrap().ca_pem().as_bytes())
+        .unwrap()
+}
+
+fn builder(hosts: &str) -> ClientBuilder {
+    Client::builder()
+        .hosts(hosts)
+        .session_timeout(Duration::from_secs(10))
+        .connect_timeout(Duration::from_secs(5))
+}
+
+async fn identities(c: &Client) -> Vec<(String, String)> {
+    c.who_am_i()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| (i.auth_scheme, i.user))
+        .collect()
+}
+
+fn has(ids: &[(String, String)], scheme: &str, user: &str) -> bool {
+    ids.iter().any(|(s, u)| s == scheme && u == user)
+}
+
+#[tokio::test]
+async fn tls_with_server_authentication() {
+    let zk = server();
+    let c = builder(&secure_hosts(zk))
+        .tls(ca(zk))
+        .connect()
+        .await
+        .unwrap();
+    c.create(
+        "/tls-plain",
+        b"over tls",
+        &CreateOptions::new(CreateMode::Ephemeral),
+    )
+    .await
+    .unwrap();
+    let (data, _) = c.get_data("/tls-plain").await.unwrap();
+    assert_eq!(&data[..], b"over tls");
+    assert_eq!(c.server_addr(), zk.ensemble().secure_addr(0));
+    c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn mutual_tls_presents_the_client_certificate() {
+    let zk = mtls_server();
+    let pki = zk.ensemble().pki().unwrap();
+    let tls = ca(zk)
+        .client_identity_pem(
+            pki.client_cert_pem().as_bytes(),
+            pki.client_key_pem().as_bytes(),
+        )
+        .unwrap();
+    let c = builder(&secure_hosts(zk)).tls(tls).connect().await.unwrap();
+    let ids = identities(&c).await;
+    assert!(
+        has(
+            &ids,
+            "x509",
+            &format!("CN={}", zk_testkit::zk::secure::CLIENT_CN)
+        ),
+        "{ids:?}"
+    );
+    c.close().await.unwrap();
+
+    // Without a certificate the server refuses, and the error says why.
+    let err = builder(&secure_hosts(zk))
+        .tls(ca(zk))
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::Tls {
+                failure: TlsFailure::ClientCertificateRequired,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_wrong_ca_a_wrong_name_and_a_plain_port_are_refused_with_clear_errors() {
+    let zk = server();
+    let dir = std::env::temp_dir().join(format!("zk-client-other-ca-{}", std::process::id()));
+    let other = zk_testkit::zk::TestPki::generate(&dir).unwrap();
+    let wrong_ca = TlsConfig::new().ca_pem(other.ca_pem().as_bytes()).unwrap();
+    let err = builder(&secure_hosts(zk))
+        .tls(wrong_ca)
+        .connect()
+        .await
+        .unwrap_err();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        matches!(
+            &err,
+            Error::Tls {
+                failure: TlsFailure::UnknownCa,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("unknown CA"), "{err}");
+
+    let err = builder(&secure_hosts(zk))
+        .tls(ca(zk).server_name("zk.example.com"))
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Tls { failure: TlsFailure::NameMismatch { expected }, .. } if expected == "zk.example.com"),
+        "{err:?}"
+    );
+
+    // The certificate names localhost too: reached by that name, it is accepted.
+    let port = zk.ensemble().secure_addr(0).unwrap().port();
+    let c = builder(&format!("localhost:{port}"))
+        .tls(ca(zk))
+        .connect()
+        .await;
+    // `localhost` may resolve to ::1 first, where the server does not listen.
+    if let Ok(c) = c {
+        c.close().await.unwrap();
+    }
+
+    // TLS to the plain client port: the server does not speak TLS there.
+    let err = builder(&zk.connect_string())
+        .tls(ca(zk))
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::Tls {
+                failure: TlsFailure::NotTls,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn sasl_digest_authenticates_and_acls_follow_the_identity() {
+    let zk = server();
+    let bob = builder(&zk.connect_string())
+        .sasl_digest("bob", "bobsecret")
+        .connect()
+        .await
+        .unwrap();
+    assert!(has(&identities(&bob).await, "sasl", "bob"));
+    let only_bob = CreateOptions::new(CreateMode::Persistent).acl(vec![Acl {
+        perms: Perms::ALL,
+        id: Id::new("sasl", "bob"),
+    }]);
+    bob.create("/sasl-bob", b"secret", &only_bob).await.unwrap();
+    assert_eq!(&bob.get_data("/sasl-bob").await.unwrap().0[..], b"secret");
+
+    let alice = builder(&zk.connect_string())
+        .sasl_digest("alice", "alicesecret")
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(
+        alice.get_data("/sasl-bob").await.unwrap_err(),
+        Error::NoAuth
+    );
+    let anonymous = builder(&zk.connect_string()).connect().await.unwrap();
+    assert_eq!(
+        anonymous.get_data("/sasl-bob").await.unwrap_err(),
+        Error::NoAuth
+    );
+    bob.delete("/sasl-bob", None).await.unwrap();
+    for c in [bob, alice, anonymous] {
+        c.close().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_wrong_sasl_password_ends_the_session_with_auth_failed() {
+    let zk = server();
+    let err = builder(&zk.connect_string())
+        .sasl_digest("bob", "not-his-password")
+        .connect()
+        .await
+        .unwrap_err();
+    assert_eq!(err, Error::AuthFailed);
+    let err = builder(&zk.connect_string())
+        .sasl_digest("nobody", "x")
+        .connect()
+        .await
+        .unwrap_err();
+    assert_eq!(err, Error::AuthFailed);
+}
+
+#[tokio::test]
+async fn an_enforcing_server_closes_a_session_without_sasl_with_auth_required() {
+    let opts = ZkOptions::default().sasl(SaslOptions {
+        enforce: true,
+        ..users()
+    });
+    let zk = ZkServer::start_with(opts).unwrap();
+    // The handshake passes; the first request is answered "SASL required" and the session
+    // ends for good (reconnecting would only end the same way).
+    let c = builder(&zk.connect_string()).connect().await.unwrap();
+    let err = c.exists("/").await.unwrap_err();
+    assert_eq!(err, Error::AuthRequired);
+    assert!(err.to_string().contains("requires SASL"), "{err}");
+    let mut states = c.state_watch();
+    tokio::time::timeout(WAIT, states.wait_for(|s| s.is_terminal()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(c.state(), SessionState::AuthFailed);
+    // With credentials the same server serves.
+    let bob = builder(&zk.connect_string())
+        .sasl_digest("bob", "bobsecret")
+        .connect()
+        .await
+        .unwrap();
+    assert!(bob.exists("/").await.unwrap().is_some());
+    bob.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn sasl_over_tls_survives_a_cut_and_authenticates_again() {
+    let zk = server();
+    let proxy = FaultProxy::start(zk.ensemble().secure_addr(0).unwrap()).unwrap();
+    let c = builder(&proxy.addr().to_string())
+        .tls(ca(zk))
+        .sasl_digest("bob", "bobsecret")
+        .connect()
+        .await
+        .unwrap();
+    assert!(has(&identities(&c).await, "sasl", "bob"));
+    let only_bob = CreateOptions::new(CreateMode::Ephemeral).acl(vec![Acl {
+        perms: Perms::ALL,
+        id: Id::new("sasl", "bob"),
+    }]);
+    c.create("/tls-sasl-cut", b"kept", &only_bob).await.unwrap();
+    let (_, _, watcher) = c.get_data_and_watch("/tls-sasl-cut").await.unwrap();
+    let session = c.session_id();
+
+    let mut states = c.state_stream();
+    proxy.cut();
+    let mut seen = Vec::new();
+    tokio::time::timeout(WAIT, async {
+        while let Some(s) = states.next().await {
+            seen.push(s);
+            if s == SessionState::Connected {
+                break;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(seen, [SessionState::Disconnected, SessionState::Connected]);
+    assert!(proxy.accepted() >= 2);
+    assert_eq!(c.session_id(), session);
+    // The new connection is TLS again and authenticated again before anything else: the
+    // node only bob may read is readable, and the watch restored on it fires.
+    assert!(has(&identities(&c).await, "sasl", "bob"));
+    assert_eq!(&c.get_data("/tls-sasl-cut").await.unwrap().0[..], b"kept");
+    c.set_data("/tls-sasl-cut", b"changed", None).await.unwrap();
+    let event = tokio::time::timeout(WAIT, watcher).await.unwrap();
+    assert_eq!(event.event_type, EventType::NodeDataChanged);
+    c.close().await.unwrap();
+}
