@@ -118,6 +118,10 @@ pub struct Bench {
     /// CPU, which can make it the bottleneck).
     #[arg(long, value_enum, default_value_t = OnOff::On)]
     pub pin: OnOff,
+    /// `bench client` only: serve a TLS client port too and run our client over it as a
+    /// third side, to give the cost of TLS against plain TCP.
+    #[arg(long)]
+    pub tls: bool,
 }
 
 /// A switch.

@@ -1,7 +1,8 @@
 //! `cargo xtask test`: the whole suite.
 //!
 //! Makes sure what the tests need is installed (Java, ZooKeeper, Curator, kazoo), runs
-//! `cargo test --workspace` (extra arguments are passed on to it), then the jute conformance
+//! `cargo test --workspace --all-features` (so the optional `tls` and `sasl-digest` code is
+//! tested too; extra arguments are passed on to it), then the jute conformance
 //! check, and ends with one line counting everything: `suite: N passed, N failed`.
 
 use std::io::{BufRead, BufReader};
@@ -33,7 +34,7 @@ pub fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator, Need::Kazoo])?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut child = Command::new(cargo)
-        .args(["test", "--workspace"])
+        .args(["test", "--workspace", "--all-features"])
         .args(args)
         .current_dir(crate::paths::workspace_root())
         .stdout(Stdio::piped())

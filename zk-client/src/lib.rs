@@ -8,6 +8,15 @@
 //!
 //! It is **not** a recipe library: locks live in the `recipe-*` crates, built on this one.
 //!
+//! # Features
+//!
+//! Both off by default (the default dependency tree is `bytes`, `tokio`, `tokio-util`,
+//! `thiserror` and `zk-proto`):
+//! - `tls`: TLS to servers' secure client port, with rustls (`ring` provider) through
+//!   tokio-rustls; see `ClientBuilder::tls` and `tls::TlsConfig`.
+//! - `sasl-digest`: SASL DIGEST-MD5 authentication after every handshake; see
+//!   `ClientBuilder::sasl_digest`.
+//!
 //! # Examples
 //!
 //! ```no_run

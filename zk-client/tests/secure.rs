@@ -331,3 +331,53 @@ async fn sasl_over_tls_survives_a_cut_and_authenticates_again() {
     assert_eq!(event.event_type, EventType::NodeDataChanged);
     c.close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ensemble_over_tls_and_sasl_keeps_the_session_across_a_member_kill() {
+    let opts = ZkOptions::default()
+        .tls(TlsOptions::default())
+        .sasl(users());
+    let mut zk = tokio::task::spawn_blocking(move || zk_testkit::Ensemble::start(3, opts))
+        .await
+        .unwrap()
+        .unwrap();
+    let hosts = zk.secure_connect_string().unwrap();
+    let tls = TlsConfig::new()
+        .ca_pem(zk.pki().unwrap().ca_pem().as_bytes())
+        .unwrap();
+    let c = builder(&hosts)
+        .tls(tls)
+        .sasl_digest("bob", "bobsecret")
+        .connect()
+        .await
+        .unwrap();
+    let only_bob = CreateOptions::new(CreateMode::Persistent).acl(vec![Acl {
+        perms: Perms::ALL,
+        id: Id::new("sasl", "bob"),
+    }]);
+    c.create("/ensemble-tls", b"v1", &only_bob).await.unwrap();
+    let session = c.session_id();
+
+    // Kill the member the session is on: it moves to another one, over TLS, and
+    // authenticates there before anything else.
+    let on = c.server_addr().unwrap();
+    let member = (0..zk.len())
+        .find(|&i| zk.secure_addr(i) == Some(on))
+        .unwrap();
+    let mut states = c.state_stream();
+    tokio::task::block_in_place(|| zk.kill(member)).unwrap();
+    tokio::time::timeout(WAIT, async {
+        while let Some(s) = states.next().await {
+            if s == SessionState::Connected {
+                break;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_ne!(c.server_addr(), Some(on));
+    assert_eq!(c.session_id(), session);
+    assert!(has(&identities(&c).await, "sasl", "bob"));
+    assert_eq!(&c.get_data("/ensemble-tls").await.unwrap().0[..], b"v1");
+    c.close().await.unwrap();
+}

@@ -16,6 +16,12 @@
 //! `/proc/self/stat`) and its peak RSS (`VmHWM`). The table shows both clients and the ratios
 //! ours/Java, against the targets: (b) ops/s at least 1.2× Java's, (a) p50 no worse, CPU per
 //! op at most half, peak RSS at most a tenth. Nothing is asserted: this reports.
+//!
+//! With `--tls` the server also serves a TLS client port (certificates made for the run, TLS
+//! 1.2 as the server's default, no client certificate) and our worker runs a third time over
+//! it (`ours-tls`), on the same server in the same rounds: a last table gives the cost of TLS
+//! as ours-tls / ours. (The server then uses the Netty connection factory for both ports,
+//! as it must for TLS, so the plain figures are not comparable with a run without `--tls`.)
 
 use std::error::Error;
 use std::process::Command;
@@ -54,6 +60,8 @@ pub struct Options {
     /// alternate which client goes first, and the ratios use each metric's median, which
     /// tames the server's and the disk's drift over a run.
     pub rounds: u32,
+    /// Also run our client over TLS (`--tls`).
+    pub tls: bool,
 }
 
 impl Default for Options {
@@ -64,6 +72,7 @@ impl Default for Options {
             java_warmup: 3.0,
             server_warmup: 3.0,
             rounds: 1,
+            tls: false,
         }
     }
 }
@@ -73,6 +82,8 @@ impl Default for Options {
 enum Side {
     Ours,
     Java,
+    /// Ours over TLS.
+    OursTls,
 }
 
 impl Side {
@@ -80,9 +91,13 @@ impl Side {
         match self {
             Side::Ours => "ours",
             Side::Java => "java",
+            Side::OursTls => "ours-tls",
         }
     }
 }
+
+/// The environment variable giving our worker a CA file: it then connects over TLS.
+pub const TLS_CA_ENV: &str = "ZK_BENCH_TLS_CA";
 
 /// The two workloads: the worker's argument and the table's label.
 const WORKLOADS: [(&str, &str); 2] = [
@@ -113,7 +128,23 @@ pub fn run(opts: &Options) -> Result<()> {
     let java_classpath = format!("{}:{classpath}", classes.display());
 
     eprintln!("bench client: starting ZooKeeper (forceSync on)...");
-    let server = ZkServer::start_with(ZkOptions::default())?;
+    let mut zk_opts = ZkOptions::default();
+    if opts.tls {
+        zk_opts = zk_opts.tls(crate::zk::TlsOptions::default());
+    }
+    let server = ZkServer::start_with(zk_opts)?;
+    let tls_target = match (
+        server.ensemble().secure_connect_string(),
+        server.ensemble().pki(),
+    ) {
+        (Some(hosts), Some(pki)) => Some((hosts, pki.ca_path())),
+        _ => None,
+    };
+    let sides: Vec<Side> = if tls_target.is_some() {
+        vec![Side::Ours, Side::Java, Side::OursTls]
+    } else {
+        vec![Side::Ours, Side::Java]
+    };
     let srvr = server.four_letter("srvr")?;
     let version = srvr
         .lines()
@@ -144,22 +175,30 @@ pub fn run(opts: &Options) -> Result<()> {
     for (round, (workload, label)) in
         (1..=opts.rounds).flat_map(|round| WORKLOADS.into_iter().map(move |w| (round, w)))
     {
-        let order = if round % 2 == 1 {
-            [Side::Ours, Side::Java]
-        } else {
-            [Side::Java, Side::Ours]
-        };
+        let mut order = sides.clone();
+        if round % 2 == 0 {
+            order.reverse();
+        }
         for side in order {
             let path = format!("/bench-{}-{workload}", side.name());
+            let mut hosts = server.connect_string();
             let (warmup, mut cmd) = match side {
                 Side::Ours => (opts.rust_warmup, Command::new(&rust_worker)),
+                Side::OursTls => {
+                    let mut cmd = Command::new(&rust_worker);
+                    if let Some((secure, ca)) = &tls_target {
+                        cmd.env(TLS_CA_ENV, ca);
+                        hosts.clone_from(secure);
+                    }
+                    (opts.rust_warmup, cmd)
+                }
                 Side::Java => {
                     let mut cmd = Command::new("java");
                     cmd.arg("-cp").arg(&java_classpath).arg("JavaClientBench");
                     (opts.java_warmup, cmd)
                 }
             };
-            cmd.arg(server.connect_string())
+            cmd.arg(hosts)
                 .arg(workload)
                 .arg(millis(warmup).to_string())
                 .arg(millis(opts.seconds).to_string())
@@ -188,6 +227,12 @@ pub fn run(opts: &Options) -> Result<()> {
     println!();
     println!("machine: {cpus} CPUs (nproc), {model}");
     println!("server:  ZooKeeper {version}, standalone, forceSync=yes, one fresh server");
+    if opts.tls {
+        println!(
+            "tls:     a TLS client port too (Netty connection factory for both ports, TLS 1.2, \
+             no client certificate); ours-tls = zk-client with rustls (ring)"
+        );
+    }
     println!("ours:    zk-client, tokio current-thread runtime, release build");
     println!(
         "java:    {} client (async API), {}, JVM defaults",
@@ -200,9 +245,13 @@ pub fn run(opts: &Options) -> Result<()> {
         opts.seconds, opts.rust_warmup, opts.java_warmup, opts.server_warmup, opts.rounds
     );
     println!();
-    print!("{}", table(&results, opts.rounds, hz));
+    print!("{}", table(&results, &sides, opts.rounds, hz));
     println!();
     print!("{}", ratios(&results, hz));
+    if opts.tls {
+        println!();
+        print!("{}", tls_cost(&results, hz));
+    }
     Ok(())
 }
 
@@ -288,7 +337,7 @@ fn row(label: &str, client: &str, s: &Summary) -> String {
 
 /// The results table: per workload and client, one row per round, then (with several
 /// rounds) the medians.
-fn table(results: &[Run], rounds: u32, hz: u64) -> String {
+fn table(results: &[Run], sides: &[Side], rounds: u32, hz: u64) -> String {
     let mut out = format!(
         "{:<34} {:<7} {:>10} {:>9} {:>9} {:>8} {:>9} {:>10} {:>9}\n",
         "workload",
@@ -302,7 +351,7 @@ fn table(results: &[Run], rounds: u32, hz: u64) -> String {
         "RSS MiB"
     );
     for (_, label) in WORKLOADS {
-        for side in [Side::Ours, Side::Java] {
+        for &side in sides {
             for run in results
                 .iter()
                 .filter(|r| r.label == label && r.side == side)
@@ -370,6 +419,31 @@ fn ratios(results: &[Run], hz: u64) -> String {
     out.push_str("\ntargets:\n");
     for verdict in verdicts {
         out.push_str(&verdict);
+    }
+    out
+}
+
+/// What TLS costs our client: ours-tls / ours per workload (of the medians).
+fn tls_cost(results: &[Run], hz: u64) -> String {
+    let mut out = format!(
+        "{:<34} {:>9} {:>9} {:>9} {:>12} {:>9}\n",
+        "TLS cost ours-tls/ours", "ops/s", "p50", "p99", "CPU µs/op", "RSS"
+    );
+    for (_, label) in WORKLOADS {
+        let (Some(tls), Some(plain)) = (
+            median(&summaries(results, label, Side::OursTls, hz)),
+            median(&summaries(results, label, Side::Ours, hz)),
+        ) else {
+            continue;
+        };
+        out.push_str(&format!(
+            "{label:<34} {:>8.2}x {:>8.2}x {:>8.2}x {:>11.2}x {:>8.3}x\n",
+            tls.ops_per_sec / plain.ops_per_sec,
+            tls.p50_us / plain.p50_us,
+            tls.p99_us / plain.p99_us,
+            tls.cpu_us_per_op / plain.cpu_us_per_op,
+            tls.rss_mib / plain.rss_mib,
+        ));
     }
     out
 }

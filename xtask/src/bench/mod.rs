@@ -60,6 +60,7 @@ pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
                     java_warmup: cli.java_warmup.unwrap_or(3.0),
                     server_warmup: cli.server_warmup.unwrap_or(3.0),
                     rounds: cli.rounds,
+                    tls: cli.tls,
                 })?;
                 continue;
             }

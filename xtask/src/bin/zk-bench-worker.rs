@@ -160,12 +160,19 @@ struct Window {
     end: Instant,
 }
 
+/// A builder for `connect`: over TLS when the bench gives a CA file in
+/// `ZK_BENCH_TLS_CA` (`bench client --tls`).
+fn builder(connect: &str) -> Result<zk_client::ClientBuilder> {
+    let builder = Client::builder().hosts(connect);
+    match std::env::var_os("ZK_BENCH_TLS_CA") {
+        Some(ca) => Ok(builder.tls(zk_client::tls::TlsConfig::new().ca_pem_file(ca)?)),
+        None => Ok(builder),
+    }
+}
+
 /// Runs the workload; returns the window's latencies and the CPU ticks spent in it.
 async fn workload(args: &Args) -> Result<(Histogram, u64)> {
-    let client = Client::builder()
-        .hosts(args.connect.as_str())
-        .connect()
-        .await?;
+    let client = builder(&args.connect)?.connect().await?;
     let begin = Instant::now();
     let window = Window {
         start: begin + args.warmup,
