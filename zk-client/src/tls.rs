@@ -26,9 +26,12 @@ use std::sync::Arc;
 
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use tokio_rustls::rustls::{self, ClientConfig, RootCertStore};
+use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 
 use crate::Error;
+
+/// The rustls this crate is built with, for [`TlsConfig::from_rustls`].
+pub use tokio_rustls::rustls;
 
 /// How to reach the servers over TLS. Give it to [`ClientBuilder::tls`](crate::ClientBuilder::tls).
 ///

@@ -25,7 +25,7 @@ fn users() -> SaslOptions {
     }
 }
 
-/// TLS 1.2 and 1.3 without client certificates, and SASL users (not enforced).
+/// TLS 1.3 only, without client certificates, and SASL users (not enforced).
 fn server() -> &'static ZkServer {
     static SERVER: OnceLock<ZkServer> = OnceLock::new();
     SERVER.get_or_init(|| {
@@ -34,18 +34,19 @@ fn server() -> &'static ZkServer {
                 client_auth: ClientAuth::None,
                 tls13: true,
             })
+            .config("ssl.enabledProtocols", "TLSv1.3")
             .sasl(users());
         ZkServer::start_with(opts).expect("start a TLS + SASL ZooKeeper")
     })
 }
 
-/// Mutual TLS (client certificates required), TLS 1.2 as the server's default.
+/// Mutual TLS (client certificates required), TLS 1.3 and 1.2.
 fn mtls_server() -> &'static ZkServer {
     static SERVER: OnceLock<ZkServer> = OnceLock::new();
     SERVER.get_or_init(|| {
         let opts = ZkOptions::default().tls(TlsOptions {
             client_auth: ClientAuth::Need,
-            tls13: false,
+            tls13: true,
         });
         ZkServer::start_with(opts).expect("start a mutual-TLS ZooKeeper")
     })
@@ -102,44 +103,75 @@ async fn tls_with_server_authentication() {
     c.close().await.unwrap();
 }
 
+/// A rustls configuration of our own: TLS 1.2 only, the test CA, maybe the client identity.
+fn tls12_only(zk: &ZkServer, identity: bool) -> TlsConfig {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use zk_client::tls::rustls;
+    let pki = zk.ensemble().pki().unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(pki.ca_pem().as_bytes()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let builder = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_protocol_versions(&[&rustls::version::TLS12])
+    .unwrap()
+    .with_root_certificates(roots);
+    let config = if identity {
+        let chain = CertificateDer::pem_slice_iter(pki.client_cert_pem().as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key = PrivateKeyDer::from_pem_slice(pki.client_key_pem().as_bytes()).unwrap();
+        builder.with_client_auth_cert(chain, key).unwrap()
+    } else {
+        builder.with_no_client_auth()
+    };
+    TlsConfig::from_rustls(std::sync::Arc::new(config))
+}
+
 #[tokio::test]
-async fn mutual_tls_presents_the_client_certificate() {
+async fn mutual_tls_presents_the_client_certificate_over_tls_1_3_and_1_2() {
     let zk = mtls_server();
     let pki = zk.ensemble().pki().unwrap();
-    let tls = ca(zk)
+    let tls13 = ca(zk)
         .client_identity_pem(
             pki.client_cert_pem().as_bytes(),
             pki.client_key_pem().as_bytes(),
         )
         .unwrap();
-    let c = builder(&secure_hosts(zk)).tls(tls).connect().await.unwrap();
-    let ids = identities(&c).await;
-    assert!(
-        has(
-            &ids,
-            "x509",
-            &format!("CN={}", zk_testkit::zk::secure::CLIENT_CN)
-        ),
-        "{ids:?}"
-    );
-    c.close().await.unwrap();
+    let cn = format!("CN={}", zk_testkit::zk::secure::CLIENT_CN);
+    for tls in [tls13, tls12_only(zk, true)] {
+        let c = builder(&secure_hosts(zk)).tls(tls).connect().await.unwrap();
+        let ids = identities(&c).await;
+        assert!(has(&ids, "x509", &cn), "{ids:?}");
+        c.close().await.unwrap();
+    }
 
-    // Without a certificate the server refuses, and the error says why.
-    let err = builder(&secure_hosts(zk))
-        .tls(ca(zk))
-        .connect()
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            Error::Tls {
-                failure: TlsFailure::ClientCertificateRequired,
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    // Without a certificate the server refuses, and the error says why: in TLS 1.3 the
+    // refusal comes after the handshake, on the first read; in 1.2 during the handshake.
+    for tls in [ca(zk), tls12_only(zk, false)] {
+        let err = builder(&secure_hosts(zk))
+            .tls(tls)
+            .connect()
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                Error::Tls {
+                    failure: TlsFailure::ClientCertificateRequired,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string().contains("requires a client certificate"),
+            "{err}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -44,6 +44,13 @@ pub(crate) trait Connect: Send + Sync + 'static {
         host: Option<&str>,
         addr: SocketAddr,
     ) -> BoxFuture<Result<Self::Stream, Error>>;
+
+    /// What a failed read or write on a stream to `addr` means, when the stream knows more
+    /// than "the connection failed": a TLS 1.3 server refuses a client certificate (or its
+    /// absence) only after the handshake, on the first read.
+    fn explain(&self, _error: &std::io::Error, _addr: SocketAddr) -> Option<Error> {
+        None
+    }
 }
 
 /// The error for a server that could not be reached.

@@ -534,6 +534,7 @@ impl<C: Connect> SessionTask<C> {
         let mut rbuf = BytesMut::with_capacity(READ_BUFFER);
         let mut wbuf = BytesMut::new();
         let mut rw_search = RwSearch::new();
+        let addr = peer;
         let peer = Some(peer);
         // One timer for the connection, moved when the deadline moves (not a new one per
         // turn of the loop).
@@ -573,7 +574,11 @@ impl<C: Connect> SessionTask<C> {
             tokio::select! {
                 biased;
                 read = reader.read_buf(&mut rbuf) => match read {
-                    Ok(0) | Err(_) => return Ended::Lost { handshaken: false, cause: None },
+                    Ok(0) => return Ended::Lost { handshaken: false, cause: None },
+                    Err(e) => {
+                        let cause = self.connector.explain(&e, addr);
+                        return Ended::Lost { handshaken: false, cause };
+                    }
                     Ok(_) => loop {
                         match codec.decode(&mut rbuf) {
                             Ok(Some(frame)) => {
@@ -587,7 +592,11 @@ impl<C: Connect> SessionTask<C> {
                     },
                 },
                 written = writer.write(&wbuf), if !wbuf.is_empty() => match written {
-                    Ok(0) | Err(_) => return Ended::Lost { handshaken: false, cause: None },
+                    Ok(0) => return Ended::Lost { handshaken: false, cause: None },
+                    Err(e) => {
+                        let cause = self.connector.explain(&e, addr);
+                        return Ended::Lost { handshaken: false, cause };
+                    }
                     Ok(n) => {
                         let _ = wbuf.split_to(n.min(wbuf.len()));
                     }

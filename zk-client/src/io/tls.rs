@@ -62,6 +62,17 @@ impl Connect for TlsConnect {
                 })
         })
     }
+
+    fn explain(&self, error: &std::io::Error, addr: SocketAddr) -> Option<Error> {
+        // Only TLS's own errors (an alert from the server); a reset is just a reset.
+        error
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())?;
+        Some(Error::Tls {
+            server: addr.to_string(),
+            failure: classify(error, "", self.identity),
+        })
+    }
 }
 
 /// What a failed handshake means, in the user's terms.

@@ -295,7 +295,7 @@ fn parse_fields(token: &[u8]) -> Result<Vec<(String, String)>, String> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 
@@ -383,6 +383,33 @@ mod tests {
         assert_eq!(encode("bøb", false).unwrap(), vec![b'b', 0xf8, b'b']);
         assert_eq!(encode("b€b", true).unwrap(), "b€b".as_bytes());
         assert!(encode("b€b", false).is_err());
+    }
+
+    /// Whatever a server sends, the exchange answers or fails; it never panics.
+    #[test]
+    fn any_bytes_from_the_server_are_an_answer_or_an_error() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let alphabet = b"=,\" a\\nonce realm algorithm md5-sess qop auth rspauth \xff";
+        for _ in 0..20_000 {
+            let len = (next() % 64) as usize;
+            let token: Vec<u8> = (0..len)
+                .map(|_| alphabet[(next() as usize) % alphabet.len()])
+                .collect();
+            for rspauth in [None, Some("00".to_owned())] {
+                let mut run = Run {
+                    creds: DigestMd5::new("bob", "pw"),
+                    cnonce: "cn".into(),
+                    rspauth,
+                };
+                let _ = run.step(&token);
+            }
+        }
     }
 
     #[test]

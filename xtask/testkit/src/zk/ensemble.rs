@@ -222,7 +222,13 @@ impl Ensemble {
         }
         for (i, ports) in all.iter().enumerate() {
             let member = Member::new(ensemble.root.join(format!("member-{i}")), *ports);
-            let mut cfg = config::render(&ensemble.opts, i, &all, &member.data_dir());
+            // The security lines before `extra_config`, which comes last and so can override
+            // anything (`ssl.enabledProtocols`, say).
+            let without_extras = ZkOptions {
+                extra_config: Vec::new(),
+                ..ensemble.opts.clone()
+            };
+            let mut cfg = config::render(&without_extras, i, &all, &member.data_dir());
             let mut lines = security.clone();
             if let (Some(tls), Some(pki), Some(port)) = (
                 &ensemble.opts.tls,
@@ -231,6 +237,7 @@ impl Ensemble {
             ) {
                 lines.extend(secure::tls_config(tls, pki, *port));
             }
+            lines.extend(ensemble.opts.extra_config.iter().cloned());
             for (key, value) in lines {
                 cfg.push_str(&format!("{key}={value}\n"));
             }
