@@ -322,7 +322,7 @@ fn summaries(results: &[Run], label: &str, side: Side, hz: u64) -> Vec<Summary> 
 /// One table row.
 fn row(label: &str, client: &str, s: &Summary) -> String {
     format!(
-        "{:<34} {:<7} {:>10.0} {:>9.1} {:>9.1} {:>8.2} {:>9.2} {:>10.2} {:>9.1}\n",
+        "{:<34} {:<12} {:>10.0} {:>9.1} {:>9.1} {:>8.2} {:>9.2} {:>10.2} {:>9.1}\n",
         label,
         client,
         s.ops_per_sec,
@@ -339,7 +339,7 @@ fn row(label: &str, client: &str, s: &Summary) -> String {
 /// rounds) the medians.
 fn table(results: &[Run], sides: &[Side], rounds: u32, hz: u64) -> String {
     let mut out = format!(
-        "{:<34} {:<7} {:>10} {:>9} {:>9} {:>8} {:>9} {:>10} {:>9}\n",
+        "{:<34} {:<12} {:>10} {:>9} {:>9} {:>8} {:>9} {:>10} {:>9}\n",
         "workload",
         "client",
         "ops/s",
