@@ -40,7 +40,15 @@ impl Need {
         match self {
             Need::Java => runs("java", &["-version"]) && runs("javac", &["-version"]),
             Need::ZooKeeper => {
-                jars_exist(&["zookeeper", "zookeeper-jute", "slf4j-api", "slf4j-simple"])
+                // netty-codec: for servers with a TLS client port (the zookeeper jar's manifest
+                // does not name it).
+                jars_exist(&[
+                    "zookeeper",
+                    "zookeeper-jute",
+                    "slf4j-api",
+                    "slf4j-simple",
+                    "netty-codec",
+                ])
             }
             Need::Curator => jars_exist(&[
                 "curator-recipes",
@@ -56,7 +64,7 @@ impl Need {
     pub fn packages(self) -> &'static [&'static str] {
         match self {
             Need::Java => &["openjdk-17-jdk-headless"],
-            Need::ZooKeeper => &["zookeeper", "libslf4j-java"],
+            Need::ZooKeeper => &["zookeeper", "libslf4j-java", "libnetty-java"],
             // libcurator-recipes-java depends on the framework, client and Guava packages;
             // naming them too keeps the list right if that ever changes.
             Need::Curator => &[
@@ -280,6 +288,7 @@ mod tests {
             [
                 "zookeeper",
                 "libslf4j-java",
+                "libnetty-java",
                 "libcurator-recipes-java",
                 "libcurator-framework-java",
                 "libcurator-client-java",
