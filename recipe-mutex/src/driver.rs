@@ -222,7 +222,8 @@ fn start_releases(client: &Client, releases: Vec<Cleanup>) {
     let mut rest = Vec::new();
     for release in releases {
         match release {
-            Cleanup::Delete(path) => guaranteed_delete(client, path, |_| {}),
+            // Not waited for here: each goes on in the background.
+            Cleanup::Delete(path) => drop(guaranteed_delete(client, path, |_| {})),
             other => rest.push(other),
         }
     }
@@ -266,19 +267,24 @@ pub async fn run_cleanups(client: &Client, cleanups: Vec<Cleanup>) -> Result<(),
 }
 
 /// Deletes `path` with a guarantee: the delete is sent now (so it keeps its place ahead of
-/// whatever the caller sends next), and if it fails for anything but a final error, a
-/// background task retries it until done or the session ends. `done` is called with how it
-/// ended, from that task (or at once, without a runtime to run it on).
+/// whatever the caller sends next), and if it fails for anything but a final error it is
+/// retried until done or the session ends. `done` is called with how it ended.
+///
+/// The wait runs where the returned [`GuaranteedDelete`] is awaited (a release awaited by its
+/// caller costs no task); dropped before it ends, it goes on in a background task (or, without
+/// a runtime to run it on, `done` is called at once and the session's end removes the node).
 pub fn guaranteed_delete(
     client: &Client,
     path: String,
     done: impl FnOnce(Result<(), Error>) + Send + 'static,
-) {
+) -> GuaranteedDelete {
     let first = client.delete(&path, None);
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
-        // Nothing to run the wait on; the session's end (the process's) removes the node.
         done(Ok(()));
-        return;
+        return GuaranteedDelete {
+            task: None,
+            handle: None,
+        };
     };
     let client = client.clone();
     let task = async move {
@@ -290,7 +296,70 @@ pub fn guaranteed_delete(
         };
         done(result);
     };
-    drop(handle.spawn(task));
+    GuaranteedDelete {
+        task: Some(Box::pin(task)),
+        handle: Some(handle),
+    }
+}
+
+/// A delete started by [`guaranteed_delete`]: awaiting it runs it to its end here; dropping
+/// it before that hands the rest to a background task, so the delete finishes either way.
+#[must_use = "dropped, the delete goes on in a background task; await it to wait here"]
+pub struct GuaranteedDelete {
+    task: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    /// The runtime it was started on (a drop outside it still hands the task there).
+    handle: Option<tokio::runtime::Handle>,
+}
+
+impl Future for GuaranteedDelete {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if let Some(task) = self.task.as_mut() {
+            if task.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            self.task = None;
+        }
+        Poll::Ready(())
+    }
+}
+
+impl Drop for GuaranteedDelete {
+    fn drop(&mut self) {
+        if let (Some(task), Some(handle)) = (self.task.take(), self.handle.as_ref()) {
+            drop(handle.spawn(task));
+        }
+    }
+}
+
+/// Awaits a release's `delete` and its `done` result, unless the session is lost or ends
+/// first: then returns that reason at once (the node goes with the session; the delete
+/// goes on in the background meanwhile).
+pub async fn finish_release(
+    client: &Client,
+    delete: GuaranteedDelete,
+    done: oneshot::Receiver<Result<(), Error>>,
+) -> Result<(), Error> {
+    let mut states = client.state_watch();
+    let ended = async {
+        match states
+            .wait_for(|s| s.is_terminal() || *s == SessionState::Lost)
+            .await
+        {
+            Ok(s) => session_error(*s),
+            Err(_) => Error::Zk(zk_client::Error::Closed),
+        }
+    };
+    let finished = async {
+        delete.await;
+        done.await.unwrap_or(Ok(()))
+    };
+    tokio::select! {
+        biased;
+        result = finished => result,
+        e = ended => Err(e),
+    }
 }
 
 fn spawn(task: impl Future<Output = ()> + Send + 'static) {

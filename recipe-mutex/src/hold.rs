@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 use zk_client::{Client, SessionState};
 
 use crate::Error;
-use crate::driver::{self, Acquired, Turn};
+use crate::driver::{self, Acquired, GuaranteedDelete, Turn};
 use crate::owner::Owner;
 use crate::revoke::{self, RevocationListener};
 
@@ -225,33 +225,21 @@ impl Holds {
     /// background whatever happens to this future; on a session already lost or ended it
     /// returns at once with that reason.
     async fn release_hold(self: &Arc<Self>, owner: Owner, id: u64) -> Result<(), Error> {
-        let Some(done) = self.drop_count(owner, id)? else {
+        let Some((delete, done)) = self.drop_count(owner, id)? else {
             return Ok(());
         };
-        let mut states = self.client.state_watch();
-        let ended = async {
-            match states
-                .wait_for(|s| s.is_terminal() || *s == SessionState::Lost)
-                .await
-            {
-                Ok(s) => driver::session_error(*s),
-                Err(_) => Error::Zk(zk_client::Error::Closed),
-            }
-        };
-        tokio::select! {
-            biased;
-            result = done => result.unwrap_or(Ok(())),
-            e = ended => Err(e),
-        }
+        driver::finish_release(&self.client, delete, done).await
     }
 
     /// One count less on hold `id`; with the last, the node's delete is started (and
-    /// guaranteed) and its result is the receiver. `Ok(None)`: counts remain.
+    /// guaranteed): awaiting it waits here, dropping it leaves it to the background; the
+    /// receiver gives its result. `Ok(None)`: counts remain.
+    #[allow(clippy::type_complexity)]
     fn drop_count(
         self: &Arc<Self>,
         owner: Owner,
         id: u64,
-    ) -> Result<Option<oneshot::Receiver<Result<(), Error>>>, Error> {
+    ) -> Result<Option<(GuaranteedDelete, oneshot::Receiver<Result<(), Error>>)>, Error> {
         let mut table = self.table();
         let Some(hold) = table.holds.get_mut(&owner).filter(|h| h.id == id) else {
             return Err(self.not_owner());
@@ -271,11 +259,11 @@ impl Holds {
         // Sent now, so it keeps its place ahead of whatever the caller sends next.
         let (tx, rx) = oneshot::channel();
         let holds = self.clone();
-        driver::guaranteed_delete(&self.client, hold.node.path, move |result| {
+        let delete = driver::guaranteed_delete(&self.client, hold.node.path, move |result| {
             holds.table().releasing.remove(&id);
             let _ = tx.send(result);
         });
-        Ok(Some(rx))
+        Ok(Some((delete, rx)))
     }
 
     /// Whether any owner in this process holds the lock (a hold being released counts until

@@ -74,37 +74,23 @@ impl Lease {
     /// lease went with it.
     pub async fn release(mut self) -> Result<(), Error> {
         self.returned = true;
-        let done = start_delete(&self.client, self.node.path.clone());
-        let mut states = self.client.state_watch();
-        let ended = async {
-            match states
-                .wait_for(|s| s.is_terminal() || *s == SessionState::Lost)
-                .await
-            {
-                Ok(s) => driver::session_error(*s),
-                Err(_) => Error::Zk(zk_client::Error::Closed),
-            }
-        };
-        tokio::select! {
-            biased;
-            result = done => result.unwrap_or(Ok(())),
-            e = ended => Err(e),
-        }
+        let (tx, done) = oneshot::channel();
+        let delete = driver::guaranteed_delete(&self.client, self.node.path.clone(), move |r| {
+            let _ = tx.send(r);
+        });
+        driver::finish_release(&self.client, delete, done).await
     }
-}
-
-fn start_delete(client: &Client, path: String) -> oneshot::Receiver<Result<(), Error>> {
-    let (tx, rx) = oneshot::channel();
-    driver::guaranteed_delete(client, path, move |result| {
-        let _ = tx.send(result);
-    });
-    rx
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
         if !self.returned {
-            driver::guaranteed_delete(&self.client, self.node.path.clone(), |_| {});
+            // Goes on in the background.
+            drop(driver::guaranteed_delete(
+                &self.client,
+                self.node.path.clone(),
+                |_| {},
+            ));
         }
     }
 }
