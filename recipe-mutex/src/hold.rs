@@ -4,7 +4,6 @@
 //! Exported for the recipe crates (the read/write lock has one [`Holds`] per kind of lock, the
 //! semaphore mutex a non-reentrant one); users see it through [`LockGuard`].
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard as StdGuard, PoisonError};
 
@@ -14,7 +13,7 @@ use zk_client::{Client, SessionState};
 
 use crate::Error;
 use crate::driver::{self, Acquired, GuaranteedDelete, Turn};
-use crate::owner::Owner;
+use crate::owner::{IdMap, Owner};
 use crate::revoke::{self, RevocationListener};
 
 /// One owner's hold.
@@ -29,12 +28,12 @@ struct Hold {
 
 #[derive(Debug, Default)]
 struct Table {
-    holds: HashMap<Owner, Hold>,
+    holds: IdMap<Owner, Hold>,
     /// Holds whose node is being deleted: still ours on the server until the delete lands.
-    releasing: HashMap<u64, Acquired>,
+    releasing: IdMap<u64, Acquired>,
     /// One acquisition at a time per owner, so that futures joined in one task re-enter the
     /// hold the first one takes instead of queueing behind it.
-    gates: HashMap<Owner, Arc<tokio::sync::Mutex<()>>>,
+    gates: IdMap<Owner, Arc<tokio::sync::Mutex<()>>>,
     next_id: u64,
 }
 

@@ -598,7 +598,14 @@ impl<C: Connect> SessionTask<C> {
                         return Ended::Lost { handshaken: false, cause };
                     }
                     Ok(n) => {
-                        let _ = wbuf.split_to(n.min(wbuf.len()));
+                        // `advance`, not `split_to` (which would allocate a shared header);
+                        // once all is written the buffer is dropped, so the session's own
+                        // buffer is unique again and its next frames reuse the allocation.
+                        let n = n.min(wbuf.len());
+                        bytes::Buf::advance(&mut wbuf, n);
+                        if wbuf.is_empty() {
+                            wbuf = BytesMut::new();
+                        }
                     }
                 },
                 cmd = self.rx.recv(), if !self.rx_done => match cmd {
