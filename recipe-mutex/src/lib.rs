@@ -19,6 +19,8 @@ mod lock;
 mod mutex;
 mod owner;
 mod revoke;
+#[doc(hidden)]
+pub mod surface;
 mod uuid;
 
 pub use error::Error;

@@ -2,7 +2,6 @@
 //! hold layer.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use recipes_core::Exclusive;
@@ -97,6 +96,10 @@ impl InterProcessMutex {
         self.holds.make_revocable(Arc::new(listener));
     }
 
+    fn holds(&self) -> &Arc<Holds> {
+        &self.holds
+    }
+
     async fn take(&self, deadline: Option<Instant>) -> Result<Option<LockGuard>, Error> {
         let data = if self.holds.is_revocable() {
             Bytes::new()
@@ -112,53 +115,6 @@ impl InterProcessMutex {
             .await
     }
 
-    /// Takes the lock, waiting as long as it takes; returns a guard that releases it.
-    pub async fn lock(&self) -> Result<MutexGuard, Error> {
-        self.take(None).await?.ok_or(Error::SessionLost)
-    }
-
-    /// Takes the lock if it can within `timeout`; `None` if not (our node is deleted first,
-    /// or, if that takes longer than a short grace, in the background). A free lock is taken
-    /// even with a zero timeout. Returns within a short grace of the deadline, also while
-    /// disconnected.
-    pub async fn try_lock_for(&self, timeout: Duration) -> Result<Option<MutexGuard>, Error> {
-        self.take(Some(Instant::now() + timeout)).await
-    }
-
-    /// Curator's `acquire()`: takes the lock for the calling task (or re-enters it).
-    pub async fn acquire(&self) -> Result<(), Error> {
-        self.lock().await.map(LockGuard::keep)
-    }
-
-    /// Curator's `acquire(time, unit)`: true if taken within `timeout`.
-    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<bool, Error> {
-        Ok(self
-            .try_lock_for(timeout)
-            .await?
-            .map(LockGuard::keep)
-            .is_some())
-    }
-
-    /// Curator's `release()`: one count of the calling task's hold; the last one deletes the
-    /// node. [`Error::NotOwner`] if the task holds nothing. The delete, once started, finishes
-    /// in the background even if this future is dropped; a delete that fails for a lost
-    /// connection is retried once reconnected. On a session already lost or ended it returns
-    /// that at once.
-    pub async fn release(&self) -> Result<(), Error> {
-        self.holds.release(Owner::current()).await
-    }
-
-    /// Whether any task of this process holds the lock through this mutex (a release in
-    /// progress counts until its node is deleted).
-    pub fn is_acquired_in_this_process(&self) -> bool {
-        self.holds.is_acquired_in_this_process()
-    }
-
-    /// Whether the calling task holds the lock through this mutex.
-    pub fn is_owned_by_current_task(&self) -> bool {
-        self.holds.is_owned_by(Owner::current())
-    }
-
     /// Every lock node under the path, sorted in lock order (the holder first): full paths.
     pub async fn participant_nodes(&self) -> Result<Vec<String>, Error> {
         participant_nodes(
@@ -171,27 +127,7 @@ impl InterProcessMutex {
     }
 }
 
-impl crate::Lock for InterProcessMutex {
-    fn path(&self) -> &str {
-        self.holds.path()
-    }
-
-    fn kind(&self) -> &'static str {
-        "mutex"
-    }
-
-    fn lock_until(&self, deadline: Option<Instant>) -> crate::LockFuture<'_, Option<LockGuard>> {
-        Box::pin(self.take(deadline))
-    }
-
-    fn release_current(&self) -> crate::LockFuture<'_, ()> {
-        Box::pin(self.release())
-    }
-
-    fn is_acquired_in_this_process(&self) -> bool {
-        self.holds.is_acquired_in_this_process()
-    }
-}
+crate::lock_surface!(InterProcessMutex, kind = "mutex", what = "the lock");
 
 /// Validates a lock path: a valid ZooKeeper path, not under `/zookeeper`.
 pub fn validate_lock_path(path: &str) -> Result<(), Error> {

@@ -35,7 +35,6 @@
 //! ```
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use recipe_mutex::driver;
@@ -215,45 +214,15 @@ impl WriteLock {
     }
 }
 
-/// The operations both locks offer, written once.
-macro_rules! lock_surface {
+recipe_mutex::lock_surface!(ReadLock, kind = "read", what = "the read lock");
+recipe_mutex::lock_surface!(WriteLock, kind = "write", what = "the write lock");
+
+/// What differs between the two sides beyond `take`: their holds, their node prefix.
+macro_rules! side {
     ($ty:ident, $holds:ident, $name:expr, $what:literal) => {
         impl $ty {
-            #[doc = concat!("Takes the ", $what, " lock, waiting as long as it takes; returns a guard that releases it.")]
-            pub async fn lock(&self) -> Result<LockGuard, Error> {
-                self.take(None).await?.ok_or(Error::SessionLost)
-            }
-
-            #[doc = concat!("Takes the ", $what, " lock if it can within `timeout`; `None` if not (our node is deleted first, or in the background if that takes longer than a short grace). A free lock is taken even with a zero timeout.")]
-            pub async fn try_lock_for(&self, timeout: Duration) -> Result<Option<LockGuard>, Error> {
-                self.take(Some(Instant::now() + timeout)).await
-            }
-
-            /// Curator's `acquire()`: takes the lock for the calling task (or re-enters it).
-            pub async fn acquire(&self) -> Result<(), Error> {
-                self.lock().await.map(LockGuard::keep)
-            }
-
-            /// Curator's `acquire(time, unit)`: true if taken within `timeout`.
-            pub async fn acquire_timeout(&self, timeout: Duration) -> Result<bool, Error> {
-                Ok(self.try_lock_for(timeout).await?.map(LockGuard::keep).is_some())
-            }
-
-            /// Curator's `release()`: one count of the calling task's hold; the last deletes
-            /// the node (guaranteed, in the background if this future is dropped).
-            /// [`Error::NotOwner`] if the task holds nothing.
-            pub async fn release(&self) -> Result<(), Error> {
-                self.shared.$holds.release(Owner::current()).await
-            }
-
-            /// Whether any task of this process holds this lock.
-            pub fn is_acquired_in_this_process(&self) -> bool {
-                self.shared.$holds.is_acquired_in_this_process()
-            }
-
-            /// Whether the calling task holds this lock.
-            pub fn is_owned_by_current_task(&self) -> bool {
-                self.shared.$holds.is_owned_by(Owner::current())
+            fn holds(&self) -> &Arc<Holds> {
+                &self.shared.$holds
             }
 
             /// Makes later acquisitions of this lock revocable: the node is created empty and
@@ -269,33 +238,8 @@ macro_rules! lock_surface {
                 recipe_mutex::participant_nodes(client, path, &$name, true).await
             }
         }
-
-        impl recipe_mutex::Lock for $ty {
-            fn path(&self) -> &str {
-                self.shared.path()
-            }
-
-            fn kind(&self) -> &'static str {
-                $what
-            }
-
-            fn lock_until(
-                &self,
-                deadline: Option<Instant>,
-            ) -> recipe_mutex::LockFuture<'_, Option<LockGuard>> {
-                Box::pin(self.take(deadline))
-            }
-
-            fn release_current(&self) -> recipe_mutex::LockFuture<'_, ()> {
-                Box::pin(self.release())
-            }
-
-            fn is_acquired_in_this_process(&self) -> bool {
-                self.shared.$holds.is_acquired_in_this_process()
-            }
-        }
     };
 }
 
-lock_surface!(ReadLock, read, ReadPredicate, "read");
-lock_surface!(WriteLock, write, WritePredicate, "write");
+side!(ReadLock, read, ReadPredicate, "read");
+side!(WriteLock, write, WritePredicate, "write");

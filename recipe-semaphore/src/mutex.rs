@@ -1,7 +1,6 @@
 //! [`InterProcessSemaphoreMutex`]: one lease of one, not reentrant.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use recipe_mutex::hold::Holds;
@@ -56,6 +55,10 @@ impl InterProcessSemaphoreMutex {
         self.holds.path()
     }
 
+    fn holds(&self) -> &Arc<Holds> {
+        &self.holds
+    }
+
     async fn take(&self, deadline: Option<Instant>) -> Result<Option<LockGuard>, Error> {
         let owner = Owner::current();
         let holds = &self.holds;
@@ -76,48 +79,6 @@ impl InterProcessSemaphoreMutex {
             .await
     }
 
-    /// Takes the lock, waiting as long as it takes; returns a guard that releases it.
-    /// [`Error::AlreadyHeld`] if the calling task holds it.
-    pub async fn lock(&self) -> Result<LockGuard, Error> {
-        self.take(None).await?.ok_or(Error::SessionLost)
-    }
-
-    /// Takes the lock if it can within `timeout`; `None` if not (what was created is
-    /// deleted first, or in the background if that takes longer than a short grace).
-    pub async fn try_lock_for(&self, timeout: Duration) -> Result<Option<LockGuard>, Error> {
-        self.take(Some(Instant::now() + timeout)).await
-    }
-
-    /// Curator's `acquire()`: takes the lock for the calling task.
-    pub async fn acquire(&self) -> Result<(), Error> {
-        self.lock().await.map(LockGuard::keep)
-    }
-
-    /// Curator's `acquire(time, unit)`: true if taken within `timeout`.
-    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<bool, Error> {
-        Ok(self
-            .try_lock_for(timeout)
-            .await?
-            .map(LockGuard::keep)
-            .is_some())
-    }
-
-    /// Curator's `release()`: returns the calling task's lease (guaranteed, in the background
-    /// if this future is dropped). [`Error::NotOwner`] if the task holds nothing.
-    pub async fn release(&self) -> Result<(), Error> {
-        self.holds.release(Owner::current()).await
-    }
-
-    /// Whether any task of this process holds the lock.
-    pub fn is_acquired_in_this_process(&self) -> bool {
-        self.holds.is_acquired_in_this_process()
-    }
-
-    /// Whether the calling task holds the lock.
-    pub fn is_owned_by_current_task(&self) -> bool {
-        self.holds.is_owned_by(Owner::current())
-    }
-
     /// The lease nodes under `<path>/leases` (full paths): who holds the lock or is about to
     /// count.
     pub async fn participant_nodes(&self) -> Result<Vec<String>, Error> {
@@ -125,27 +86,9 @@ impl InterProcessSemaphoreMutex {
     }
 }
 
-impl recipe_mutex::Lock for InterProcessSemaphoreMutex {
-    fn path(&self) -> &str {
-        self.holds.path()
-    }
-
-    fn kind(&self) -> &'static str {
-        "semaphore-mutex"
-    }
-
-    fn lock_until(
-        &self,
-        deadline: Option<Instant>,
-    ) -> recipe_mutex::LockFuture<'_, Option<LockGuard>> {
-        Box::pin(self.take(deadline))
-    }
-
-    fn release_current(&self) -> recipe_mutex::LockFuture<'_, ()> {
-        Box::pin(self.release())
-    }
-
-    fn is_acquired_in_this_process(&self) -> bool {
-        self.holds.is_acquired_in_this_process()
-    }
-}
+// `lock` and the others; a second `lock` by the holding task is `Error::AlreadyHeld`.
+recipe_mutex::lock_surface!(
+    InterProcessSemaphoreMutex,
+    kind = "semaphore-mutex",
+    what = "the lock"
+);
