@@ -2,7 +2,7 @@
 //! semaphore's inner lock), as a [`Machine`].
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 
@@ -10,6 +10,7 @@ use crate::machine::{Cleanup, Failure, Input, Machine, Outcome};
 use crate::name::{node_prefix, protection_prefix, sort_key};
 use crate::op::{Connection, NodeMode, Op, Reply, WatchEvent, ZkError};
 use crate::predicate::{Predicate, Verdict};
+use crate::schedule::{Resume, Schedule, Step, When};
 
 /// A lock node we hold.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -21,16 +22,6 @@ pub struct Held {
     pub czxid: i64,
 }
 
-/// How long past its deadline an attempt waits for replies already in flight while connected,
-/// so that a free lock is taken even with a zero timeout (as in Curator). While disconnected
-/// the attempt ends at its deadline.
-pub const DEADLINE_GRACE: Duration = Duration::from_millis(500);
-
-/// How long to wait before trying again after a failure that is neither a lost connection nor
-/// final (the server throttled us, the session moved), or after a lost connection that the
-/// session has not reported yet.
-pub const RETRY_DELAY: Duration = Duration::from_millis(50);
-
 /// What a sent op was for, to route its reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sent {
@@ -41,27 +32,6 @@ enum Sent {
     Sync,
     CreateParents,
     DeleteTwin,
-}
-
-/// What to do next, once the replies in flight are in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Resume {
-    List,
-    CreateAndList,
-    MakeParents,
-    /// A create's reply was lost: sync, then find our node by its protection prefix.
-    Recover,
-}
-
-/// When to do it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum When {
-    /// At once (the failure was a real answer, such as `NoNode`).
-    Now,
-    /// Once connected to a read-write server again.
-    Connected,
-    /// After [`RETRY_DELAY`] (throttled, session moved, read-only for now).
-    Later,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,11 +89,9 @@ pub struct AcquireMachine<P> {
     uuid: String,
     prefix: String,
     data: Bytes,
-    deadline: Option<Instant>,
     phase: Phase,
-    planned: Option<(Resume, When)>,
-    retry_at: Option<Instant>,
-    grace_until: Option<Instant>,
+    /// The plan, the deadline and its grace, the retry timer.
+    schedule: Schedule,
     connection: Connection,
     sent: VecDeque<Sent>,
     outbox: VecDeque<Op>,
@@ -135,8 +103,6 @@ pub struct AcquireMachine<P> {
     /// A create's reply was lost: a node with our prefix may exist until a listing shows
     /// otherwise.
     lost_create: bool,
-    /// The deadline passed while replies were in flight.
-    timed_out: bool,
     outcome: Option<Outcome<Held>>,
 }
 
@@ -156,11 +122,8 @@ impl<P: Predicate> AcquireMachine<P> {
             uuid: uuid.to_owned(),
             prefix: protection_prefix(uuid),
             data,
-            deadline,
             phase: Phase::Idle,
-            planned: None,
-            retry_at: None,
-            grace_until: None,
+            schedule: Schedule::new(deadline),
             connection: Connection::Connected,
             sent: VecDeque::new(),
             outbox: VecDeque::new(),
@@ -168,7 +131,6 @@ impl<P: Predicate> AcquireMachine<P> {
             czxid: None,
             create_in_flight: false,
             lost_create: false,
-            timed_out: false,
             outcome: None,
         }
     }
@@ -231,8 +193,7 @@ impl<P: Predicate> AcquireMachine<P> {
     }
 
     fn run(&mut self, resume: Resume) {
-        self.planned = None;
-        self.retry_at = None;
+        self.schedule.clear();
         match resume {
             Resume::MakeParents => self.make_parents(),
             Resume::CreateAndList => self.create_and_list(),
@@ -241,46 +202,30 @@ impl<P: Predicate> AcquireMachine<P> {
         }
     }
 
-    /// Plans what to do once the replies still in flight are in; the most demanding plan wins
-    /// (recovering a lost create beats everything).
+    /// Plans what to do once the replies still in flight are in (see [`Schedule::plan`]).
     fn plan(&mut self, resume: Resume, when: When) {
-        self.planned = Some(match self.planned {
-            Some((r, w)) if r >= resume => (r, w),
-            _ => (resume, when),
-        });
+        self.schedule.plan(resume, when);
     }
 
     /// Carries out the plan, now that nothing is in flight.
     fn settle(&mut self, now: Instant) {
-        let Some((resume, when)) = self.planned else {
-            return;
-        };
-        if self.deadline_passed(now) {
-            self.timed_out = true;
-            let in_grace = self.grace_until.is_some_and(|g| now < g);
-            if !(when == When::Now && in_grace && self.connection == Connection::Connected) {
-                self.finish(Outcome::TimedOut);
-                return;
-            }
+        let connected = self.connection == Connection::Connected;
+        if let Some(step) = self.schedule.settle(now, connected) {
+            self.step(step);
         }
-        match when {
-            When::Now => self.run(resume),
-            When::Connected if self.connection != Connection::Connected => {
-                self.phase = Phase::Paused;
-            }
-            // The session has not reported the loss yet (or the server asked us to back off):
-            // try again shortly rather than at once.
-            When::Connected | When::Later => {
-                self.phase = Phase::Paused;
-                self.retry_at = Some(now + RETRY_DELAY);
-            }
+    }
+
+    fn step(&mut self, step: Step) {
+        match step {
+            Step::Run(resume) => self.run(resume),
+            Step::Pause => self.phase = Phase::Paused,
+            Step::TimedOut => self.finish(Outcome::TimedOut),
         }
     }
 
     fn finish(&mut self, outcome: Outcome<Held>) {
         self.phase = Phase::Done;
-        self.planned = None;
-        self.retry_at = None;
+        self.schedule.clear();
         if self.outcome.is_none() {
             self.outcome = Some(outcome);
         }
@@ -305,15 +250,7 @@ impl<P: Predicate> AcquireMachine<P> {
     }
 
     fn deadline_passed(&self, now: Instant) -> bool {
-        self.deadline.is_some_and(|d| now >= d)
-    }
-
-    /// The deadline passed with replies in flight: wait for them until the grace ends.
-    fn start_grace(&mut self, now: Instant) {
-        self.timed_out = true;
-        if self.grace_until.is_none() {
-            self.grace_until = Some(now + DEADLINE_GRACE);
-        }
+        self.schedule.deadline_passed(now)
     }
 
     fn on_reply(&mut self, now: Instant, reply: Reply) {
@@ -367,7 +304,7 @@ impl<P: Predicate> AcquireMachine<P> {
             (Sent::Sync, _) => {} // the listing that follows decides
 
             // Sent with an op that failed and already decided what comes next.
-            (Sent::Children, _) if self.planned.is_some() => {}
+            (Sent::Children, _) if self.schedule.is_planned() => {}
             (Sent::Children, Reply::Children(children)) => self.on_children(now, children),
             (Sent::Children, Reply::Failed(ZkError::NoNode)) if self.ours.is_none() => {
                 // Looking for a lost create, the base is gone: the create was not applied (or
@@ -410,10 +347,8 @@ impl<P: Predicate> AcquireMachine<P> {
     /// A failure of a listing, a watch or a parents' create: wait for the connection, retry
     /// later, or give up.
     fn retry_or_fail(&mut self, e: ZkError, resume: Resume) {
-        match e {
-            ZkError::ConnectionLoss | ZkError::NotSent => self.plan(resume, When::Connected),
-            ZkError::Transient => self.plan(resume, When::Later),
-            e => self.fail(e),
+        if let Err(e) = self.schedule.retry_or_fail(e, resume) {
+            self.fail(e);
         }
     }
 
@@ -476,7 +411,7 @@ impl<P: Predicate> AcquireMachine<P> {
                 }
                 None => self.fail(ZkError::Other),
             },
-            Ok(Verdict::Watch(_)) if self.timed_out || self.deadline_passed(now) => {
+            Ok(Verdict::Watch(_)) if self.schedule.timed_out() || self.deadline_passed(now) => {
                 self.finish(Outcome::TimedOut);
             }
             Ok(Verdict::Watch(pred)) => {
@@ -501,17 +436,14 @@ impl<P: Predicate> AcquireMachine<P> {
             Connection::Disconnected | Connection::ReadOnly => {
                 // Replies in flight fail with a connection loss; wait for the session to come
                 // back to a read-write server. Past the deadline, give up now.
-                self.retry_at = None;
-                if self.deadline_passed(now) {
-                    self.finish(Outcome::TimedOut);
+                if let Some(step) = self.schedule.on_disconnect(now) {
+                    self.step(step);
                 }
             }
             Connection::Connected => {
                 if self.phase == Phase::Paused && self.sent.is_empty() {
-                    if self.deadline_passed(now) {
-                        self.finish(Outcome::TimedOut);
-                    } else if let Some((resume, _)) = self.planned {
-                        self.run(resume);
+                    if let Some(step) = self.schedule.on_reconnect(now) {
+                        self.step(step);
                     }
                 }
             }
@@ -522,30 +454,11 @@ impl<P: Predicate> AcquireMachine<P> {
         if self.phase == Phase::Done {
             return;
         }
-        if self.retry_at.is_some_and(|at| now >= at) && self.phase == Phase::Paused {
-            self.retry_at = None;
-            if let Some((resume, _)) = self.planned {
-                if self.connection == Connection::Connected && !self.deadline_passed(now) {
-                    self.run(resume);
-                    return;
-                }
-            }
-        }
-        if !self.deadline_passed(now) {
-            return;
-        }
-        match self.phase {
-            Phase::Busy => {
-                // Replies in flight: wait a little for them while connected, so a free lock is
-                // still taken; then give up and leave them to the cleanups.
-                self.start_grace(now);
-                let over = self.grace_until.is_some_and(|g| now >= g);
-                if over || self.connection != Connection::Connected {
-                    self.finish(Outcome::TimedOut);
-                }
-            }
-            Phase::Waiting | Phase::Paused | Phase::Idle => self.finish(Outcome::TimedOut),
-            Phase::Done => {}
+        let paused = self.phase == Phase::Paused;
+        let busy = self.phase == Phase::Busy;
+        let connected = self.connection == Connection::Connected;
+        if let Some(step) = self.schedule.on_timeout(now, paused, busy, connected) {
+            self.step(step);
         }
     }
 }
@@ -558,7 +471,7 @@ impl<P: Predicate> Machine for AcquireMachine<P> {
             Input::Start if self.phase == Phase::Idle => {
                 if self.deadline_passed(now) {
                     // A zero timeout still tries once (Curator takes a free lock with it).
-                    self.start_grace(now);
+                    self.schedule.start_grace(now);
                 }
                 if self.connection == Connection::Connected {
                     self.create_and_list();
@@ -596,12 +509,7 @@ impl<P: Predicate> Machine for AcquireMachine<P> {
         if self.phase == Phase::Done {
             return None;
         }
-        let deadline = if self.timed_out {
-            self.grace_until
-        } else {
-            self.deadline
-        };
-        [deadline, self.retry_at].into_iter().flatten().min()
+        self.schedule.poll_timeout()
     }
 
     fn outcome(&self) -> Option<&Outcome<Held>> {

@@ -24,15 +24,17 @@ pub mod op;
 pub mod predicate;
 pub mod runner;
 pub mod rwlock;
+mod schedule;
 pub mod semaphore;
 
-pub use acquire::{AcquireMachine, DEADLINE_GRACE, Held, RETRY_DELAY, child_path};
+pub use acquire::{AcquireMachine, Held, child_path};
 pub use cleanup::CleanupMachine;
 pub use machine::{Cleanup, Failure, Input, Machine, Outcome};
 pub use op::{Connection, NodeMode, Op, Reply, WatchEvent, WatchKind, ZkError};
 pub use predicate::{Exclusive, NodeMissing, Predicate, Verdict};
 pub use runner::{Runner, Stuck};
 pub use rwlock::{DowngradeMachine, ReadPredicate, WritePredicate};
+pub use schedule::{DEADLINE_GRACE, RETRY_DELAY};
 pub use semaphore::{MaxLeases, SemaphoreMachine};
 
 #[cfg(test)]

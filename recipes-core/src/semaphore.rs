@@ -16,11 +16,12 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use crate::acquire::{AcquireMachine, DEADLINE_GRACE, Held, RETRY_DELAY, child_path};
+use crate::acquire::{AcquireMachine, Held, child_path};
 use crate::machine::{Cleanup, Failure, Input, Machine, Outcome};
 use crate::name::{node_prefix, protection_prefix};
 use crate::op::{Connection, NodeMode, Op, Reply, WatchEvent, WatchKind, ZkError};
 use crate::predicate::Exclusive;
+use crate::schedule::{Resume, Schedule, Step, When};
 
 /// The child of a semaphore's path that holds its inner lock.
 pub const LOCKS_DIR: &str = "locks";
@@ -74,23 +75,6 @@ enum Sent {
     DeleteExtra,
     /// A data watch on our inner lock node, while waiting.
     WatchInner,
-}
-
-/// What to do next in the lease stage, once its replies in flight are in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Resume {
-    List,
-    CreateAndList,
-    MakeParents,
-    /// A create's reply was lost: sync, then find our leases by their protection prefix.
-    Recover,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum When {
-    Now,
-    Connected,
-    Later,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,7 +159,6 @@ pub struct SemaphoreMachine {
     data: Bytes,
     qty: u32,
     max: MaxLeases,
-    deadline: Option<Instant>,
     inner: AcquireMachine<Exclusive>,
     /// The inner lock, once held.
     inner_held: Option<Held>,
@@ -184,10 +167,8 @@ pub struct SemaphoreMachine {
     outbox: VecDeque<Op>,
     /// Lease-stage ops in flight.
     lease_ops: usize,
-    planned: Option<(Resume, When)>,
-    retry_at: Option<Instant>,
-    grace_until: Option<Instant>,
-    timed_out: bool,
+    /// The lease stage's plan, the deadline and its grace, the retry timer.
+    schedule: Schedule,
     connection: Connection,
     ours: Vec<Lease>,
     creates_in_flight: u32,
@@ -220,17 +201,13 @@ impl SemaphoreMachine {
             data,
             qty: qty.max(1),
             max,
-            deadline,
             inner,
             inner_held: None,
             stage: Stage::Idle,
             routes: VecDeque::new(),
             outbox: VecDeque::new(),
             lease_ops: 0,
-            planned: None,
-            retry_at: None,
-            grace_until: None,
-            timed_out: false,
+            schedule: Schedule::new(deadline),
             connection: Connection::Connected,
             ours: Vec::new(),
             creates_in_flight: 0,
@@ -265,7 +242,7 @@ impl SemaphoreMachine {
             Some(Outcome::Held(held)) => {
                 self.inner_held = Some(held);
                 if self.deadline_passed(now) {
-                    self.start_grace();
+                    self.schedule.start_grace(now);
                 }
                 self.create_and_list();
             }
@@ -299,8 +276,7 @@ impl SemaphoreMachine {
     }
 
     fn run(&mut self, resume: Resume) {
-        self.planned = None;
-        self.retry_at = None;
+        self.schedule.clear();
         match resume {
             Resume::List => self.list(false),
             Resume::CreateAndList => self.create_and_list(),
@@ -323,41 +299,28 @@ impl SemaphoreMachine {
     }
 
     fn plan(&mut self, resume: Resume, when: When) {
-        self.planned = Some(match self.planned {
-            Some((r, w)) if r >= resume => (r, w),
-            _ => (resume, when),
-        });
+        self.schedule.plan(resume, when);
     }
 
     /// Carries out the plan, now that no lease op is in flight.
     fn settle(&mut self, now: Instant) {
-        let Some((resume, when)) = self.planned else {
-            return;
-        };
-        if self.deadline_passed(now) {
-            self.start_grace();
-            let in_grace = self.grace_until.is_some_and(|g| now < g);
-            if !(when == When::Now && in_grace && self.connection == Connection::Connected) {
-                self.finish(Outcome::TimedOut);
-                return;
-            }
+        let connected = self.connection == Connection::Connected;
+        if let Some(step) = self.schedule.settle(now, connected) {
+            self.step(step);
         }
-        match when {
-            When::Now => self.run(resume),
-            When::Connected if self.connection != Connection::Connected => {
-                self.stage = Stage::Paused;
-            }
-            When::Connected | When::Later => {
-                self.stage = Stage::Paused;
-                self.retry_at = Some(now + RETRY_DELAY);
-            }
+    }
+
+    fn step(&mut self, step: Step) {
+        match step {
+            Step::Run(resume) => self.run(resume),
+            Step::Pause => self.stage = Stage::Paused,
+            Step::TimedOut => self.finish(Outcome::TimedOut),
         }
     }
 
     fn finish(&mut self, outcome: Outcome<Vec<Held>>) {
         self.stage = Stage::Done;
-        self.planned = None;
-        self.retry_at = None;
+        self.schedule.clear();
         if self.outcome.is_none() {
             self.outcome = Some(outcome);
         }
@@ -383,24 +346,13 @@ impl SemaphoreMachine {
     }
 
     fn deadline_passed(&self, now: Instant) -> bool {
-        self.deadline.is_some_and(|d| now >= d)
+        self.schedule.deadline_passed(now)
     }
 
-    /// The deadline passed with lease ops in flight: wait for them until the grace ends
-    /// (counted from the deadline, so the whole attempt ends within the deadline and one
-    /// grace).
-    fn start_grace(&mut self) {
-        self.timed_out = true;
-        if self.grace_until.is_none() {
-            self.grace_until = self.deadline.map(|d| d + DEADLINE_GRACE);
-        }
-    }
-
+    /// A failed lease-stage op: wait for the connection, retry later, or give up.
     fn retry_or_fail(&mut self, e: ZkError, resume: Resume) {
-        match e {
-            ZkError::ConnectionLoss | ZkError::NotSent => self.plan(resume, When::Connected),
-            ZkError::Transient => self.plan(resume, When::Later),
-            e => self.fail(e),
+        if let Err(e) = self.schedule.retry_or_fail(e, resume) {
+            self.fail(e);
         }
     }
 
@@ -485,7 +437,7 @@ impl SemaphoreMachine {
             (Sent::WatchInner, Reply::Failed(_)) => self.inner_watched = false,
             (Sent::WatchInner, _) => self.fail(ZkError::Other),
 
-            (Sent::Children(_), _) if self.planned.is_some() => {}
+            (Sent::Children(_), _) if self.schedule.is_planned() => {}
             (Sent::Children(_), Reply::Children(children)) => self.on_children(now, children),
             (Sent::Children(_), Reply::Failed(ZkError::NoNode)) => {
                 if self.ours.is_empty() {
@@ -594,7 +546,7 @@ impl SemaphoreMachine {
                 })
                 .collect();
             self.finish(Outcome::Held(held));
-        } else if self.timed_out || self.deadline_passed(now) {
+        } else if self.schedule.timed_out() || self.deadline_passed(now) {
             self.finish(Outcome::TimedOut);
         } else {
             // Waiting, we keep the inner lock; if its node goes (deleted by hand), another
@@ -664,9 +616,8 @@ impl SemaphoreMachine {
             }
             Connection::Lost => self.finish(Outcome::Failed(Failure::SessionLost)),
             Connection::Disconnected | Connection::ReadOnly => {
-                self.retry_at = None;
-                if self.deadline_passed(now) {
-                    self.finish(Outcome::TimedOut);
+                if let Some(step) = self.schedule.on_disconnect(now) {
+                    self.step(step);
                 }
             }
             Connection::Connected => {
@@ -676,10 +627,8 @@ impl SemaphoreMachine {
                     self.watch_inner();
                 }
                 if self.stage == Stage::Paused && self.lease_ops == 0 {
-                    if self.deadline_passed(now) {
-                        self.finish(Outcome::TimedOut);
-                    } else if let Some((resume, _)) = self.planned {
-                        self.run(resume);
+                    if let Some(step) = self.schedule.on_reconnect(now) {
+                        self.step(step);
                     }
                 }
             }
@@ -696,27 +645,11 @@ impl SemaphoreMachine {
             }
             _ => {}
         }
-        if self.retry_at.is_some_and(|at| now >= at) && self.stage == Stage::Paused {
-            self.retry_at = None;
-            if let Some((resume, _)) = self.planned {
-                if self.connection == Connection::Connected && !self.deadline_passed(now) {
-                    self.run(resume);
-                    return;
-                }
-            }
-        }
-        if !self.deadline_passed(now) {
-            return;
-        }
-        match self.stage {
-            Stage::Busy => {
-                self.start_grace();
-                let over = self.grace_until.is_some_and(|g| now >= g);
-                if over || self.connection != Connection::Connected {
-                    self.finish(Outcome::TimedOut);
-                }
-            }
-            _ => self.finish(Outcome::TimedOut),
+        let paused = self.stage == Stage::Paused;
+        let busy = self.stage == Stage::Busy;
+        let connected = self.connection == Connection::Connected;
+        if let Some(step) = self.schedule.on_timeout(now, paused, busy, connected) {
+            self.step(step);
         }
     }
 }
@@ -768,14 +701,7 @@ impl Machine for SemaphoreMachine {
         match self.stage {
             Stage::Idle | Stage::Done => None,
             Stage::Inner => self.inner.poll_timeout(),
-            _ => {
-                let deadline = if self.timed_out {
-                    self.grace_until
-                } else {
-                    self.deadline
-                };
-                [deadline, self.retry_at].into_iter().flatten().min()
-            }
+            _ => self.schedule.poll_timeout(),
         }
     }
 
