@@ -14,7 +14,7 @@
 //
 // Each contender is a thread with its own CuratorFramework (its own session:
 // 10 s session timeout, 5 s connection timeout, ExponentialBackoffRetry(100,
-// 5), as in CuratorMutexWorker) and its own InterProcessMutex on <lock path>.
+// 5), as in CuratorRecipeWorker) and its own InterProcessMutex on <lock path>.
 // Once every client is connected, the contenders loop
 //
 //   acquire() -> release()

@@ -1,11 +1,14 @@
-// The Curator side of `cargo xtask interop rwlock|multilock|semaphore|semaphore-mutex`
-// (xtask/src/recipe_interop.rs): Apache Curator 5.4's InterProcessReadWriteLock,
-// InterProcessMultiLock, InterProcessSemaphoreV2 or InterProcessSemaphoreMutex contending with
-// ours on the same paths.
+// The Curator side of every `cargo xtask interop <recipe>` (xtask/src/interop/ for the mutex,
+// xtask/src/recipe_interop/ for the others): Apache Curator 5.4's InterProcessMutex,
+// InterProcessReadWriteLock, InterProcessMultiLock, InterProcessSemaphoreV2 or
+// InterProcessSemaphoreMutex contending with ours on the same paths. One worker, a recipe
+// switch: the sessions, the READY/GO handshake, the watchdogs and the counts are shared.
 //
 //   java -cp <classes>:<curator and zookeeper jars> CuratorRecipeWorker \
 //       <rwlock|multilock|semaphore|semaphore-mutex> <connect> <lock path> <clients> <run ms>
 //       <marker dir> [<leases>]
+//   java ... CuratorRecipeWorker mutex <connect> <lock path> <clients> <run ms> <marker file>
+//       <log file>
 //
 // Starts <clients> threads, each with its own CuratorFramework (its own session). When every
 // client is connected it prints "READY" and waits for "GO" on stdin; then each thread loops
@@ -18,6 +21,9 @@
 //   multilock:      create "M-<k>" exclusively for each member k held
 //   semaphore(-mutex): for each lease held, create the first "S-<k>" (k < leases) that does
 //                   not exist; none left means more holders than leases
+//   mutex:          create <marker file> exclusively (it exists: another holder is inside),
+//                   and append "java-<i> <n> <lock node name> - <ok|OVERLAP> <unix µs>" to
+//                   <log file> (one write), from which the harness checks the lock order
 //
 // A broken rule is a violation, counted and reported on stderr. Curator's side never
 // downgrades (Curator 5.4's downgrade lets a queued writer in: CURATOR-621); ours does. At
@@ -30,9 +36,11 @@
 
 import java.io.BufferedReader;
 import java.io.File;
+import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
@@ -44,6 +52,7 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
@@ -56,6 +65,18 @@ public final class CuratorRecipeWorker {
     private static final AtomicLong ERRORS = new AtomicLong();
     /** Members of the multi-lock: <path>/0, <path>/1, <path>/2. */
     private static final int MEMBERS = 3;
+
+    /** Curator's mutex, exposing the holder's lock node (protected getLockPath). */
+    static final class Mutex extends InterProcessMutex {
+        Mutex(CuratorFramework client, String path) {
+            super(client, path);
+        }
+
+        String ourNode() {
+            String path = getLockPath();
+            return path == null ? "?" : path.substring(path.lastIndexOf('/') + 1);
+        }
+    }
 
     public static void main(String[] args) {
         try {
@@ -70,16 +91,20 @@ public final class CuratorRecipeWorker {
     }
 
     private static void run(String[] args) throws Exception {
-        if (args.length != 6 && args.length != 7) {
+        String recipe = args.length > 0 ? args[0] : "";
+        boolean mutex = recipe.equals("mutex");
+        if (mutex ? args.length != 7 : (args.length != 6 && args.length != 7)) {
             throw new IllegalArgumentException("usage: CuratorRecipeWorker "
                 + "<rwlock|multilock|semaphore|semaphore-mutex> "
-                + "<connect> <lock path> <clients> <run ms> <marker dir> [<leases>]");
+                + "<connect> <lock path> <clients> <run ms> <marker dir> [<leases>], or "
+                + "mutex <connect> <lock path> <clients> <run ms> <marker file> <log file>");
         }
-        String recipe = args[0];
-        if (!List.of("rwlock", "multilock", "semaphore", "semaphore-mutex").contains(recipe)) {
+        if (!List.of("mutex", "rwlock", "multilock", "semaphore", "semaphore-mutex")
+                .contains(recipe)) {
             throw new IllegalArgumentException("unknown recipe " + recipe);
         }
-        int leases = args.length == 7 ? Integer.parseInt(args[6]) : 3;
+        int leases = !mutex && args.length == 7 ? Integer.parseInt(args[6]) : 3;
+        File log = mutex ? new File(args[6]) : null;
         String connect = args[1];
         String path = args[2];
         int clients = Integer.parseInt(args[3]);
@@ -133,6 +158,9 @@ public final class CuratorRecipeWorker {
             CuratorFramework client = sessions.get(i);
             Runnable body;
             switch (recipe) {
+                case "mutex":
+                    body = () -> mutexLoop(name, new Mutex(client, path), end, dir, log);
+                    break;
                 case "rwlock":
                     body = () -> rwLoop(name, new InterProcessReadWriteLock(client, path), end, dir);
                     break;
@@ -162,6 +190,53 @@ public final class CuratorRecipeWorker {
             + " acquisitions=" + ACQUISITIONS.get()
             + " violations=" + VIOLATIONS.get()
             + " errors=" + ERRORS.get());
+    }
+
+    /** The mutex: `marker` is one file, and every acquisition is logged with its lock node. */
+    private static void mutexLoop(String name, Mutex mutex, long end, File marker, File log) {
+        long n = 0;
+        try (FileOutputStream out = new FileOutputStream(log, true)) {
+            while (take(name, mutex, end)) {
+                n++;
+                try {
+                    mutexCritical(name, n, mutex.ourNode(), marker, out);
+                } catch (IOException e) {
+                    error(name, "critical section", e);
+                } finally {
+                    release(name, mutex);
+                }
+            }
+        } catch (IOException e) {
+            error(name, "opening the log", e);
+        }
+    }
+
+    private static void mutexCritical(String name, long n, String node, File marker,
+            FileOutputStream log) throws IOException {
+        boolean created = marker.createNewFile();
+        if (created) {
+            Files.write(marker.toPath(), (name + " " + node).getBytes(StandardCharsets.UTF_8));
+        } else {
+            String other;
+            try {
+                other = new String(Files.readAllBytes(marker.toPath()), StandardCharsets.UTF_8);
+            } catch (IOException e) {
+                other = "(unreadable: " + e + ")";
+            }
+            violation(name + " holds " + node + " (acquisition " + n
+                + ") but the marker exists, written by: "
+                + (other.isEmpty() ? "(empty: its holder has just created it)" : other));
+        }
+        String flag = created ? "ok" : "OVERLAP";
+        java.time.Instant now = java.time.Instant.now();
+        long micros = now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
+        log.write((name + " " + n + " " + node + " - " + flag + " " + micros + "\n")
+            .getBytes(StandardCharsets.UTF_8));
+        hold();
+        if (created && !marker.delete()) {
+            violation(name + " holds " + node
+                + " but its marker was gone when it came to delete it");
+        }
     }
 
     private static void rwLoop(String name, InterProcessReadWriteLock rw, long end, File dir) {

@@ -10,7 +10,7 @@ mod mutex {
     //! Our `InterProcessMutex` and Apache Curator 5.4's exclude each other on one lock path.
     //!
     //! The same check as `cargo xtask interop mutex`, for 8 seconds: Curator's side is a JVM of
-    //! its own (`xtask/java/CuratorMutexWorker.java`, two clients, a session each); ours runs in
+    //! its own (`xtask/java/CuratorRecipeWorker.java` with `mutex`, two clients, a session each); ours runs in
     //! this test process (two tasks, a `zk_client::Client` each) on a runtime of its own. Every
     //! holder creates a shared marker file exclusively inside its critical section; finding it
     //! present is a violation. Needs Java, ZooKeeper and Curator (`cargo xtask deps`); the JVM

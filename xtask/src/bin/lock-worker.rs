@@ -1,5 +1,5 @@
 //! `lock-worker`: our side of `cargo xtask interop mutex`, in a process of its own. Curator's
-//! side is `java/CuratorMutexWorker.java`; the loop itself is
+//! side is `java/CuratorRecipeWorker.java` (`mutex`); the loop itself is
 //! [`xtask::interop::run_clients`].
 //!
 //! ```text

@@ -6,7 +6,7 @@
 //!
 //! # How `mutex` checks exclusion
 //!
-//! Curator's side is `java/CuratorMutexWorker.java`: one JVM, `--java-clients` threads, each
+//! Curator's side is `java/CuratorRecipeWorker.java` (its `mutex` case): one JVM, `--java-clients` threads, each
 //! with its own `CuratorFramework` (its own session, `ExponentialBackoffRetry`). Ours runs
 //! `--rust-clients` tasks, each with its own [`zk_client::Client`]: by default in a process of
 //! its own (`lock-worker`, built in release mode), or inside this process
@@ -192,8 +192,8 @@ pub fn run_mutex(opts: &InteropOptions) -> Result<MutexTotals> {
     deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator])?;
     let classpath = java::jars(&CURATOR_JARS);
     let classes = java::compile(
-        "CuratorMutexWorker",
-        &[java::java_dir().join("CuratorMutexWorker.java")],
+        "CuratorRecipeWorker",
+        &[java::java_dir().join("CuratorRecipeWorker.java")],
         &classpath,
     )?;
     let java_classpath = format!("{}:{classpath}", classes.display());
@@ -262,7 +262,8 @@ pub fn run_mutex(opts: &InteropOptions) -> Result<MutexTotals> {
     java_cmd
         .arg("-cp")
         .arg(&java_classpath)
-        .arg("CuratorMutexWorker")
+        .arg("CuratorRecipeWorker")
+        .arg("mutex")
         .args(java_cfg.args());
     let mut java_side = Side::Process(ProcessSide::spawn("curator", java_cmd)?);
     let mut rust_side = match &rust_worker {
