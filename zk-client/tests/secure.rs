@@ -78,6 +78,30 @@ async fn identities(c: &Client) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Create options whose ACL lets only the SASL identity `user` do anything.
+fn sasl_only(user: &str, mode: CreateMode) -> CreateOptions {
+    CreateOptions::new(mode).acl(vec![Acl {
+        perms: Perms::ALL,
+        id: Id::new("sasl", user),
+    }])
+}
+
+/// Waits (bounded) for the next `Connected` on `states`; the states seen until then.
+async fn until_connected(states: &mut StateStream) -> Vec<SessionState> {
+    let mut seen = Vec::new();
+    tokio::time::timeout(WAIT, async {
+        while let Some(s) = states.next().await {
+            seen.push(s);
+            if s == SessionState::Connected {
+                break;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    seen
+}
+
 fn has(ids: &[(String, String)], scheme: &str, user: &str) -> bool {
     ids.iter().any(|(s, u)| s == scheme && u == user)
 }
@@ -246,10 +270,7 @@ async fn sasl_digest_authenticates_and_acls_follow_the_identity() {
         .await
         .unwrap();
     assert!(has(&identities(&bob).await, "sasl", "bob"));
-    let only_bob = CreateOptions::new(CreateMode::Persistent).acl(vec![Acl {
-        perms: Perms::ALL,
-        id: Id::new("sasl", "bob"),
-    }]);
+    let only_bob = sasl_only("bob", CreateMode::Persistent);
     bob.create("/sasl-bob", b"secret", &only_bob).await.unwrap();
     assert_eq!(&bob.get_data("/sasl-bob").await.unwrap().0[..], b"secret");
 
@@ -330,27 +351,14 @@ async fn sasl_over_tls_survives_a_cut_and_authenticates_again() {
         .await
         .unwrap();
     assert!(has(&identities(&c).await, "sasl", "bob"));
-    let only_bob = CreateOptions::new(CreateMode::Ephemeral).acl(vec![Acl {
-        perms: Perms::ALL,
-        id: Id::new("sasl", "bob"),
-    }]);
+    let only_bob = sasl_only("bob", CreateMode::Ephemeral);
     c.create("/tls-sasl-cut", b"kept", &only_bob).await.unwrap();
     let (_, _, watcher) = c.get_data_and_watch("/tls-sasl-cut").await.unwrap();
     let session = c.session_id();
 
     let mut states = c.state_stream();
     proxy.cut();
-    let mut seen = Vec::new();
-    tokio::time::timeout(WAIT, async {
-        while let Some(s) = states.next().await {
-            seen.push(s);
-            if s == SessionState::Connected {
-                break;
-            }
-        }
-    })
-    .await
-    .unwrap();
+    let seen = until_connected(&mut states).await;
     assert_eq!(seen, [SessionState::Disconnected, SessionState::Connected]);
     assert!(proxy.accepted() >= 2);
     assert_eq!(c.session_id(), session);
@@ -383,10 +391,7 @@ async fn an_ensemble_over_tls_and_sasl_keeps_the_session_across_a_member_kill() 
         .connect()
         .await
         .unwrap();
-    let only_bob = CreateOptions::new(CreateMode::Persistent).acl(vec![Acl {
-        perms: Perms::ALL,
-        id: Id::new("sasl", "bob"),
-    }]);
+    let only_bob = sasl_only("bob", CreateMode::Persistent);
     c.create("/ensemble-tls", b"v1", &only_bob).await.unwrap();
     let session = c.session_id();
 
@@ -398,15 +403,8 @@ async fn an_ensemble_over_tls_and_sasl_keeps_the_session_across_a_member_kill() 
         .unwrap();
     let mut states = c.state_stream();
     tokio::task::block_in_place(|| zk.kill(member)).unwrap();
-    tokio::time::timeout(WAIT, async {
-        while let Some(s) = states.next().await {
-            if s == SessionState::Connected {
-                break;
-            }
-        }
-    })
-    .await
-    .unwrap();
+    let seen = until_connected(&mut states).await;
+    assert_eq!(seen.last(), Some(&SessionState::Connected));
     assert_ne!(c.server_addr(), Some(on));
     assert_eq!(c.session_id(), session);
     assert!(has(&identities(&c).await, "sasl", "bob"));
