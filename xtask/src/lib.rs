@@ -14,6 +14,7 @@ pub mod recipe_interop;
 pub mod stress;
 pub mod suite;
 pub mod wire;
+pub mod worker_process;
 
 pub use zk_testkit::{
     DetachedEnsemble, Ensemble, FaultProxy, Mode, ZkOptions, ZkServer, deps, four_letter, java,

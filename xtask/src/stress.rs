@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use recipe_mutex::InterProcessMutex;
 use zk_client::Client;
 
-use crate::interop::ProcessSide;
+use crate::worker_process::WorkerProcess;
 use crate::zk::ZkServer;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
@@ -51,7 +51,7 @@ pub fn run(cli: &crate::cli::Stress) -> Result<()> {
             &tasks.to_string(),
             &(seconds * 1000).to_string(),
         ]);
-        workers.push(ProcessSide::spawn("stress", cmd)?);
+        workers.push(WorkerProcess::spawn("stress", cmd)?);
     }
     let budget = Instant::now() + Duration::from_secs(60);
     for w in &mut workers {

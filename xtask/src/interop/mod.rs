@@ -32,9 +32,9 @@
 use std::error::Error;
 use std::fmt;
 use std::fs::{self, OpenOptions};
-use std::io::{BufRead, BufReader, ErrorKind, Write};
+use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread;
@@ -123,8 +123,9 @@ mod process;
 mod totals;
 mod worker;
 
+pub(crate) use process::TempDir;
+use process::WorkerProcess;
 use process::{InProcessSide, Side};
-pub(crate) use process::{ProcessSide, TempDir};
 use totals::read_log;
 pub use totals::{Counts, LockOrder, MutexTotals};
 pub use worker::{WorkerConfig, connect_clients, run_clients};
@@ -265,12 +266,12 @@ pub fn run_mutex(opts: &InteropOptions) -> Result<MutexTotals> {
         .arg("CuratorRecipeWorker")
         .arg("mutex")
         .args(java_cfg.args());
-    let mut java_side = Side::Process(ProcessSide::spawn("curator", java_cmd)?);
+    let mut java_side = Side::Process(WorkerProcess::spawn("curator", java_cmd)?);
     let mut rust_side = match &rust_worker {
         Some(bin) => {
             let mut cmd = Command::new(bin);
             cmd.args(rust_cfg.args());
-            Side::Process(ProcessSide::spawn("ours", cmd)?)
+            Side::Process(WorkerProcess::spawn("ours", cmd)?)
         }
         None => Side::InProcess(InProcessSide::spawn(rust_cfg)),
     };

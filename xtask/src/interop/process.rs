@@ -1,8 +1,9 @@
-//! The two sides as processes: a temporary directory they share ([`TempDir`]), a worker
-//! process spoken to over its stdin and stdout ([`ProcessSide`]), or our side in this process.
+//! The two sides: a temporary directory they share ([`TempDir`]), and each side a worker
+//! process ([`WorkerProcess`]) or our side in this process.
 
 use super::worker::close_all;
 use super::*;
+pub(crate) use crate::worker_process::WorkerProcess;
 
 /// A fresh temporary directory, removed when dropped unless kept.
 pub(crate) struct TempDir {
@@ -36,7 +37,7 @@ impl Drop for TempDir {
 
 /// One side of the contention as the harness drives it.
 pub(super) enum Side {
-    Process(ProcessSide),
+    Process(WorkerProcess),
     InProcess(InProcessSide),
 }
 
@@ -74,109 +75,6 @@ impl Side {
             Side::Process(p) => p.finish(by),
             Side::InProcess(_) => Ok(()),
         }
-    }
-}
-
-/// A worker process, driven by lines: `READY` and `COUNTS` from it, `GO` to it. Dropping
-/// it kills the process if it still runs, and reaps it.
-pub(crate) struct ProcessSide {
-    name: &'static str,
-    child: Child,
-    /// Held open: the worker halts when it closes.
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<String>,
-}
-
-impl ProcessSide {
-    pub(crate) fn spawn(name: &'static str, mut cmd: Command) -> Result<ProcessSide> {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("starting the {name} worker: {e}"))?;
-        let stdin = child.stdin.take();
-        let Some(stdout) = child.stdout.take() else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("the {name} worker has no stdout pipe").into());
-        };
-        let (tx, lines) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Ok(ProcessSide {
-            name,
-            child,
-            stdin,
-            lines,
-        })
-    }
-
-    /// The next line starting with `prefix`, echoing others to stderr.
-    pub(crate) fn expect(&mut self, prefix: &str, by: Instant) -> Result<String> {
-        let name = self.name;
-        loop {
-            let left = by.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) if line.starts_with(prefix) => return Ok(line),
-                Ok(line) if line.starts_with("ERROR") => {
-                    return Err(format!("{name} worker: {line}").into());
-                }
-                Ok(line) => eprintln!("  {name}: {line}"),
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    return Err(
-                        format!("{name} worker: no `{}` in time; killed", prefix.trim()).into(),
-                    );
-                }
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    let status = self.child.wait()?;
-                    return Err(format!(
-                        "{name} worker exited ({status}) without `{}`",
-                        prefix.trim()
-                    )
-                    .into());
-                }
-            }
-        }
-    }
-
-    pub(crate) fn go(&mut self) -> Result<()> {
-        let stdin = self.stdin.as_mut().ok_or("no stdin pipe")?;
-        stdin.write_all(b"GO\n")?;
-        stdin.flush()?;
-        Ok(())
-    }
-
-    /// Waits for the process to exit successfully by `by`.
-    pub(crate) fn finish(&mut self, by: Instant) -> Result<()> {
-        loop {
-            if let Some(status) = self.child.try_wait()? {
-                if !status.success() {
-                    return Err(format!("{} worker exited with {status}", self.name).into());
-                }
-                return Ok(());
-            }
-            if Instant::now() >= by {
-                return Err(format!("{} worker did not exit in time; killed", self.name).into());
-            }
-            thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
-impl Drop for ProcessSide {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-        }
-        drop(self.stdin.take());
-        let _ = self.child.wait();
     }
 }
 

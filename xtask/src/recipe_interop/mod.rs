@@ -38,8 +38,9 @@ use recipe_semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
 use zk_client::Client;
 
 use crate::deps::{self, Need};
-use crate::interop::{CURATOR_JARS, Counts, ProcessSide, TempDir, connect_clients};
+use crate::interop::{CURATOR_JARS, Counts, TempDir, connect_clients};
 use crate::java;
+use crate::worker_process::WorkerProcess;
 use crate::zk::ZkServer;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
@@ -194,7 +195,7 @@ pub fn run(opts: &Options) -> Result<Totals> {
         .arg(run_for.as_millis().to_string())
         .arg(&dir.path)
         .arg(opts.recipe.leases().to_string());
-    let mut java = ProcessSide::spawn("curator", java)?;
+    let mut java = WorkerProcess::spawn("curator", java)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -1,0 +1,153 @@
+//! [`WorkerProcess`]: a worker process driven by lines, the one discipline every harness uses
+//! (the benchmarks, the interop runs, the stress run): its stdout read line by line with a
+//! deadline, its stdin held open (workers halt when it closes) and written to, its stderr
+//! passed through, and the process killed and reaped when dropped.
+//!
+//! The lines themselves: a worker prints `READY` once connected, waits for `GO`, and ends with
+//! one result line (`RESULT ...` from a benchmark worker, `COUNTS ...` from an interop or
+//! stress worker); `ERROR <message>` at any point is a failure.
+
+use std::error::Error;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+type Result<T> = std::result::Result<T, Box<dyn Error>>;
+
+/// A worker process. Dropping it kills the process if it still runs, and reaps it.
+pub struct WorkerProcess {
+    name: String,
+    child: Child,
+    /// Held open: the worker halts when it closes.
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+}
+
+impl WorkerProcess {
+    /// Starts `cmd` with piped stdin and stdout; `name` labels its lines and errors.
+    ///
+    /// # Errors
+    /// When the process cannot be started.
+    pub fn spawn(name: impl Into<String>, mut cmd: Command) -> Result<WorkerProcess> {
+        let name = name.into();
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("starting the {name} worker: {e}"))?;
+        let stdin = child.stdin.take();
+        let Some(stdout) = child.stdout.take() else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("the {name} worker has no stdout pipe").into());
+        };
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(WorkerProcess {
+            name,
+            child,
+            stdin,
+            lines,
+        })
+    }
+
+    /// The next line starting with `prefix`, by `by`; other lines are echoed to stderr.
+    ///
+    /// # Errors
+    /// An `ERROR` line, the deadline (the process is then killed when dropped), or the
+    /// process ending first.
+    pub fn expect(&mut self, prefix: &str, by: Instant) -> Result<String> {
+        self.expect_with(prefix, by, |_| false)
+    }
+
+    /// As [`WorkerProcess::expect`], other lines going to `on_line` first; those it does not
+    /// take (`false`) are echoed.
+    ///
+    /// # Errors
+    /// As for [`WorkerProcess::expect`].
+    pub fn expect_with(
+        &mut self,
+        prefix: &str,
+        by: Instant,
+        mut on_line: impl FnMut(&str) -> bool,
+    ) -> Result<String> {
+        let name = &self.name;
+        loop {
+            let left = by.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.starts_with(prefix) => return Ok(line),
+                Ok(line) if line.starts_with("ERROR") => {
+                    return Err(format!("{name} worker: {line}").into());
+                }
+                Ok(line) => {
+                    if !on_line(&line) {
+                        eprintln!("  {name}: {line}");
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    return Err(
+                        format!("{name} worker: no `{}` in time; killed", prefix.trim()).into(),
+                    );
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let status = self.child.wait()?;
+                    return Err(format!(
+                        "{name} worker exited ({status}) without `{}`",
+                        prefix.trim()
+                    )
+                    .into());
+                }
+            }
+        }
+    }
+
+    /// Sends `GO`: the run starts.
+    ///
+    /// # Errors
+    /// When the worker's stdin is closed.
+    pub fn go(&mut self) -> Result<()> {
+        let stdin = self.stdin.as_mut().ok_or("no stdin pipe")?;
+        stdin.write_all(b"GO\n")?;
+        stdin.flush()?;
+        Ok(())
+    }
+
+    /// Waits for the process to exit successfully by `by`.
+    ///
+    /// # Errors
+    /// A failed exit, or none by `by` (the process is then killed when dropped).
+    pub fn finish(&mut self, by: Instant) -> Result<()> {
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                if !status.success() {
+                    return Err(format!("{} worker exited with {status}", self.name).into());
+                }
+                return Ok(());
+            }
+            if Instant::now() >= by {
+                return Err(format!("{} worker did not exit in time; killed", self.name).into());
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
