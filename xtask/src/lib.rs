@@ -10,6 +10,7 @@ pub mod cli;
 pub mod conformance;
 pub mod demo;
 pub mod interop;
+pub mod line;
 pub mod recipe_interop;
 pub mod stress;
 pub mod suite;

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::line::Fields;
+
 /// One worker's measurements of one workload.
 ///
 /// The Rust worker (`src/bin/zk-bench-worker.rs`) and the Java one
@@ -52,46 +54,15 @@ impl Sample {
     /// The line does not start with `RESULT`, a field is missing, unknown, repeated, or not a
     /// number; the message says which.
     pub fn parse(line: &str) -> Result<Sample, String> {
-        let rest = line
-            .strip_prefix("RESULT ")
-            .ok_or_else(|| format!("not a RESULT line: {line:?}"))?;
-        let mut fields: [Option<u64>; 7] = [None; 7];
-        for pair in rest.split_ascii_whitespace() {
-            let (key, value) = pair
-                .split_once('=')
-                .ok_or_else(|| format!("`{pair}` is not key=value"))?;
-            let index = FIELDS
-                .iter()
-                .position(|&k| k == key)
-                .ok_or_else(|| format!("unknown field `{key}`"))?;
-            let value = value
-                .parse()
-                .map_err(|_| format!("`{key}={value}` is not a whole number"))?;
-            let slot = fields
-                .get_mut(index)
-                .ok_or_else(|| format!("unknown field `{key}`"))?;
-            if slot.replace(value).is_some() {
-                return Err(format!("`{key}` given twice"));
-            }
-        }
-        let [
-            ops,
-            measure_ms,
-            p50_ns,
-            p99_ns,
-            cpu_window_ticks,
-            cpu_total_ticks,
-            hwm_kib,
-        ] = fields;
-        let need = |v: Option<u64>, key: &str| v.ok_or_else(|| format!("`{key}` missing"));
+        let f = Fields::parse(line, "RESULT")?.only(&FIELDS)?;
         Ok(Sample {
-            ops: need(ops, "ops")?,
-            measure_ms: need(measure_ms, "measure_ms")?,
-            p50_ns: need(p50_ns, "p50_ns")?,
-            p99_ns: need(p99_ns, "p99_ns")?,
-            cpu_window_ticks: need(cpu_window_ticks, "cpu_window_ticks")?,
-            cpu_total_ticks: need(cpu_total_ticks, "cpu_total_ticks")?,
-            hwm_kib: need(hwm_kib, "hwm_kib")?,
+            ops: f.number("ops")?,
+            measure_ms: f.number("measure_ms")?,
+            p50_ns: f.number("p50_ns")?,
+            p99_ns: f.number("p99_ns")?,
+            cpu_window_ticks: f.number("cpu_window_ticks")?,
+            cpu_total_ticks: f.number("cpu_total_ticks")?,
+            hwm_kib: f.number("hwm_kib")?,
         })
     }
 }

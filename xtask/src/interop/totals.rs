@@ -32,36 +32,14 @@ impl Counts {
     /// # Errors
     /// Not a `COUNTS` line, a missing key or a value that is not a number.
     pub fn parse(line: &str) -> Result<(String, Counts)> {
-        let rest = line
-            .strip_prefix("COUNTS ")
-            .ok_or_else(|| format!("not a COUNTS line: `{line}`"))?;
-        let mut side = None;
-        let mut counts = Counts::default();
-        let mut seen = 0;
-        for pair in rest.split_whitespace() {
-            let (key, value) = pair
-                .split_once('=')
-                .ok_or_else(|| format!("`{pair}` is not key=value in `{line}`"))?;
-            let slot = match key {
-                "side" => {
-                    side = Some(value.to_owned());
-                    continue;
-                }
-                "clients" => &mut counts.clients,
-                "acquisitions" => &mut counts.acquisitions,
-                "violations" => &mut counts.violations,
-                "errors" => &mut counts.errors,
-                _ => continue,
-            };
-            *slot = value
-                .parse()
-                .map_err(|_| format!("`{key}` is not a number in `{line}`"))?;
-            seen += 1;
-        }
-        match side {
-            Some(side) if seen == 4 => Ok((side, counts)),
-            _ => Err(format!("incomplete COUNTS line: `{line}`").into()),
-        }
+        let f = crate::line::Fields::parse(line, "COUNTS")?;
+        let counts = Counts {
+            clients: f.number("clients")?,
+            acquisitions: f.number("acquisitions")?,
+            violations: f.number("violations")?,
+            errors: f.number("errors")?,
+        };
+        Ok((f.text("side")?.to_owned(), counts))
     }
 }
 
