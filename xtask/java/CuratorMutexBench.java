@@ -1,8 +1,8 @@
 // The Curator side of `cargo xtask bench mutex` (xtask/src/bench/mutex.rs):
 // Apache Curator 5.4's InterProcessMutex, <sessions> contenders in this one
 // JVM, each looping acquire -> release on one lock path, in a process of its
-// own, printing one RESULT line. Ours is `zk-bench-worker ... mutex` (xtask/
-// src/bin/zk-bench-worker.rs), kazoo's is xtask/python/kazoo_lock_bench.py.
+// own, printing one RESULT line. Ours is `zk-worker bench ... mutex` (xtask/
+// src/bin/zk-worker.rs), kazoo's is xtask/python/kazoo_lock_bench.py.
 //
 //   java -cp <classes>:<curator and zookeeper jars> CuratorMutexBench \
 //       <connect> <lock path> <sessions> <warmup ms> <measure ms> [workload]

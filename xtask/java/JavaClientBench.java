@@ -1,7 +1,7 @@
 // The Java side of `cargo xtask bench client`: one workload with the plain
 // Java ZooKeeper client's asynchronous API, in a process of its own, printing
 // one RESULT line that xtask/src/bench/client.rs parses. The Rust side is
-// xtask/src/bin/zk-bench-worker.rs, which does the same thing with zk-client.
+// xtask/src/bin/zk-worker.rs (mode bench), which does the same thing with zk-client.
 //
 //   java -cp <classes>:<zookeeper jars> JavaClientBench <connect> <workload> \
 //       <warmup ms> <measure ms> <path>

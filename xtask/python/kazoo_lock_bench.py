@@ -3,7 +3,7 @@
 
 kazoo's ``Lock`` recipe, <sessions> contenders in this one process, each
 looping acquire -> release on one lock path, printing one RESULT line. Ours is
-``zk-bench-worker ... mutex`` (xtask/src/bin/zk-bench-worker.rs), Curator's is
+``zk-worker bench ... mutex`` (xtask/src/bin/zk-worker.rs), Curator's is
 xtask/java/CuratorMutexBench.java.
 
     /usr/bin/python3 kazoo_lock_bench.py <connect> <lock path> <sessions> \\

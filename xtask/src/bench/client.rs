@@ -6,7 +6,7 @@
 //! - (a) sequential create + delete round trips of a persistent node (one op = one pair);
 //! - (b) `get_data` of a 1 KiB node with 100 requests in flight at all times.
 //!
-//! Ours is `zk-bench-worker` (built here in release mode; a current-thread tokio runtime),
+//! Ours is `zk-worker bench` (built here in release mode; a current-thread tokio runtime),
 //! Java's is `java/JavaClientBench.java` (the async API, JVM defaults). Each warms up
 //! unmeasured (Java longer, for its JIT), then measures for `--seconds`; before all that, the
 //! server's own JVM is warmed up with each workload, so that going first costs nothing. With
@@ -114,8 +114,8 @@ pub fn run(opts: &Options) -> Result<()> {
     let opts = *opts;
     deps::ensure(&[Need::Java, Need::ZooKeeper])?;
 
-    eprintln!("bench client: building zk-bench-worker (release)...");
-    let rust_worker = build_release_bin("zk-bench-worker")?;
+    eprintln!("bench client: building zk-worker (release)...");
+    let rust_worker = build_release_bin("zk-worker")?;
     let classpath = java::jars(&JAVA_JARS);
     let classes = java::compile(
         "JavaClientBench",
@@ -160,7 +160,8 @@ pub fn run(opts: &Options) -> Result<()> {
                 opts.server_warmup
             );
             let mut cmd = Command::new(&rust_worker);
-            cmd.arg(server.connect_string())
+            cmd.arg("bench")
+                .arg(server.connect_string())
                 .arg(workload)
                 .arg("0")
                 .arg(millis(opts.server_warmup).to_string())
@@ -183,9 +184,14 @@ pub fn run(opts: &Options) -> Result<()> {
             let path = format!("/bench-{}-{workload}", side.name());
             let mut hosts = server.connect_string();
             let (warmup, mut cmd) = match side {
-                Side::Ours => (opts.rust_warmup, Command::new(&rust_worker)),
+                Side::Ours => {
+                    let mut cmd = Command::new(&rust_worker);
+                    cmd.arg("bench");
+                    (opts.rust_warmup, cmd)
+                }
                 Side::OursTls => {
                     let mut cmd = Command::new(&rust_worker);
+                    cmd.arg("bench");
                     if let Some((secure, ca)) = &tls_target {
                         cmd.env(TLS_CA_ENV, ca);
                         hosts.clone_from(secure);

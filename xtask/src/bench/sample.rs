@@ -6,7 +6,7 @@ use crate::line::Fields;
 
 /// One worker's measurements of one workload.
 ///
-/// The Rust worker (`src/bin/zk-bench-worker.rs`) and the Java one
+/// The Rust worker (`src/bin/zk-worker.rs`, mode `bench`) and the Java one
 /// (`java/JavaClientBench.java`) print the same line:
 ///
 /// ```text

@@ -9,7 +9,7 @@
 //! Curator's side is `java/CuratorRecipeWorker.java` (its `mutex` case): one JVM, `--java-clients` threads, each
 //! with its own `CuratorFramework` (its own session, `ExponentialBackoffRetry`). Ours runs
 //! `--rust-clients` tasks, each with its own [`zk_client::Client`]: by default in a process of
-//! its own (`lock-worker`, built in release mode), or inside this process
+//! its own (`zk-worker interop`, built in release mode), or inside this process
 //! ([`RustSide::InProcess`], which the test in `xtask/tests/curator_interop.rs` uses:
 //! the exclusion checked is still across processes, Curator's JVM against us).
 //!
@@ -77,7 +77,7 @@ const FINISH_SLACK: Duration = Duration::from_secs(60);
 /// Where our side of the contention runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RustSide {
-    /// In a process of its own: the `lock-worker` binary, built in release mode first.
+    /// In a process of its own: `zk-worker interop`, built in release mode first.
     ReleaseProcess,
     /// In a process of its own: this binary (for when it is already built).
     Process(PathBuf),
@@ -128,7 +128,7 @@ use process::WorkerProcess;
 use process::{InProcessSide, Side};
 use totals::read_log;
 pub use totals::{Counts, LockOrder, MutexTotals};
-pub use worker::{WorkerConfig, connect_clients, run_clients};
+pub use worker::{WorkerConfig, connect_clients, process_main, run_clients};
 
 /// Runs `cargo xtask interop <args>`.
 ///
@@ -200,8 +200,8 @@ pub fn run_mutex(opts: &InteropOptions) -> Result<MutexTotals> {
     let java_classpath = format!("{}:{classpath}", classes.display());
     let rust_worker = match &opts.rust_side {
         RustSide::ReleaseProcess => {
-            eprintln!("interop mutex: building lock-worker (release)...");
-            Some(crate::bench::worker::build_release_bin("lock-worker")?)
+            eprintln!("interop mutex: building zk-worker (release)...");
+            Some(crate::bench::worker::build_release_bin("zk-worker")?)
         }
         RustSide::Process(path) => Some(path.clone()),
         RustSide::InProcess => None,
@@ -270,7 +270,7 @@ pub fn run_mutex(opts: &InteropOptions) -> Result<MutexTotals> {
     let mut rust_side = match &rust_worker {
         Some(bin) => {
             let mut cmd = Command::new(bin);
-            cmd.args(rust_cfg.args());
+            cmd.arg("interop").args(rust_cfg.args());
             Side::Process(WorkerProcess::spawn("ours", cmd)?)
         }
         None => Side::InProcess(InProcessSide::spawn(rust_cfg)),

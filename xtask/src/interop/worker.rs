@@ -3,7 +3,7 @@
 
 use super::*;
 
-/// What one side's worker is told: the same for the Java worker, `lock-worker` and the
+/// What one side's worker is told: the same for the Java worker, `zk-worker interop` and the
 /// in-process side.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerConfig {
@@ -41,7 +41,8 @@ impl WorkerConfig {
     pub fn parse(args: &[String]) -> Result<WorkerConfig> {
         let [connect, path, clients, run_ms, marker, log] = args else {
             return Err(
-                "usage: lock-worker <connect> <lock path> <clients> <run ms> <marker> <log>".into(),
+                "usage: zk-worker interop <connect> <lock path> <clients> <run ms> <marker> <log>"
+                    .into(),
             );
         };
         Ok(WorkerConfig {
@@ -53,6 +54,50 @@ impl WorkerConfig {
             log: PathBuf::from(log),
         })
     }
+}
+
+/// How long after its run a worker process exits by itself, whatever it is doing.
+const DEADMAN: Duration = Duration::from_secs(120);
+
+/// Our side of `cargo xtask interop mutex` in a process of its own (`zk-worker interop
+/// <connect> <lock path> <clients> <run ms> <marker file> <log file>`): connects the clients,
+/// prints `READY`, waits for `GO` on stdin, runs [`run_clients`], and returns the `COUNTS`
+/// line. It exits when stdin ends (the harness went away), and by itself two minutes after its
+/// run should have ended. A multi-thread runtime with two worker threads.
+///
+/// # Errors
+/// Bad arguments, a runtime or a client that cannot start, or no `GO`.
+pub fn process_main(args: &[String]) -> Result<String> {
+    use std::io::BufRead;
+    let cfg = WorkerConfig::parse(args)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let clients = rt.block_on(connect_clients(&cfg.connect, cfg.clients))?;
+    println!("READY");
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    if line.trim() != "GO" {
+        return Err(format!("expected GO on stdin, got `{}`", line.trim()).into());
+    }
+    // Exit when the harness goes away, or long after the run should be over.
+    std::thread::spawn(|| {
+        let mut stdin = std::io::stdin().lock();
+        let mut sink = String::new();
+        while matches!(stdin.read_line(&mut sink), Ok(n) if n > 0) {
+            sink.clear();
+        }
+        std::process::exit(3);
+    });
+    let halt_after = cfg.run_for + DEADMAN;
+    std::thread::spawn(move || {
+        std::thread::sleep(halt_after);
+        eprintln!("zk-worker interop: still running {DEADMAN:?} after its run; exiting");
+        std::process::exit(4);
+    });
+    let counts = rt.block_on(run_clients(clients, &cfg));
+    Ok(counts.line("rust"))
 }
 
 /// Connects `n` clients to `connect`, each with a session of its own.

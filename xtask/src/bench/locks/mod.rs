@@ -21,7 +21,7 @@
 //! looping acquire → release as fast as it can. One cycle's latency runs from before the
 //! acquire to after the release returns.
 //!
-//! - ours: `zk-bench-worker <connect> mutex ...` (built here in release mode; a current-thread
+//! - ours: `zk-worker bench <connect> mutex ...` (built here in release mode; a current-thread
 //!   tokio runtime, one `zk_client::Client` per contender); the release is
 //!   `guard.release().await`, which awaits the delete as Curator's `release()` does;
 //! - ours (drop): the same, releasing by dropping the guard (the delete goes out in the
@@ -240,8 +240,8 @@ pub fn run(bench: Bench, opts: &Options) -> Result<()> {
     let what = bench.name();
     deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator, Need::Kazoo])?;
 
-    eprintln!("bench {what}: building zk-bench-worker (release)...");
-    let rust = worker::build_release_bin("zk-bench-worker")?;
+    eprintln!("bench {what}: building zk-worker (release)...");
+    let rust = worker::build_release_bin("zk-worker")?;
     let classpath = java::jars(&CURATOR_JARS);
     let classes = java::compile(
         "CuratorMutexBench",

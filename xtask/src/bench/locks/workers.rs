@@ -28,6 +28,7 @@ impl Workers {
         match lib {
             Lib::Ours | Lib::OursDrop => {
                 let mut cmd = Pinning::command(self.pinning.as_ref(), &self.rust);
+                cmd.arg("bench");
                 let workload = if lib == Lib::OursDrop {
                     format!("{workload}-drop")
                 } else {

@@ -1,13 +1,18 @@
-//! `zk-bench-worker`: the Rust side of `cargo xtask bench client` and `cargo xtask bench
-//! mutex`. One workload with zk-client (or recipe-mutex), in a process of its own so that its
-//! CPU time and memory are its own; the Java sides are `java/JavaClientBench.java` and
-//! `java/CuratorMutexBench.java`, kazoo's is `python/kazoo_lock_bench.py`.
+//! `zk-worker`: our side of the harnesses that need a process of their own, the mode first:
+//! `bench` for `cargo xtask bench` (one workload with zk-client or a recipe, so that its CPU
+//! time and memory are its own; the Java sides are `java/JavaClientBench.java` and
+//! `java/CuratorMutexBench.java`, kazoo's is `python/kazoo_lock_bench.py`), `interop` for
+//! `cargo xtask interop mutex` ([`xtask::interop::process_main`]; Curator's side is
+//! `java/CuratorRecipeWorker.java mutex`). The lines it prints are [`xtask::line`]'s.
 //!
 //! ```text
-//! zk-bench-worker <connect> <create|get> <warmup ms> <measure ms> <path>
-//! zk-bench-worker <connect> <mutex|mutex-drop> <warmup ms> <measure ms> <path> <sessions>
-//! zk-bench-worker <connect> <read|write|rwmix:P|multi:K|semmutex|sem:N> <warmup ms> <measure ms> <path> <sessions>
+//! zk-worker bench <connect> <create|get> <warmup ms> <measure ms> <path>
+//! zk-worker bench <connect> <mutex|mutex-drop> <warmup ms> <measure ms> <path> <sessions>
+//! zk-worker bench <connect> <read|write|rwmix:P|multi:K|semmutex|sem:N> <warmup ms> <measure ms> <path> <sessions>
+//! zk-worker interop <connect> <lock path> <clients> <run ms> <marker file> <log file>
 //! ```
+//!
+//! The `bench` workloads:
 //!
 //! - `create`: sequential round trips: create `<path>` (persistent, empty), await, delete it,
 //!   await; one op is one pair, its latency from the create's call to the delete's reply.
@@ -60,10 +65,19 @@ const MUTEX_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    exit_at_end_of_stdin();
-    match run(&args) {
-        Ok(sample) => {
-            println!("{sample}");
+    let result = match args.split_first() {
+        Some((mode, rest)) if mode == "bench" => {
+            exit_at_end_of_stdin();
+            run(rest).map(|sample| sample.to_string())
+        }
+        Some((mode, rest)) if mode == "interop" => {
+            xtask::interop::process_main(rest).map_err(|e| e.to_string().into())
+        }
+        _ => Err(format!("{USAGE}\n   or: zk-worker interop <connect> <lock path> <clients> <run ms> <marker> <log>").into()),
+    };
+    match result {
+        Ok(line) => {
+            println!("{line}");
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -94,8 +108,8 @@ struct Args {
     sessions: usize,
 }
 
-const USAGE: &str = "usage: zk-bench-worker <connect> <create|get> <warmup ms> <measure ms> \
-                     <path>\n   or: zk-bench-worker <connect> <mutex|mutex-drop> <warmup ms> \
+const USAGE: &str = "usage: zk-worker bench <connect> <create|get> <warmup ms> <measure ms> \
+                     <path>\n   or: zk-worker bench <connect> <a lock workload> <warmup ms> \
                      <measure ms> <path> <sessions>";
 
 /// Whether `workload` takes locks (and a session count).
