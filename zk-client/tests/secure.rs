@@ -411,3 +411,55 @@ async fn an_ensemble_over_tls_and_sasl_keeps_the_session_across_a_member_kill() 
     assert_eq!(&c.get_data("/ensemble-tls").await.unwrap().0[..], b"v1");
     c.close().await.unwrap();
 }
+
+/// Read-only mode over TLS: a read-only session on the survivor of a quorum loss, then a
+/// read-write session again once the quorum is back. (Whether the client's `isro` search,
+/// which goes through the TLS connector, or the survivor dropping its read-only connections
+/// gets it there first is not pinned down here.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_mode_over_tls_and_back_to_read_write() {
+    let opts = ZkOptions::default()
+        .tls(TlsOptions::default())
+        .system_property("readonlymode.enabled", "true")
+        .config("localSessionsEnabled", "true")
+        .config("localSessionsUpgradingEnabled", "true");
+    let mut ens = tokio::task::spawn_blocking(move || zk_testkit::Ensemble::start(3, opts))
+        .await
+        .unwrap()
+        .unwrap();
+    let hosts = ens.secure_connect_string().unwrap();
+    let tls = TlsConfig::new()
+        .ca_pem(ens.pki().unwrap().ca_pem().as_bytes())
+        .unwrap();
+    tokio::task::block_in_place(|| {
+        ens.kill(1).unwrap();
+        ens.kill(2).unwrap();
+    });
+    let deadline = std::time::Instant::now() + WAIT;
+    while ens.mode(0).ok().flatten() != Some(zk_testkit::Mode::ReadOnly) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "member 0 never became read-only"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let ro = builder(&hosts)
+        .tls(tls)
+        .can_be_read_only(true)
+        .connect_timeout(Duration::from_secs(1))
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(ro.state(), SessionState::ConnectedReadOnly);
+    let mut states = ro.state_stream();
+    tokio::task::block_in_place(|| {
+        ens.start_member(1).unwrap();
+        ens.start_member(2).unwrap();
+    });
+    let seen = until_connected(&mut states).await;
+    assert_eq!(seen.last(), Some(&SessionState::Connected), "{seen:?}");
+    ro.create("/rw-again", b"", &CreateOptions::new(CreateMode::Ephemeral))
+        .await
+        .unwrap();
+    ro.close().await.unwrap();
+}
