@@ -3,6 +3,8 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub use crate::recipe::Recipe;
+
 /// Developer tooling: local ZooKeeper servers, the demo, the test suite, conformance,
 /// benchmarks, Curator interop, stress, the simulator.
 #[derive(Debug, Parser)]
@@ -133,27 +135,13 @@ pub enum OnOff {
     Off,
 }
 
-/// A recipe checked against Curator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum InteropRecipe {
-    /// `InterProcessMutex` (with lock-order and fencing-token checks).
-    Mutex,
-    /// `InterProcessReadWriteLock` (ours also downgrades).
-    Rwlock,
-    /// `InterProcessMultiLock` over random subsets of three paths.
-    Multilock,
-    /// `InterProcessSemaphoreV2` (`--leases N`).
-    Semaphore,
-    /// `InterProcessSemaphoreMutex`.
-    SemaphoreMutex,
-}
-
 /// `interop RECIPE [FLAGS]`.
 #[derive(Debug, Args)]
 pub struct Interop {
-    /// The recipe.
+    /// The recipe (the mutex also checks lock order and fencing tokens; the semaphore takes
+    /// `--leases N`).
     #[arg(value_enum)]
-    pub recipe: InteropRecipe,
+    pub recipe: Recipe,
     /// How long the clients contend, in seconds.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub seconds: u64,
@@ -177,19 +165,12 @@ pub struct Interop {
     pub leases: u32,
 }
 
-/// A recipe under stress.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum StressRecipe {
-    /// `InterProcessMutex`.
-    Mutex,
-}
-
 /// `stress RECIPE [FLAGS]`.
 #[derive(Debug, Args)]
 pub struct Stress {
-    /// The recipe.
+    /// The recipe (the mutex so far).
     #[arg(value_enum)]
-    pub recipe: StressRecipe,
+    pub recipe: Recipe,
     /// How long, in seconds.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub seconds: u64,
@@ -204,9 +185,9 @@ pub struct Stress {
 /// `sim [FLAGS]`: passed on to the `zk-sim` binary.
 #[derive(Debug, Args)]
 pub struct Sim {
-    /// One recipe (default: every one): mutex, rwlock, multilock, semaphore, semaphore-mutex.
-    #[arg(long)]
-    pub recipe: Option<String>,
+    /// One recipe (default: every one).
+    #[arg(long, value_enum)]
+    pub recipe: Option<Recipe>,
     /// Schedules per recipe.
     #[arg(long, default_value_t = 10_000)]
     pub schedules: u64,

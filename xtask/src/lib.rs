@@ -11,6 +11,7 @@ pub mod conformance;
 pub mod demo;
 pub mod interop;
 pub mod line;
+pub mod recipe;
 pub mod recipe_interop;
 pub mod stress;
 pub mod suite;

@@ -68,8 +68,8 @@ fn sim(args: &Sim) -> Result {
         "--faults",
         &args.faults,
     ]);
-    if let Some(recipe) = &args.recipe {
-        cmd.args(["--recipe", recipe]);
+    if let Some(recipe) = args.recipe {
+        cmd.args(["--recipe", recipe.name()]);
     }
     let status = cmd.status()?;
     if status.success() {

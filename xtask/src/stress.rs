@@ -31,7 +31,13 @@ const DRAIN_BUDGET: Duration = Duration::from_secs(20);
 
 /// `cargo xtask stress mutex ...`.
 pub fn run(cli: &crate::cli::Stress) -> Result<()> {
-    let crate::cli::StressRecipe::Mutex = cli.recipe;
+    if cli.recipe != crate::recipe::Recipe::Mutex {
+        return Err(format!(
+            "stress covers the mutex only so far, not {}",
+            cli.recipe.name()
+        )
+        .into());
+    }
     let (seconds, processes, tasks) = (
         cli.seconds,
         usize::from(cli.processes),

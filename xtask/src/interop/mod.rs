@@ -136,10 +136,10 @@ pub use worker::{WorkerConfig, connect_clients, process_main, run_clients};
 /// An unknown recipe, bad options, a failed setup, or a failed check (see
 /// [`MutexTotals::failure`]).
 pub fn run(cli: &crate::cli::Interop) -> Result<()> {
-    use crate::cli::InteropRecipe;
+    use crate::recipe::Recipe;
     use crate::recipe_interop::Checked;
     let recipe = match cli.recipe {
-        InteropRecipe::Mutex => {
+        Recipe::Mutex => {
             let opts = InteropOptions {
                 seconds: cli.seconds,
                 java_clients: usize::from(cli.java_clients),
@@ -164,10 +164,10 @@ pub fn run(cli: &crate::cli::Interop) -> Result<()> {
                 None => Ok(()),
             };
         }
-        InteropRecipe::Rwlock => Checked::ReadWrite,
-        InteropRecipe::Multilock => Checked::MultiLock,
-        InteropRecipe::Semaphore => Checked::Semaphore(cli.leases),
-        InteropRecipe::SemaphoreMutex => Checked::SemaphoreMutex,
+        Recipe::Rwlock => Checked::ReadWrite,
+        Recipe::Multilock => Checked::MultiLock,
+        Recipe::Semaphore => Checked::Semaphore(cli.leases),
+        Recipe::SemaphoreMutex => Checked::SemaphoreMutex,
     };
     let defaults = crate::recipe_interop::Options::new(recipe);
     let opts = crate::recipe_interop::Options {
