@@ -142,6 +142,49 @@ async fn a_dropped_release_still_deletes_the_node() {
     .await;
 }
 
+/// A release awaited by its caller runs its delete's wait in the caller's task; dropped after
+/// its first poll (the delete sent, its reply not in), the rest goes to the background: the
+/// node is deleted, the next holder gets the lock, and the lock stops counting as held here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_dropped_with_its_delete_in_flight_still_finishes() {
+    let path = "/t/dropped-in-flight";
+    let observer = client().await;
+    let m = InterProcessMutex::new(client().await, path).unwrap();
+    for _ in 0..20 {
+        let g = m.lock().await.unwrap();
+        let node = g.node_path().to_owned();
+        // One poll: the delete leaves; then the future is dropped.
+        let mut release = Box::pin(g.release());
+        let polled = futures_poll_once(release.as_mut()).await;
+        drop(release);
+        if polled.is_none() {
+            wait_gone(&observer, &node).await;
+        }
+        bounded(async {
+            while m.is_acquired_in_this_process() {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+    }
+    let next = InterProcessMutex::new(client().await, path).unwrap();
+    bounded(next.lock()).await.unwrap().release().await.unwrap();
+    wait_children(&observer, path, 0).await;
+}
+
+/// Polls `f` once: `Some` if it finished then.
+async fn futures_poll_once<F: std::future::Future>(
+    mut f: std::pin::Pin<&mut F>,
+) -> Option<F::Output> {
+    std::future::poll_fn(|cx| {
+        std::task::Poll::Ready(match f.as_mut().poll(cx) {
+            std::task::Poll::Ready(v) => Some(v),
+            std::task::Poll::Pending => None,
+        })
+    })
+    .await
+}
+
 /// Defect 3. A release on a session already lost returns at once with that reason (the first
 /// driver waited out a reconnect and said `ConnectionLoss`: "may or may not have been
 /// applied").
