@@ -285,6 +285,27 @@ async fn dropped_acquisitions_leave_no_orphans() {
     wait_children(&c, &locks(path), 0).await;
 }
 
+/// A lease's release dropped after its first poll (the delete sent, its reply not in) still
+/// returns the lease: every round the whole semaphore is taken again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_dropped_with_its_delete_in_flight_still_returns_the_lease() {
+    let path = "/t/sem-dropped-release";
+    let c = client().await;
+    let s = sem(&c, path, 1);
+    for _ in 0..20 {
+        let lease = bounded(s.acquire()).await.unwrap();
+        let mut release = Box::pin(lease.release());
+        let first =
+            std::future::poll_fn(|cx| std::task::Poll::Ready(release.as_mut().poll(cx).is_ready()))
+                .await;
+        assert!(!first, "a release needs the server's reply");
+        drop(release);
+    }
+    let last = bounded(s.acquire()).await.unwrap();
+    last.release().await.unwrap();
+    wait_children(&c, &leases(path), 0).await;
+}
+
 /// A lease holder's session expires: its lease goes with it, and a waiter gets it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_holder_gives_its_lease_to_a_waiter() {
