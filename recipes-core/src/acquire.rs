@@ -63,8 +63,9 @@ enum Phase {
 ///   and deletes any second node of its own (a create re-sent with the same prefix) it sees;
 /// - it never holds through a node whose sequence number wrapped past 2^31 (negative: it would
 ///   sort before older nodes), failing with [`Failure::SequenceWrapped`] instead;
-/// - past its deadline it ends at once while disconnected, and within [`DEADLINE_GRACE`] while
-///   replies are in flight; its cleanups then say what to delete.
+/// - past its deadline it ends at once while disconnected, and while replies are in flight
+///   within [`DEADLINE_GRACE`](crate::DEADLINE_GRACE) of the deadline; its cleanups then say
+///   what to delete.
 ///
 /// # Examples
 ///

@@ -1,7 +1,7 @@
 //! The lines between xtask and its workers (Rust, Java and Python alike): `READY` once
 //! connected, `GO` back, `WINDOW_END` when a measured window closes, `ERROR <message>` on a
 //! failure, and one result line of `key=value` fields at the end: `RESULT ...` from a
-//! benchmark worker ([`Sample`](crate::bench::Sample)), `COUNTS ...` from an interop or stress
+//! benchmark worker ([`Sample`](crate::bench::sample::Sample)), `COUNTS ...` from an interop or stress
 //! worker ([`Counts`](crate::interop::Counts)). [`Fields`] is the one parser of result lines;
 //! [`WorkerProcess`](crate::worker_process::WorkerProcess) moves the lines.
 
