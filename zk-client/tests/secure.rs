@@ -78,6 +78,11 @@ async fn identities(c: &Client) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A plain connection authenticated as `user`.
+async fn sasl(hosts: &str, user: &str, password: &str) -> Result<Client, Error> {
+    builder(hosts).sasl_digest(user, password).connect().await
+}
+
 /// Create options whose ACL lets only the SASL identity `user` do anything.
 fn sasl_only(user: &str, mode: CreateMode) -> CreateOptions {
     CreateOptions::new(mode).acl(vec![Acl {
@@ -264,9 +269,7 @@ async fn a_wrong_ca_a_wrong_name_and_a_plain_port_are_refused_with_clear_errors(
 #[tokio::test]
 async fn sasl_digest_authenticates_and_acls_follow_the_identity() {
     let zk = server();
-    let bob = builder(&zk.connect_string())
-        .sasl_digest("bob", "bobsecret")
-        .connect()
+    let bob = sasl(&zk.connect_string(), "bob", "bobsecret")
         .await
         .unwrap();
     assert!(has(&identities(&bob).await, "sasl", "bob"));
@@ -274,9 +277,7 @@ async fn sasl_digest_authenticates_and_acls_follow_the_identity() {
     bob.create("/sasl-bob", b"secret", &only_bob).await.unwrap();
     assert_eq!(&bob.get_data("/sasl-bob").await.unwrap().0[..], b"secret");
 
-    let alice = builder(&zk.connect_string())
-        .sasl_digest("alice", "alicesecret")
-        .connect()
+    let alice = sasl(&zk.connect_string(), "alice", "alicesecret")
         .await
         .unwrap();
     assert_eq!(
@@ -297,17 +298,11 @@ async fn sasl_digest_authenticates_and_acls_follow_the_identity() {
 #[tokio::test]
 async fn a_wrong_sasl_password_ends_the_session_with_auth_failed() {
     let zk = server();
-    let err = builder(&zk.connect_string())
-        .sasl_digest("bob", "not-his-password")
-        .connect()
+    let err = sasl(&zk.connect_string(), "bob", "not-his-password")
         .await
         .unwrap_err();
     assert_eq!(err, Error::AuthFailed);
-    let err = builder(&zk.connect_string())
-        .sasl_digest("nobody", "x")
-        .connect()
-        .await
-        .unwrap_err();
+    let err = sasl(&zk.connect_string(), "nobody", "x").await.unwrap_err();
     assert_eq!(err, Error::AuthFailed);
 }
 
@@ -331,9 +326,7 @@ async fn an_enforcing_server_closes_a_session_without_sasl_with_auth_required() 
         .unwrap();
     assert_eq!(c.state(), SessionState::AuthFailed);
     // With credentials the same server serves.
-    let bob = builder(&zk.connect_string())
-        .sasl_digest("bob", "bobsecret")
-        .connect()
+    let bob = sasl(&zk.connect_string(), "bob", "bobsecret")
         .await
         .unwrap();
     assert!(bob.exists("/").await.unwrap().is_some());
