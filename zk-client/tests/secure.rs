@@ -57,8 +57,21 @@ fn secure_hosts(zk: &ZkServer) -> String {
 }
 
 fn ca(zk: &ZkServer) -> TlsConfig {
+    ensemble_ca(zk.ensemble())
+}
+
+/// Trusts the ensemble's test CA.
+fn ensemble_ca(ens: &zk_testkit::Ensemble) -> TlsConfig {
     TlsConfig::new()
-        .ca_pem(zk.ensemble().pki().unwrap().ca_pem().as_bytes())
+        .ca_pem(ens.pki().unwrap().ca_pem().as_bytes())
+        .unwrap()
+}
+
+/// A 3-member ensemble with `opts`, started off the runtime's threads.
+async fn ensemble(opts: ZkOptions) -> zk_testkit::Ensemble {
+    tokio::task::spawn_blocking(move || zk_testkit::Ensemble::start(3, opts))
+        .await
+        .unwrap()
         .unwrap()
 }
 
@@ -370,14 +383,9 @@ async fn an_ensemble_over_tls_and_sasl_keeps_the_session_across_a_member_kill() 
     let opts = ZkOptions::default()
         .tls(TlsOptions::default())
         .sasl(users());
-    let mut zk = tokio::task::spawn_blocking(move || zk_testkit::Ensemble::start(3, opts))
-        .await
-        .unwrap()
-        .unwrap();
+    let mut zk = ensemble(opts).await;
     let hosts = zk.secure_connect_string().unwrap();
-    let tls = TlsConfig::new()
-        .ca_pem(zk.pki().unwrap().ca_pem().as_bytes())
-        .unwrap();
+    let tls = ensemble_ca(&zk);
     let c = builder(&hosts)
         .tls(tls)
         .sasl_digest("bob", "bobsecret")
@@ -416,14 +424,9 @@ async fn read_only_mode_over_tls_and_back_to_read_write() {
         .system_property("readonlymode.enabled", "true")
         .config("localSessionsEnabled", "true")
         .config("localSessionsUpgradingEnabled", "true");
-    let mut ens = tokio::task::spawn_blocking(move || zk_testkit::Ensemble::start(3, opts))
-        .await
-        .unwrap()
-        .unwrap();
+    let mut ens = ensemble(opts).await;
     let hosts = ens.secure_connect_string().unwrap();
-    let tls = TlsConfig::new()
-        .ca_pem(ens.pki().unwrap().ca_pem().as_bytes())
-        .unwrap();
+    let tls = ensemble_ca(&ens);
     tokio::task::block_in_place(|| {
         ens.kill(1).unwrap();
         ens.kill(2).unwrap();
