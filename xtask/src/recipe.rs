@@ -53,3 +53,113 @@ mod tests {
         }
     }
 }
+
+/// A lock workload: a recipe with its parameters, as the benchmarks' cases name it and every
+/// worker (ours, Curator's, kazoo's) reads it from its command line: `mutex`, `read`, `write`,
+/// `rwmix:P` (the read lock with probability P per cent), `multi:K` (a multi-lock over K
+/// paths), `semmutex`, `sem:N` (one lease of N).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    /// `InterProcessMutex`.
+    Mutex,
+    /// The read lock of `InterProcessReadWriteLock`.
+    Read,
+    /// The write lock.
+    Write,
+    /// The read lock with this probability (per cent), else the write lock.
+    ReadWriteMix(u8),
+    /// `InterProcessMultiLock` over this many paths.
+    MultiLock(u8),
+    /// `InterProcessSemaphoreMutex`.
+    SemaphoreMutex,
+    /// `InterProcessSemaphoreV2` of this many leases, one taken per cycle.
+    Semaphore(u32),
+}
+
+impl Workload {
+    /// The recipe it exercises.
+    pub fn recipe(self) -> Recipe {
+        match self {
+            Workload::Mutex => Recipe::Mutex,
+            Workload::Read | Workload::Write | Workload::ReadWriteMix(_) => Recipe::Rwlock,
+            Workload::MultiLock(_) => Recipe::Multilock,
+            Workload::SemaphoreMutex => Recipe::SemaphoreMutex,
+            Workload::Semaphore(_) => Recipe::Semaphore,
+        }
+    }
+}
+
+impl std::fmt::Display for Workload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Workload::Mutex => f.write_str("mutex"),
+            Workload::Read => f.write_str("read"),
+            Workload::Write => f.write_str("write"),
+            Workload::ReadWriteMix(p) => write!(f, "rwmix:{p}"),
+            Workload::MultiLock(k) => write!(f, "multi:{k}"),
+            Workload::SemaphoreMutex => f.write_str("semmutex"),
+            Workload::Semaphore(n) => write!(f, "sem:{n}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Workload {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("unknown workload `{s}`");
+        Ok(match s.split_once(':') {
+            None => match s {
+                "mutex" => Workload::Mutex,
+                "read" => Workload::Read,
+                "write" => Workload::Write,
+                "semmutex" => Workload::SemaphoreMutex,
+                _ => return Err(bad()),
+            },
+            Some(("rwmix", p)) => {
+                Workload::ReadWriteMix(p.parse().ok().filter(|p| *p <= 100).ok_or_else(bad)?)
+            }
+            Some(("multi", k)) => Workload::MultiLock(p_in(k, 1..=16).ok_or_else(bad)?),
+            Some(("sem", n)) => {
+                Workload::Semaphore(n.parse().ok().filter(|n| *n >= 1).ok_or_else(bad)?)
+            }
+            Some(_) => return Err(bad()),
+        })
+    }
+}
+
+fn p_in(s: &str, range: std::ops::RangeInclusive<u8>) -> Option<u8> {
+    s.parse().ok().filter(|v| range.contains(v))
+}
+
+#[cfg(test)]
+mod workload_tests {
+    use super::*;
+
+    #[test]
+    fn workloads_round_trip_and_bad_ones_are_refused() {
+        for w in [
+            Workload::Mutex,
+            Workload::Read,
+            Workload::Write,
+            Workload::ReadWriteMix(90),
+            Workload::MultiLock(4),
+            Workload::SemaphoreMutex,
+            Workload::Semaphore(3),
+        ] {
+            assert_eq!(w.to_string().parse::<Workload>(), Ok(w));
+        }
+        for bad in [
+            "",
+            "lock",
+            "rwmix:101",
+            "multi:0",
+            "sem:0",
+            "sem:x",
+            "mutex:1",
+        ] {
+            assert!(bad.parse::<Workload>().is_err(), "{bad}");
+        }
+        assert_eq!(Workload::ReadWriteMix(10).recipe(), Recipe::Rwlock);
+    }
+}

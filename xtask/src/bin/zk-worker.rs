@@ -51,6 +51,7 @@ use recipe_semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
 use xtask::bench::histogram::Histogram;
 use xtask::bench::procfs;
 use xtask::bench::sample::Sample;
+use xtask::recipe::Workload;
 use zk_client::{Client, CreateMode, CreateOptions};
 
 type Result<T> = std::result::Result<T, Box<dyn Error + Send + Sync>>;
@@ -320,7 +321,11 @@ async fn mutex_workload(args: &Args, release: Release) -> Result<(Histogram, u64
     let hist = Arc::new(Mutex::new(Histogram::new()));
     let mut tasks = Vec::with_capacity(clients.len());
     for (i, client) in clients.iter().enumerate() {
-        let taker = Taker::new(&args.workload, client, &args.path, i)?;
+        let workload = args
+            .workload
+            .strip_suffix("-drop")
+            .unwrap_or(&args.workload);
+        let taker = Taker::new(workload.parse::<Workload>()?, client, &args.path, i)?;
         tasks.push(tokio::spawn(lock_cycles(
             taker,
             release,
@@ -380,7 +385,7 @@ enum Taker {
 }
 
 impl Taker {
-    fn new(workload: &str, client: &Client, path: &str, index: usize) -> Result<Taker> {
+    fn new(workload: Workload, client: &Client, path: &str, index: usize) -> Result<Taker> {
         let rw = |read_pct: u64| -> Result<Taker> {
             Ok(Taker::ReadWrite {
                 lock: InterProcessReadWriteLock::new(client.clone(), path)?,
@@ -388,40 +393,23 @@ impl Taker {
                 rng: 0x9e37_79b9_7f4a_7c15 ^ (index as u64 + 1),
             })
         };
-        match workload {
-            "mutex" | "mutex-drop" => {
-                Ok(Taker::Mutex(InterProcessMutex::new(client.clone(), path)?))
+        Ok(match workload {
+            Workload::Mutex => Taker::Mutex(InterProcessMutex::new(client.clone(), path)?),
+            Workload::SemaphoreMutex => {
+                Taker::SemaphoreMutex(InterProcessSemaphoreMutex::new(client.clone(), path)?)
             }
-            "semmutex" | "semmutex-drop" => Ok(Taker::SemaphoreMutex(
-                InterProcessSemaphoreMutex::new(client.clone(), path)?,
-            )),
-            "read" => rw(100),
-            "write" => rw(0),
-            w => {
-                if let Some(pct) = w.strip_prefix("rwmix:") {
-                    return rw(pct.parse()?);
-                }
-                if let Some(n) = w.strip_prefix("sem:") {
-                    let n = n.strip_suffix("-drop").unwrap_or(n);
-                    return Ok(Taker::Semaphore(InterProcessSemaphoreV2::new(
-                        client.clone(),
-                        path,
-                        n.parse()?,
-                    )?));
-                }
-                if let Some(k) = w.strip_prefix("multi:") {
-                    let members: Vec<String> = (0..k.parse::<usize>()?)
-                        .map(|m| format!("{path}/{m}"))
-                        .collect();
-                    let refs: Vec<&str> = members.iter().map(String::as_str).collect();
-                    return Ok(Taker::Multi(InterProcessMultiLock::new(
-                        client.clone(),
-                        &refs,
-                    )?));
-                }
-                Err(format!("unknown workload `{w}`").into())
+            Workload::Read => rw(100)?,
+            Workload::Write => rw(0)?,
+            Workload::ReadWriteMix(pct) => rw(u64::from(pct))?,
+            Workload::Semaphore(n) => {
+                Taker::Semaphore(InterProcessSemaphoreV2::new(client.clone(), path, n)?)
             }
-        }
+            Workload::MultiLock(k) => {
+                let members: Vec<String> = (0..k).map(|m| format!("{path}/{m}")).collect();
+                let refs: Vec<&str> = members.iter().map(String::as_str).collect();
+                Taker::Multi(InterProcessMultiLock::new(client.clone(), &refs)?)
+            }
+        })
     }
 
     async fn cycle(&mut self, release: Release) -> Result<()> {

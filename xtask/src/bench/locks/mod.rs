@@ -58,6 +58,7 @@ use super::worker::{self, millis};
 use crate::deps::{self, Need};
 use crate::interop::CURATOR_JARS;
 use crate::java;
+use crate::recipe::Workload;
 use crate::zk::{ZkOptions, ZkServer};
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
@@ -130,8 +131,8 @@ pub enum Bench {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Case {
     label: String,
-    /// The workers' workload argument (`mutex`, `read`, `write`, `rwmix:90`, `multi:2`).
-    workload: &'static str,
+    /// The workers' workload (its argument: `mutex`, `read`, `write`, `rwmix:90`, `multi:2`).
+    workload: Workload,
     sessions: usize,
 }
 
@@ -164,23 +165,23 @@ impl Bench {
         match self {
             Bench::Mutex => sessions
                 .iter()
-                .map(|&n| case(&sessions_label(n), "mutex", n))
+                .map(|&n| case(&sessions_label(n), Workload::Mutex, n))
                 .collect(),
             Bench::ReadWrite => vec![
-                case("readers, 4 sessions", "read", 4),
-                case("readers, 16 sessions", "read", 16),
-                case("writers, 4 sessions", "write", 4),
-                case("90/10 mix, 16 sessions", "rwmix:90", 16),
+                case("readers, 4 sessions", Workload::Read, 4),
+                case("readers, 16 sessions", Workload::Read, 16),
+                case("writers, 4 sessions", Workload::Write, 4),
+                case("90/10 mix, 16 sessions", Workload::ReadWriteMix(90), 16),
             ],
             Bench::MultiLock => vec![
-                case("2 members, 4 sessions", "multi:2", 4),
-                case("4 members, 4 sessions", "multi:4", 4),
+                case("2 members, 4 sessions", Workload::MultiLock(2), 4),
+                case("4 members, 4 sessions", Workload::MultiLock(4), 4),
             ],
             Bench::Semaphore => vec![
-                case("semaphore-mutex, 1 session", "semmutex", 1),
-                case("semaphore-mutex, 4 sessions", "semmutex", 4),
-                case("3 leases, 4 sessions", "sem:3", 4),
-                case("3 leases, 16 sessions", "sem:3", 16),
+                case("semaphore-mutex, 1 session", Workload::SemaphoreMutex, 1),
+                case("semaphore-mutex, 4 sessions", Workload::SemaphoreMutex, 4),
+                case("3 leases, 4 sessions", Workload::Semaphore(3), 4),
+                case("3 leases, 16 sessions", Workload::Semaphore(3), 16),
             ],
         }
     }
@@ -190,7 +191,7 @@ impl Bench {
 /// contender (the 90/10 mix) did not finish here: at 16 sessions a contender was still
 /// blocked 60 s after the window (seen with kazoo 2.8.0); it runs the pure cases only.
 fn runs(lib: Lib, case: &Case) -> bool {
-    !(lib == Lib::Kazoo && case.workload.starts_with("rwmix"))
+    !(lib == Lib::Kazoo && matches!(case.workload, Workload::ReadWriteMix(_)))
 }
 
 /// The libraries compared.

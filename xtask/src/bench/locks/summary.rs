@@ -190,11 +190,13 @@ pub(super) fn cycles_bar(bench: Bench, case: &Case) -> Option<f64> {
             _ => None,
         },
         // An uncontended read is one round trip for us, two for Curator.
-        Bench::ReadWrite if case.workload == "read" => Some(1.5),
+        Bench::ReadWrite if case.workload == Workload::Read => Some(1.5),
         Bench::ReadWrite => Some(1.2),
         Bench::MultiLock => Some(1.5),
         // Two awaited round trips per acquisition where Curator awaits five.
-        Bench::Semaphore if case.workload == "semmutex" && case.sessions == 1 => Some(2.5),
+        Bench::Semaphore if case.workload == Workload::SemaphoreMutex && case.sessions == 1 => {
+            Some(2.5)
+        }
         Bench::Semaphore => Some(2.0),
     }
 }

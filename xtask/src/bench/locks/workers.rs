@@ -17,7 +17,7 @@ impl Workers {
     pub(super) fn command(
         &self,
         lib: Lib,
-        workload: &str,
+        workload: Workload,
         connect: &str,
         path: &str,
         sessions: usize,
@@ -32,7 +32,7 @@ impl Workers {
                 let workload = if lib == Lib::OursDrop {
                     format!("{workload}-drop")
                 } else {
-                    workload.to_owned()
+                    workload.to_string()
                 };
                 cmd.arg(connect)
                     .arg(workload)
@@ -52,7 +52,7 @@ impl Workers {
                     .arg(sessions.to_string())
                     .arg(warmup)
                     .arg(measure)
-                    .arg(workload);
+                    .arg(workload.to_string());
                 cmd
             }
             Lib::Kazoo => {
@@ -63,7 +63,7 @@ impl Workers {
                     .arg(sessions.to_string())
                     .arg(warmup)
                     .arg(measure)
-                    .arg(workload);
+                    .arg(workload.to_string());
                 cmd
             }
         }
