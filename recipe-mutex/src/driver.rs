@@ -281,10 +281,7 @@ pub fn guaranteed_delete(
     let first = client.delete(&path, None);
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         done(Ok(()));
-        return GuaranteedDelete {
-            task: None,
-            handle: None,
-        };
+        return GuaranteedDelete { wait: None };
     };
     let client = client.clone();
     let task = async move {
@@ -297,8 +294,7 @@ pub fn guaranteed_delete(
         done(result);
     };
     GuaranteedDelete {
-        task: Some(Box::pin(task)),
-        handle: Some(handle),
+        wait: Some((Box::pin(task), handle)),
     }
 }
 
@@ -306,20 +302,23 @@ pub fn guaranteed_delete(
 /// it before that hands the rest to a background task, so the delete finishes either way.
 #[must_use = "dropped, the delete goes on in a background task; await it to wait here"]
 pub struct GuaranteedDelete {
-    task: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
-    /// The runtime it was started on (a drop outside it still hands the task there).
-    handle: Option<tokio::runtime::Handle>,
+    /// The wait still to run, and the runtime it was started on (a drop outside that
+    /// runtime's context still hands it there). `None` once done, or without a runtime.
+    wait: Option<(BoxedWait, tokio::runtime::Handle)>,
 }
+
+/// The rest of a guaranteed delete: its reply, retries, and the `done` call.
+type BoxedWait = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 impl Future for GuaranteedDelete {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if let Some(task) = self.task.as_mut() {
+        if let Some((task, _)) = self.wait.as_mut() {
             if task.as_mut().poll(cx).is_pending() {
                 return Poll::Pending;
             }
-            self.task = None;
+            self.wait = None;
         }
         Poll::Ready(())
     }
@@ -327,7 +326,7 @@ impl Future for GuaranteedDelete {
 
 impl Drop for GuaranteedDelete {
     fn drop(&mut self) {
-        if let (Some(task), Some(handle)) = (self.task.take(), self.handle.as_ref()) {
+        if let Some((task, handle)) = self.wait.take() {
             drop(handle.spawn(task));
         }
     }

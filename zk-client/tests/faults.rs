@@ -419,11 +419,7 @@ async fn read_only_mode() {
     ens.kill(1).unwrap();
     ens.kill(2).unwrap();
     // The survivor has no quorum: it turns read-only.
-    let deadline = Instant::now() + BOUND;
-    while ens.mode(0).ok().flatten() != Some(zk_testkit::Mode::ReadOnly) {
-        assert!(Instant::now() < deadline, "member 0 never became read-only");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    tokio::task::block_in_place(|| ens.wait_mode(0, zk_testkit::Mode::ReadOnly, BOUND)).unwrap();
     // A client that accepts read-only servers gets a read-only session on the survivor.
     let ro = Client::builder()
         .hosts(ens.connect_string())

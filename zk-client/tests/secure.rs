@@ -431,14 +431,7 @@ async fn read_only_mode_over_tls_and_back_to_read_write() {
         ens.kill(1).unwrap();
         ens.kill(2).unwrap();
     });
-    let deadline = std::time::Instant::now() + WAIT;
-    while ens.mode(0).ok().flatten() != Some(zk_testkit::Mode::ReadOnly) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "member 0 never became read-only"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    tokio::task::block_in_place(|| ens.wait_mode(0, zk_testkit::Mode::ReadOnly, WAIT)).unwrap();
     let ro = builder(&hosts)
         .tls(tls)
         .can_be_read_only(true)

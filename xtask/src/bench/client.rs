@@ -30,6 +30,7 @@ use std::time::Duration;
 
 use super::procfs;
 use super::sample::Sample;
+use super::versions::{cpu_model, java_version};
 use super::worker::{build_release_bin, millis, run_worker};
 use crate::deps::{self, Need};
 use crate::java;
@@ -457,30 +458,6 @@ fn tls_cost(results: &[Run], hz: u64) -> String {
 fn target(what: &str, ratio: f64, met: bool) -> String {
     let verdict = if met { "met" } else { "NOT met" };
     format!("  {what:<30} {ratio:>7.3}x  {verdict}\n")
-}
-
-/// The CPU model from `/proc/cpuinfo`.
-fn cpu_model() -> Option<String> {
-    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    info.lines()
-        .find_map(|line| line.strip_prefix("model name"))
-        .and_then(|rest| rest.split_once(':'))
-        .map(|(_, model)| model.trim().to_owned())
-}
-
-/// The first line of `java -version`.
-fn java_version() -> String {
-    Command::new("java")
-        .arg("-version")
-        .output()
-        .ok()
-        .and_then(|out| {
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .next()
-                .map(str::to_owned)
-        })
-        .unwrap_or_else(|| "java".to_owned())
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ mod pin;
 pub mod procfs;
 mod report;
 pub mod sample;
+mod versions;
 pub(crate) mod worker;
 
 use std::error::Error;

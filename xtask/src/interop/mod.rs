@@ -181,6 +181,22 @@ pub fn run(cli: &crate::cli::Interop) -> Result<()> {
     crate::recipe_interop::run_and_report(&opts)
 }
 
+/// Makes sure Java, ZooKeeper and Curator are installed and the Curator worker
+/// (`java/CuratorRecipeWorker.java`, every recipe's Curator side) is compiled; its classpath.
+///
+/// # Errors
+/// A missing package or a failed compile.
+pub(crate) fn curator_worker() -> Result<String> {
+    deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator])?;
+    let classpath = java::jars(&CURATOR_JARS);
+    let classes = java::compile(
+        "CuratorRecipeWorker",
+        &[java::java_dir().join("CuratorRecipeWorker.java")],
+        &classpath,
+    )?;
+    Ok(format!("{}:{classpath}", classes.display()))
+}
+
 /// Runs Curator's `InterProcessMutex` against ours on one fresh server for
 /// `opts.seconds` and returns what both sides counted; progress goes to stderr. It does not
 /// judge the outcome: see [`MutexTotals::failure`].
@@ -190,14 +206,7 @@ pub fn run(cli: &crate::cli::Interop) -> Result<()> {
 /// start, a side that fails to start or connect, or one that does not finish in time (it is
 /// killed).
 pub fn run_mutex(opts: &InteropOptions) -> Result<MutexTotals> {
-    deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator])?;
-    let classpath = java::jars(&CURATOR_JARS);
-    let classes = java::compile(
-        "CuratorRecipeWorker",
-        &[java::java_dir().join("CuratorRecipeWorker.java")],
-        &classpath,
-    )?;
-    let java_classpath = format!("{}:{classpath}", classes.display());
+    let java_classpath = curator_worker()?;
     let rust_worker = match &opts.rust_side {
         RustSide::ReleaseProcess => {
             eprintln!("interop mutex: building zk-worker (release)...");

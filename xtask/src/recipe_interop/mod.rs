@@ -37,9 +37,7 @@ use recipe_rwlock::InterProcessReadWriteLock;
 use recipe_semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
 use zk_client::Client;
 
-use crate::deps::{self, Need};
-use crate::interop::{CURATOR_JARS, Counts, TempDir, connect_clients};
-use crate::java;
+use crate::interop::{Counts, TempDir, connect_clients};
 use crate::worker_process::WorkerProcess;
 use crate::zk::ZkServer;
 
@@ -174,19 +172,13 @@ pub fn run_and_report(opts: &Options) -> Result<()> {
 /// Missing Java, ZooKeeper or Curator, a failed compile, a server that does not start, a side
 /// that fails to start, connect or finish in time.
 pub fn run(opts: &Options) -> Result<Totals> {
-    deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator])?;
-    let classpath = java::jars(&CURATOR_JARS);
-    let classes = java::compile(
-        "CuratorRecipeWorker",
-        &[java::java_dir().join("CuratorRecipeWorker.java")],
-        &classpath,
-    )?;
+    let classpath = crate::interop::curator_worker()?;
     let dir = TempDir::new(opts.recipe.name())?;
     let server = ZkServer::start()?;
     let run_for = Duration::from_secs(opts.seconds);
     let mut java = Command::new("java");
     java.arg("-cp")
-        .arg(format!("{}:{classpath}", classes.display()))
+        .arg(&classpath)
         .arg("CuratorRecipeWorker")
         .arg(opts.recipe.name())
         .arg(server.connect_string())

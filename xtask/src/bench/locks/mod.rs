@@ -64,7 +64,7 @@ use crate::zk::{ZkOptions, ZkServer};
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
 /// The Python that has kazoo (Debian's `python3-kazoo`).
-const PYTHON: &str = "/usr/bin/python3";
+pub(crate) const PYTHON: &str = "/usr/bin/python3";
 
 /// How long a worker may take beyond its warm-up and window (start, connect all its
 /// sessions, finish the cycles in progress, close).
@@ -439,16 +439,15 @@ fn sessions_label(n: usize) -> String {
 
 mod page;
 mod summary;
-mod versions;
 mod workers;
 
 use page::{charts, report_page};
 use workers::{Workers, run_worker};
 
+use super::versions::{cpu_model, jar_version, java_version, kazoo_version, python_version};
 #[cfg(test)]
 use summary::median;
 use summary::{Run, Summary, median_of, ratios, table, targets};
-use versions::{cpu_model, jar_version, java_version, kazoo_version, python_version};
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

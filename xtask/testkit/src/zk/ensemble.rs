@@ -524,6 +524,27 @@ impl Ensemble {
         }
     }
 
+    /// Waits up to `timeout` until member `i` reports `mode` (`srvr`), e.g. a quorum's
+    /// survivor turning read-only.
+    ///
+    /// # Errors
+    /// `InvalidInput` for a bad index; `TimedOut`, with the member's state, when time runs
+    /// out.
+    pub fn wait_mode(&self, i: usize, mode: Mode, timeout: Duration) -> io::Result<()> {
+        self.checked(i)?;
+        let deadline = Instant::now() + timeout;
+        while self.mode(i).ok().flatten() != Some(mode) {
+            if Instant::now() >= deadline {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("not {mode:?} within {timeout:?}: {}", self.describe(i)),
+                ));
+            }
+            thread::sleep(POLL_INTERVAL);
+        }
+        Ok(())
+    }
+
     /// "member i: <mode | no mode | down | paused>" for messages.
     fn describe(&self, i: usize) -> String {
         let Some(member) = self.members.get(i) else {

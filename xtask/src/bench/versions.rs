@@ -1,9 +1,12 @@
-//! What the report says about the machine and the libraries' versions.
+//! What the benchmarks' reports say about the machine and the libraries' versions.
 
-use super::*;
+use std::process::Command;
+
+use super::locks::PYTHON;
+use crate::java;
 
 /// The CPU model from `/proc/cpuinfo`.
-pub(super) fn cpu_model() -> Option<String> {
+pub(crate) fn cpu_model() -> Option<String> {
     let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
     info.lines()
         .find_map(|line| line.strip_prefix("model name"))
@@ -13,7 +16,7 @@ pub(super) fn cpu_model() -> Option<String> {
 
 /// The version in the name of the file behind `/usr/share/java/<name>.jar` (a symlink to
 /// `<name>-<version>.jar` on Debian).
-pub(super) fn jar_version(name: &str) -> Option<String> {
+pub(crate) fn jar_version(name: &str) -> Option<String> {
     let target = std::fs::read_link(java::jar(name)).ok()?;
     let file = target.file_name()?.to_str()?;
     file.strip_prefix(&format!("{name}-"))?
@@ -22,7 +25,7 @@ pub(super) fn jar_version(name: &str) -> Option<String> {
 }
 
 /// The first line of `java -version`.
-pub(super) fn java_version() -> String {
+pub(crate) fn java_version() -> String {
     Command::new("java")
         .arg("-version")
         .output()
@@ -37,7 +40,7 @@ pub(super) fn java_version() -> String {
 }
 
 /// kazoo's version, from the Python that runs it.
-pub(super) fn kazoo_version() -> Option<String> {
+pub(crate) fn kazoo_version() -> Option<String> {
     let out = Command::new(PYTHON)
         .args([
             "-c",
@@ -51,7 +54,7 @@ pub(super) fn kazoo_version() -> Option<String> {
 }
 
 /// `Python 3.x.y` of [`PYTHON`].
-pub(super) fn python_version() -> String {
+pub(crate) fn python_version() -> String {
     Command::new(PYTHON)
         .arg("--version")
         .output()
