@@ -2,12 +2,15 @@
 //! told apart.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
+use tokio_rustls::rustls::client::ResolvesClientCert;
 use tokio_rustls::rustls::pki_types::ServerName;
-use tokio_rustls::rustls::{self, AlertDescription, CertificateError};
+use tokio_rustls::rustls::{self, AlertDescription, CertificateError, SignatureScheme, sign};
 
 use super::connect::{BoxFuture, Connect, tcp};
 use crate::tls::TlsConfig;
@@ -18,17 +21,57 @@ pub(crate) struct TlsConnect {
     connector: TlsConnector,
     config: TlsConfig,
     identity: bool,
+    /// Whether the server of the latest handshake asked for a client certificate (see
+    /// [`NoteRequest`]).
+    asked: Arc<AtomicBool>,
 }
 
 impl TlsConnect {
     /// The connector for `config`.
     pub(crate) fn new(config: TlsConfig) -> Result<Self, Error> {
-        let rustls = config.build()?;
+        let built = config.build()?;
+        let asked = Arc::new(AtomicBool::new(false));
+        let mut rustls = (*built).clone();
+        rustls.client_auth_cert_resolver = Arc::new(NoteRequest {
+            inner: built.client_auth_cert_resolver.clone(),
+            asked: asked.clone(),
+        });
         Ok(Self {
-            connector: TlsConnector::from(rustls),
+            connector: TlsConnector::from(Arc::new(rustls)),
             identity: config.has_identity(),
             config,
+            asked,
         })
+    }
+}
+
+/// The configured client-certificate resolver, noting whether a server asked for a
+/// certificate: servers answer a missing one with differing alerts (`bad_certificate`,
+/// `certificate_required`, and newer JDKs `handshake_failure`, which also means no common
+/// cipher or version), so the request itself is what tells the cases apart. Connections of a
+/// session are made one at a time (a read-write probe aside, which at worst blurs a message).
+#[derive(Debug)]
+struct NoteRequest {
+    inner: Arc<dyn ResolvesClientCert>,
+    asked: Arc<AtomicBool>,
+}
+
+impl ResolvesClientCert for NoteRequest {
+    fn resolve(
+        &self,
+        root_hint_subjects: &[&[u8]],
+        sigschemes: &[SignatureScheme],
+    ) -> Option<Arc<sign::CertifiedKey>> {
+        self.asked.store(true, Ordering::Relaxed);
+        self.inner.resolve(root_hint_subjects, sigschemes)
+    }
+
+    fn only_raw_public_keys(&self) -> bool {
+        self.inner.only_raw_public_keys()
+    }
+
+    fn has_certs(&self) -> bool {
+        self.inner.has_certs()
     }
 }
 
@@ -49,16 +92,18 @@ impl Connect for TlsConnect {
             None => Ok(ServerName::IpAddress(addr.ip().into())),
         };
         let (connector, identity) = (self.connector.clone(), self.identity);
+        let asked = self.asked.clone();
         Box::pin(async move {
             let name = name?;
             let expected = name.to_str().into_owned();
             let stream = tcp(addr).await?;
+            asked.store(false, Ordering::Relaxed);
             connector
                 .connect(name, stream)
                 .await
                 .map_err(|e| Error::Tls {
                     server,
-                    failure: classify(&e, &expected, identity),
+                    failure: classify(&e, &expected, identity, asked.load(Ordering::Relaxed)),
                 })
         })
     }
@@ -70,13 +115,26 @@ impl Connect for TlsConnect {
             .and_then(|inner| inner.downcast_ref::<rustls::Error>())?;
         Some(Error::Tls {
             server: addr.to_string(),
-            failure: classify(error, "", self.identity),
+            failure: classify(error, "", self.identity, self.asked.load(Ordering::Relaxed)),
         })
     }
 }
 
-/// What a failed handshake means, in the user's terms.
-pub(crate) fn classify(e: &std::io::Error, expected: &str, identity: bool) -> TlsFailure {
+/// What a failed handshake means, in the user's terms. `identity`: we have a client
+/// certificate to present; `asked`: the server asked for one.
+pub(crate) fn classify(
+    e: &std::io::Error,
+    expected: &str,
+    identity: bool,
+    asked: bool,
+) -> TlsFailure {
+    let about_our_certificate = || {
+        if identity {
+            TlsFailure::ClientCertificateRefused
+        } else {
+            TlsFailure::ClientCertificateRequired
+        }
+    };
     let inner = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
     match inner {
         Some(rustls::Error::InvalidCertificate(c)) => match c {
@@ -99,12 +157,10 @@ pub(crate) fn classify(e: &std::io::Error, expected: &str, identity: bool) -> Tl
             | AlertDescription::UnsupportedCertificate
             | AlertDescription::CertificateRevoked
             | AlertDescription::CertificateExpired,
-        )) => {
-            if identity {
-                TlsFailure::ClientCertificateRefused
-            } else {
-                TlsFailure::ClientCertificateRequired
-            }
+        )) => about_our_certificate(),
+        // A generic refusal: about our certificate only if the server asked for one.
+        Some(rustls::Error::AlertReceived(AlertDescription::HandshakeFailure)) if asked => {
+            about_our_certificate()
         }
         Some(rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. }) => {
             TlsFailure::NotTls
@@ -131,12 +187,12 @@ mod tests {
         let unknown = wrap(rustls::Error::InvalidCertificate(
             CertificateError::UnknownIssuer,
         ));
-        assert_eq!(classify(&unknown, "h", false), TlsFailure::UnknownCa);
+        assert_eq!(classify(&unknown, "h", false, false), TlsFailure::UnknownCa);
         let name = wrap(rustls::Error::InvalidCertificate(
             CertificateError::NotValidForName,
         ));
         assert_eq!(
-            classify(&name, "zk.example", false),
+            classify(&name, "zk.example", false, false),
             TlsFailure::NameMismatch {
                 expected: "zk.example".into()
             }
@@ -145,18 +201,31 @@ mod tests {
             AlertDescription::BadCertificate,
         ));
         assert_eq!(
-            classify(&alert, "h", false),
+            classify(&alert, "h", false, true),
             TlsFailure::ClientCertificateRequired
         );
         assert_eq!(
-            classify(&alert, "h", true),
+            classify(&alert, "h", true, true),
             TlsFailure::ClientCertificateRefused
         );
         let eof = std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
-        assert_eq!(classify(&eof, "h", false), TlsFailure::NotTls);
+        assert_eq!(classify(&eof, "h", false, false), TlsFailure::NotTls);
         let garbage = wrap(rustls::Error::InvalidMessage(
             rustls::InvalidMessage::InvalidContentType,
         ));
-        assert_eq!(classify(&garbage, "h", false), TlsFailure::NotTls);
+        assert_eq!(classify(&garbage, "h", false, false), TlsFailure::NotTls);
+        // Newer JDKs refuse a missing client certificate with handshake_failure: ours only
+        // when the server asked for one (else: no common cipher or version, say).
+        let refused = wrap(rustls::Error::AlertReceived(
+            AlertDescription::HandshakeFailure,
+        ));
+        assert_eq!(
+            classify(&refused, "h", false, true),
+            TlsFailure::ClientCertificateRequired
+        );
+        assert!(matches!(
+            classify(&refused, "h", false, false),
+            TlsFailure::Handshake(_)
+        ));
     }
 }
