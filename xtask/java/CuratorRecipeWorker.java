@@ -1,47 +1,51 @@
-// The Curator side of every `cargo xtask interop <recipe>` (xtask/src/interop/ for the mutex,
-// xtask/src/recipe_interop/ for the others): Apache Curator 5.4's InterProcessMutex,
-// InterProcessReadWriteLock, InterProcessMultiLock, InterProcessSemaphoreV2 or
-// InterProcessSemaphoreMutex contending with ours on the same paths. One worker, a recipe
-// switch: the sessions, the READY/GO handshake, the watchdogs and the counts are shared.
+// The Curator side of every `cargo xtask interop <recipe>` (xtask/src/interop/): Apache
+// Curator 5.4's InterProcessMutex, InterProcessReadWriteLock, InterProcessMultiLock,
+// InterProcessSemaphoreV2 or InterProcessSemaphoreMutex contending with ours on the same
+// paths. One worker, a recipe switch: the sessions, the READY/GO handshake, the watchdogs, the
+// counts and the holds are shared. Its arguments are our worker's, in the same order
+// (xtask/src/interop/ours/mod.rs, WorkerConfig):
 //
 //   java -cp <classes>:<curator and zookeeper jars> CuratorRecipeWorker \
-//       <rwlock|multilock|semaphore|semaphore-mutex> <connect> <lock path> <clients> <run ms>
-//       <marker dir> [<leases>]
-//   java ... CuratorRecipeWorker mutex <connect> <lock path> <clients> <run ms> <marker file>
-//       <log file>
+//       <mutex|rwlock|multilock|semaphore|semaphore-mutex> <connect> <lock path> <clients>
+//       <run ms> <dir> <leases>
 //
 // Starts <clients> threads, each with its own CuratorFramework (its own session). When every
 // client is connected it prints "READY" and waits for "GO" on stdin; then each thread loops
-// for <run ms>: acquire (the time left as timeout) -> enter the critical section -> hold a
-// random 0.2..3 ms -> leave -> release. The critical section is checked with files in
-// <marker dir>, shared with our side (the same rules, src/recipe_interop.rs):
+// for <run ms>: acquire (the time left as timeout) -> hold a random 0.2..3 ms -> release, and
+// records each hold; at the end each thread writes its holds to <dir>/holds-java-<i>, one line
+// each (xtask/src/interop/holds.rs):
 //
-//   rwlock, writer: create "W" exclusively (exists: two writers), then no "R-*" may exist
-//   rwlock, reader: create "R-<name>", then "W" may not exist
-//   multilock:      create "M-<k>" exclusively for each member k held
-//   semaphore(-mutex): for each lease held, create the first "S-<k>" (k < leases) that does
-//                   not exist; none left means more holders than leases
-//   mutex:          create <marker file> exclusively (it exists: another holder is inside),
-//                   and append "java-<i> <n> <lock node name> - <ok|OVERLAP> <unix µs>" to
-//                   <log file> (one write), from which the harness checks the lock order
+//   HOLD who=java-<i> n=<its acquisition count> on=<lock|member-<k>|leases> mode=<x|r|w|lease>
+//        from=<ns> to=<ns> node=<lock node name or -> token=-
 //
-// A broken rule is a violation, counted and reported on stderr. Curator's side never
-// downgrades (Curator 5.4's downgrade lets a queued writer in: CURATOR-621); ours does. At
-// the end it prints one line
+// `from` is taken after the acquire returned and `to` before the release is called, on the
+// clock our side uses too: the wall clock read once at the start (Instant.now(), ns) plus
+// System.nanoTime()'s progress since (CLOCK_MONOTONIC, the same kernel clock as Rust's
+// Instant). The harness checks both sides' holds against the recipe's rule. What is held:
 //
-//   COUNTS side=java clients=<n> acquisitions=<n> violations=<n> errors=<n>
+//   mutex:           on=lock mode=x (with the lock node's name)
+//   rwlock:          on=lock mode=r (70%) or mode=w (30%); never a downgrade (Curator 5.4's
+//                    downgrade lets a queued writer in: CURATOR-621); ours downgrades
+//   multilock:       a random non-empty subset of <path>/0..2 in the canonical (sorted) order;
+//                    on=member-<k> mode=x for each member k held
+//   semaphore:       on=leases mode=lease, one lease per ask (see semaphoreLoop)
+//   semaphore-mutex: on=lock mode=lease
+//
+// At the end it prints one line
+//
+//   COUNTS side=java clients=<n> acquisitions=<n> errors=<n>
 //
 // and exits 0; a setup failure prints "ERROR <message>" and exits 1. It halts when stdin
 // ends (the harness went away), and by itself 120 s after the end of its run.
 
 import java.io.BufferedReader;
 import java.io.File;
-import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -61,10 +65,12 @@ import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public final class CuratorRecipeWorker {
     private static final AtomicLong ACQUISITIONS = new AtomicLong();
-    private static final AtomicLong VIOLATIONS = new AtomicLong();
     private static final AtomicLong ERRORS = new AtomicLong();
     /** Members of the multi-lock: <path>/0, <path>/1, <path>/2. */
     private static final int MEMBERS = 3;
+    /** The holds' clock: the wall clock once, in ns, and the monotonic clock then. */
+    private static long wall0;
+    private static long mono0;
 
     /** Curator's mutex, exposing the holder's lock node (protected getLockPath). */
     static final class Mutex extends InterProcessMutex {
@@ -74,8 +80,46 @@ public final class CuratorRecipeWorker {
 
         String ourNode() {
             String path = getLockPath();
-            return path == null ? "?" : path.substring(path.lastIndexOf('/') + 1);
+            return path == null ? "-" : path.substring(path.lastIndexOf('/') + 1);
         }
+    }
+
+    /** One client's holds, written to <dir>/holds-<name> at the end. */
+    static final class Holds {
+        final String name;
+        final StringBuilder lines = new StringBuilder();
+        long n;
+
+        Holds(String name) {
+            this.name = name;
+        }
+
+        /** Counts an acquisition; its number. */
+        long acquired() {
+            ACQUISITIONS.incrementAndGet();
+            return ++n;
+        }
+
+        void record(long n, String on, String mode, long from, long to, String node) {
+            lines.append("HOLD who=").append(name).append(" n=").append(n)
+                .append(" on=").append(on).append(" mode=").append(mode)
+                .append(" from=").append(from).append(" to=").append(to)
+                .append(" node=").append(node).append(" token=-\n");
+        }
+
+        void write(File dir) {
+            try {
+                Files.write(new File(dir, "holds-" + name).toPath(),
+                    lines.toString().getBytes(StandardCharsets.UTF_8));
+            } catch (IOException e) {
+                error(name, "writing its holds", e);
+            }
+        }
+    }
+
+    /** The holds' clock: ns since the Unix epoch. */
+    static long now() {
+        return wall0 + (System.nanoTime() - mono0);
     }
 
     public static void main(String[] args) {
@@ -91,25 +135,22 @@ public final class CuratorRecipeWorker {
     }
 
     private static void run(String[] args) throws Exception {
-        String recipe = args.length > 0 ? args[0] : "";
-        boolean mutex = recipe.equals("mutex");
-        if (mutex ? args.length != 7 : (args.length != 6 && args.length != 7)) {
+        if (args.length != 7) {
             throw new IllegalArgumentException("usage: CuratorRecipeWorker "
-                + "<rwlock|multilock|semaphore|semaphore-mutex> "
-                + "<connect> <lock path> <clients> <run ms> <marker dir> [<leases>], or "
-                + "mutex <connect> <lock path> <clients> <run ms> <marker file> <log file>");
+                + "<mutex|rwlock|multilock|semaphore|semaphore-mutex> "
+                + "<connect> <lock path> <clients> <run ms> <dir> <leases>");
         }
+        String recipe = args[0];
         if (!List.of("mutex", "rwlock", "multilock", "semaphore", "semaphore-mutex")
                 .contains(recipe)) {
             throw new IllegalArgumentException("unknown recipe " + recipe);
         }
-        int leases = !mutex && args.length == 7 ? Integer.parseInt(args[6]) : 3;
-        File log = mutex ? new File(args[6]) : null;
         String connect = args[1];
         String path = args[2];
         int clients = Integer.parseInt(args[3]);
         long runMs = Long.parseLong(args[4]);
         File dir = new File(args[5]);
+        int leases = Integer.parseInt(args[6]);
 
         List<CuratorFramework> sessions = new ArrayList<>();
         for (int i = 0; i < clients; i++) {
@@ -129,6 +170,9 @@ public final class CuratorRecipeWorker {
         if (line == null || !line.trim().equals("GO")) {
             throw new IOException("expected GO on stdin, got " + line);
         }
+        java.time.Instant wall = java.time.Instant.now();
+        mono0 = System.nanoTime();
+        wall0 = wall.getEpochSecond() * 1_000_000_000L + wall.getNano();
         long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(runMs);
         Thread watchdog = new Thread(() -> {
             try {
@@ -154,29 +198,32 @@ public final class CuratorRecipeWorker {
 
         List<Thread> threads = new ArrayList<>();
         for (int i = 0; i < clients; i++) {
-            String name = "java-" + i;
+            Holds holds = new Holds("java-" + i);
             CuratorFramework client = sessions.get(i);
             Runnable body;
             switch (recipe) {
                 case "mutex":
-                    body = () -> mutexLoop(name, new Mutex(client, path), end, dir, log);
+                    body = () -> mutexLoop(holds, new Mutex(client, path), end);
                     break;
                 case "rwlock":
-                    body = () -> rwLoop(name, new InterProcessReadWriteLock(client, path), end, dir);
+                    body = () -> rwLoop(holds, new InterProcessReadWriteLock(client, path), end);
                     break;
                 case "multilock":
-                    body = () -> multiLoop(name, client, path, end, dir);
+                    body = () -> multiLoop(holds, client, path, end);
                     break;
                 case "semaphore":
-                    body = () -> semaphoreLoop(name,
-                        new InterProcessSemaphoreV2(client, path, leases), leases, end, dir);
+                    body = () -> semaphoreLoop(holds,
+                        new InterProcessSemaphoreV2(client, path, leases), end);
                     break;
                 default:
-                    body = () -> semaphoreMutexLoop(name,
-                        new InterProcessSemaphoreMutex(client, path), end, dir);
+                    body = () -> semaphoreMutexLoop(holds,
+                        new InterProcessSemaphoreMutex(client, path), end);
                     break;
             }
-            Thread t = new Thread(body, name);
+            Thread t = new Thread(() -> {
+                body.run();
+                holds.write(dir);
+            }, holds.name);
             t.start();
             threads.add(t);
         }
@@ -188,85 +235,35 @@ public final class CuratorRecipeWorker {
         }
         System.out.println("COUNTS side=java clients=" + clients
             + " acquisitions=" + ACQUISITIONS.get()
-            + " violations=" + VIOLATIONS.get()
             + " errors=" + ERRORS.get());
     }
 
-    /** The mutex: `marker` is one file, and every acquisition is logged with its lock node. */
-    private static void mutexLoop(String name, Mutex mutex, long end, File marker, File log) {
-        long n = 0;
-        try (FileOutputStream out = new FileOutputStream(log, true)) {
-            while (take(name, mutex, end)) {
-                n++;
-                try {
-                    mutexCritical(name, n, mutex.ourNode(), marker, out);
-                } catch (IOException e) {
-                    error(name, "critical section", e);
-                } finally {
-                    release(name, mutex);
-                }
-            }
-        } catch (IOException e) {
-            error(name, "opening the log", e);
+    private static void mutexLoop(Holds holds, Mutex mutex, long end) {
+        while (take(holds.name, mutex, end)) {
+            long n = holds.acquired();
+            long from = now();
+            hold();
+            holds.record(n, "lock", "x", from, now(), mutex.ourNode());
+            release(holds.name, mutex);
         }
     }
 
-    private static void mutexCritical(String name, long n, String node, File marker,
-            FileOutputStream log) throws IOException {
-        boolean created = marker.createNewFile();
-        if (created) {
-            Files.write(marker.toPath(), (name + " " + node).getBytes(StandardCharsets.UTF_8));
-        } else {
-            String other;
-            try {
-                other = new String(Files.readAllBytes(marker.toPath()), StandardCharsets.UTF_8);
-            } catch (IOException e) {
-                other = "(unreadable: " + e + ")";
-            }
-            violation(name + " holds " + node + " (acquisition " + n
-                + ") but the marker exists, written by: "
-                + (other.isEmpty() ? "(empty: its holder has just created it)" : other));
-        }
-        String flag = created ? "ok" : "OVERLAP";
-        java.time.Instant now = java.time.Instant.now();
-        long micros = now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
-        log.write((name + " " + n + " " + node + " - " + flag + " " + micros + "\n")
-            .getBytes(StandardCharsets.UTF_8));
-        hold();
-        if (created && !marker.delete()) {
-            violation(name + " holds " + node
-                + " but its marker was gone when it came to delete it");
-        }
-    }
-
-    private static void rwLoop(String name, InterProcessReadWriteLock rw, long end, File dir) {
+    private static void rwLoop(Holds holds, InterProcessReadWriteLock rw, long end) {
         while (true) {
             boolean write = ThreadLocalRandom.current().nextInt(10) < 3;
             InterProcessLock lock = write ? rw.writeLock() : rw.readLock();
-            if (!take(name, lock, end)) {
+            if (!take(holds.name, lock, end)) {
                 return;
             }
-            try {
-                if (write) {
-                    writerEnter(name, dir);
-                    hold();
-                    leave(new File(dir, "W"));
-                } else {
-                    File mine = new File(dir, "R-" + name);
-                    readerEnter(name, mine, dir);
-                    hold();
-                    leave(mine);
-                }
-            } catch (IOException e) {
-                error(name, "critical section", e);
-            } finally {
-                release(name, lock);
-            }
+            long n = holds.acquired();
+            long from = now();
+            hold();
+            holds.record(n, "lock", write ? "w" : "r", from, now(), "-");
+            release(holds.name, lock);
         }
     }
 
-    private static void multiLoop(String name, CuratorFramework client, String path, long end,
-            File dir) {
+    private static void multiLoop(Holds holds, CuratorFramework client, String path, long end) {
         while (true) {
             // A random non-empty subset, in the canonical order (sorted paths) ours uses.
             List<String> members = new ArrayList<>();
@@ -282,33 +279,21 @@ public final class CuratorRecipeWorker {
                 ks.add(0);
             }
             InterProcessMultiLock lock = new InterProcessMultiLock(client, members);
-            if (!take(name, lock, end)) {
+            if (!take(holds.name, lock, end)) {
                 return;
             }
-            List<File> mine = new ArrayList<>();
-            try {
-                for (int k : ks) {
-                    File marker = new File(dir, "M-" + k);
-                    if (marker.createNewFile()) {
-                        mine.add(marker);
-                    } else {
-                        violation(name + " holds member " + k + " but its marker exists");
-                    }
-                }
-                hold();
-                for (File marker : mine) {
-                    leave(marker);
-                }
-            } catch (IOException e) {
-                error(name, "critical section", e);
-            } finally {
-                release(name, lock);
+            long n = holds.acquired();
+            long from = now();
+            hold();
+            long to = now();
+            for (int k : ks) {
+                holds.record(n, "member-" + k, "x", from, to, "-");
             }
+            release(holds.name, lock);
         }
     }
 
-    private static void semaphoreLoop(String name, InterProcessSemaphoreV2 semaphore, int leases,
-            long end, File dir) {
+    private static void semaphoreLoop(Holds holds, InterProcessSemaphoreV2 semaphore, long end) {
         while (true) {
             long left = end - System.nanoTime();
             if (left <= 0) {
@@ -318,66 +303,39 @@ public final class CuratorRecipeWorker {
             // while it waits for the inner lock to take the next, and with a few clients that
             // deadlocks within seconds (each holding part of what it needs). Ours asks for
             // two at times (all or none, under one hold of the inner lock).
-            int qty = 1;
-            java.util.Collection<Lease> held;
+            Collection<Lease> held;
             try {
-                held = semaphore.acquire(qty, TimeUnit.NANOSECONDS.toMillis(left),
+                held = semaphore.acquire(1, TimeUnit.NANOSECONDS.toMillis(left),
                     TimeUnit.MILLISECONDS);
             } catch (Exception e) {
-                error(name, "acquire", e);
+                error(holds.name, "acquire", e);
                 continue;
             }
             if (held == null) {
                 return;
             }
-            ACQUISITIONS.incrementAndGet();
-            List<File> mine = new ArrayList<>();
-            try {
-                for (int i = 0; i < held.size(); i++) {
-                    File slot = enterSlot(name, dir, leases);
-                    if (slot != null) {
-                        mine.add(slot);
-                    }
-                }
-                hold();
-                for (File slot : mine) {
-                    leave(slot);
-                }
-            } catch (IOException e) {
-                error(name, "critical section", e);
-            } finally {
-                semaphore.returnAll(held);
+            long n = holds.acquired();
+            long from = now();
+            hold();
+            long to = now();
+            for (Lease lease : held) {
+                String node = lease.getNodeName();
+                holds.record(n, "leases", "lease", from, to,
+                    node == null ? "-" : node.substring(node.lastIndexOf('/') + 1));
             }
+            semaphore.returnAll(held);
         }
     }
 
-    private static void semaphoreMutexLoop(String name, InterProcessSemaphoreMutex lock, long end,
-            File dir) {
-        while (take(name, lock, end)) {
-            try {
-                File slot = enterSlot(name, dir, 1);
-                hold();
-                if (slot != null) {
-                    leave(slot);
-                }
-            } catch (IOException e) {
-                error(name, "critical section", e);
-            } finally {
-                release(name, lock);
-            }
+    private static void semaphoreMutexLoop(Holds holds, InterProcessSemaphoreMutex lock,
+            long end) {
+        while (take(holds.name, lock, end)) {
+            long n = holds.acquired();
+            long from = now();
+            hold();
+            holds.record(n, "lock", "lease", from, now(), "-");
+            release(holds.name, lock);
         }
-    }
-
-    /** Takes the first free slot of `leases`; none free is a violation (null). */
-    private static File enterSlot(String name, File dir, int leases) throws IOException {
-        for (int k = 0; k < leases; k++) {
-            File slot = new File(dir, "S-" + k);
-            if (slot.createNewFile()) {
-                return slot;
-            }
-        }
-        violation(name + " holds a lease but all " + leases + " slots are taken");
-        return null;
     }
 
     /** Acquires with the time left; false when the run is over. */
@@ -388,40 +346,15 @@ public final class CuratorRecipeWorker {
                 return false;
             }
             try {
-                if (lock.acquire(TimeUnit.NANOSECONDS.toMillis(left), TimeUnit.MILLISECONDS)) {
-                    ACQUISITIONS.incrementAndGet();
-                    return true;
-                }
-                return false;
+                return lock.acquire(TimeUnit.NANOSECONDS.toMillis(left), TimeUnit.MILLISECONDS);
             } catch (Exception e) {
                 error(name, "acquire", e);
             }
         }
     }
 
-    private static void writerEnter(String name, File dir) throws IOException {
-        if (!new File(dir, "W").createNewFile()) {
-            violation(name + " writes but another writer's marker exists");
-        }
-        String[] readers = dir.list((d, n) -> n.startsWith("R-"));
-        if (readers != null && readers.length > 0) {
-            violation(name + " writes while readers are inside: " + String.join(",", readers));
-        }
-    }
-
-    private static void readerEnter(String name, File mine, File dir) throws IOException {
-        mine.createNewFile();
-        if (new File(dir, "W").exists()) {
-            violation(name + " reads while a writer is inside");
-        }
-    }
-
     private static void hold() {
         LockSupport.parkNanos(ThreadLocalRandom.current().nextLong(200_000, 3_000_000));
-    }
-
-    private static void leave(File marker) {
-        marker.delete();
     }
 
     private static void release(String name, InterProcessLock lock) {
@@ -430,11 +363,6 @@ public final class CuratorRecipeWorker {
         } catch (Exception e) {
             error(name, "release", e);
         }
-    }
-
-    private static void violation(String what) {
-        VIOLATIONS.incrementAndGet();
-        System.err.println("VIOLATION " + what);
     }
 
     private static void error(String name, String what, Exception e) {

@@ -157,7 +157,7 @@ pub struct Interop {
     /// Another path for Curator only: a negative control that must report violations.
     #[arg(long, value_parser = zk_path)]
     pub java_path: Option<String>,
-    /// Run our side in this process (mutex only; default: a release process of its own).
+    /// Run our side in this process (default: a release `zk-worker` process of its own).
     #[arg(long)]
     pub in_process: bool,
     /// The semaphore's leases.

@@ -12,7 +12,6 @@ pub mod demo;
 pub mod interop;
 pub mod line;
 pub mod recipe;
-pub mod recipe_interop;
 pub mod stress;
 pub mod suite;
 pub mod wire;

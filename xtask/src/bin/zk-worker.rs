@@ -2,14 +2,15 @@
 //! `bench` for `cargo xtask bench` (one workload with zk-client or a recipe, so that its CPU
 //! time and memory are its own; the Java sides are `java/JavaClientBench.java` and
 //! `java/CuratorMutexBench.java`, kazoo's is `python/kazoo_lock_bench.py`), `interop` for
-//! `cargo xtask interop mutex` ([`xtask::interop::process_main`]; Curator's side is
-//! `java/CuratorRecipeWorker.java mutex`). The lines it prints are [`xtask::line`]'s.
+//! `cargo xtask interop <recipe>` ([`xtask::interop::process_main`]: every recipe's body, a
+//! recipe switch; Curator's side is `java/CuratorRecipeWorker.java`, with the same
+//! arguments). The lines it prints are [`xtask::line`]'s.
 //!
 //! ```text
 //! zk-worker bench <connect> <create|get> <warmup ms> <measure ms> <path>
 //! zk-worker bench <connect> <mutex|mutex-drop> <warmup ms> <measure ms> <path> <sessions>
 //! zk-worker bench <connect> <read|write|rwmix:P|multi:K|semmutex|sem:N> <warmup ms> <measure ms> <path> <sessions>
-//! zk-worker interop <connect> <lock path> <clients> <run ms> <marker file> <log file>
+//! zk-worker interop <recipe> <connect> <lock path> <clients> <run ms> <dir> <leases>
 //! ```
 //!
 //! The `bench` workloads:
@@ -74,7 +75,7 @@ fn main() -> ExitCode {
         Some((mode, rest)) if mode == "interop" => {
             xtask::interop::process_main(rest).map_err(|e| e.to_string().into())
         }
-        _ => Err(format!("{USAGE}\n   or: zk-worker interop <connect> <lock path> <clients> <run ms> <marker> <log>").into()),
+        _ => Err(format!("{USAGE}\n   or: zk-worker interop <recipe> <connect> <lock path> <clients> <run ms> <dir> <leases>").into()),
     };
     match result {
         Ok(line) => {

@@ -1,53 +1,61 @@
-//! `cargo xtask interop <recipe>`: our recipes and Apache Curator 5.4's contending on one
-//! path, on one fresh ZooKeeper server, checking that they exclude each other.
+//! `cargo xtask interop <recipe>`: one of our recipes and Apache Curator 5.4's contending on
+//! the same paths, on one fresh ZooKeeper server, in two processes, checked against what the
+//! recipe promises.
 //!
-//! - `mutex` ([`run_mutex`]): `recipe_mutex::InterProcessMutex` against Curator's
-//!   `InterProcessMutex` on one lock path.
+//! # How a run goes
 //!
-//! # How `mutex` checks exclusion
-//!
-//! Curator's side is `java/CuratorRecipeWorker.java` (its `mutex` case): one JVM, `--java-clients` threads, each
+//! Curator's side is `java/CuratorRecipeWorker.java`: one JVM, `--java-clients` threads, each
 //! with its own `CuratorFramework` (its own session, `ExponentialBackoffRetry`). Ours runs
-//! `--rust-clients` tasks, each with its own [`zk_client::Client`]: by default in a process of
-//! its own (`zk-worker interop`, built in release mode), or inside this process
-//! ([`RustSide::InProcess`], which the test in `xtask/tests/curator_interop.rs` uses:
-//! the exclusion checked is still across processes, Curator's JVM against us).
+//! `--rust-clients` tasks, each with its own [`zk_client::Client`] ([`ours`]): by default in
+//! a process of its own (`zk-worker interop`, built in release mode), or inside this process
+//! ([`RustSide::InProcess`], which `xtask/tests/curator_interop.rs` uses: the exclusion
+//! checked is still across processes, Curator's JVM against us). Both workers take the same
+//! arguments in the same order ([`WorkerConfig::args`]).
 //!
-//! Every client loops: acquire (the time left as timeout) → critical section → release. The
-//! overlap detector is a marker file in a fresh temporary directory, shared by both
-//! processes: in its critical section a holder creates it exclusively
-//! (`OpenOptions::create_new`, `File.createNewFile`). If it already exists another holder is
-//! inside: a **violation**, counted and reported with both lock nodes; the other's marker is
-//! left alone. The holder then appends one line to a shared log (`O_APPEND`, so the log is
-//! the order in which the lock was held), holds for a random 0.2–3 ms to widen any race,
-//! deletes its marker and releases.
+//! Every client loops: acquire (the time left as timeout) → hold for a random 0.2–3 ms →
+//! release, and records each hold: what it held, how, and when it began (after the acquire
+//! returned) and ended (before the release was called), on one clock both processes share
+//! ([`holds`]). Both sides connect all their clients, report `READY`, start together on
+//! `GO`, stop by themselves after `--seconds`, write their holds to the run's directory and
+//! print one `COUNTS` line ([`Counts`]).
 //!
-//! Both sides connect all their clients, report ready, and start together on `GO`; they stop
-//! by themselves after `--seconds` and print one `COUNTS` line ([`Counts`]). The harness
-//! sums them, reads the log ([`LockOrder`]: handoffs between Curator and us, sequence
-//! numbers and our fencing tokens in lock order), prints a summary and last the line
-//! `violations=N`. The command fails when there was a violation, when either side never
-//! took the lock, or when our fencing tokens went backwards in lock order.
+//! The harness then reads every hold and runs the recipe's checker ([`check`]): at most one
+//! holder (the mutex, each member of the multi-lock over `<path>/0..2`), readers or one writer
+//! (the read/write lock; our downgrades overlap only their own write), at most N leases (the
+//! semaphore, `--leases N`; the semaphore mutex, N = 1). A recorded hold lies inside the real
+//! one, so two recorded holds that overlap were really held together: a **violation**. For
+//! the mutex it also reads the lock order ([`LockOrder`]: hand-offs between Curator and us,
+//! lock-node sequence numbers, our fencing tokens increasing). It prints the totals and last
+//! the line `violations=N`. The run fails on a violation, on a side that never acquired, on an
+//! acquisition whose hold was not recorded, or on our fencing tokens going backwards; with
+//! `--java-path P` (Curator on another path, a negative control) it fails when the checker
+//! sees **no** violation.
 
 use std::error::Error;
-use std::fmt;
-use std::fs::{self, OpenOptions};
-use std::io::{ErrorKind, Write};
-use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
-use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-use recipe_mutex::InterProcessMutex;
-use zk_client::Client;
+use std::time::{Duration, Instant};
 
 use crate::deps::{self, Need};
 use crate::java;
+use crate::recipe::Recipe;
 use crate::zk::ZkServer;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
+
+pub mod check;
+pub mod holds;
+pub mod order;
+pub mod ours;
+mod report;
+mod sides;
+
+use crate::worker_process::WorkerProcess;
+pub use check::Rule;
+pub use order::LockOrder;
+pub use ours::{WorkerConfig, connect_clients, process_main, run_clients};
+pub use report::{Counts, Totals};
+pub(crate) use sides::TempDir;
+use sides::{InProcessSide, Side};
 
 /// The Curator worker's classpath: Curator 5.4 (Debian's jars are not shaded; Debian's
 /// Guava bundles `failureaccess`), ZooKeeper's client, and a silent SLF4J binding.
@@ -68,117 +76,96 @@ const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long each side may take to start and connect its clients.
 const READY_BUDGET: Duration = Duration::from_secs(90);
 
-/// How many overlaps [`LockOrder::overlap_context`] shows.
-const OVERLAPS_SHOWN: usize = 10;
-
 /// How long each side may take beyond its run to finish (a last acquire, release, close).
 const FINISH_SLACK: Duration = Duration::from_secs(60);
+
+/// The members of the multi-lock under the lock path (Curator's worker has the same).
+pub(crate) const MEMBERS: usize = 3;
 
 /// Where our side of the contention runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RustSide {
     /// In a process of its own: `zk-worker interop`, built in release mode first.
     ReleaseProcess,
-    /// In a process of its own: this binary (for when it is already built).
-    Process(PathBuf),
+    /// In a process of its own: this `zk-worker` binary (for when it is already built).
+    Process(std::path::PathBuf),
     /// In this process, on a tokio runtime of its own in a thread of its own; Curator's side
     /// is still a separate process.
     InProcess,
 }
 
-/// The options of `interop mutex`.
+/// The options of a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InteropOptions {
+    /// The recipe.
+    pub recipe: Recipe,
     /// How long the clients contend, in seconds (`--seconds`, default 20).
     pub seconds: u64,
     /// Curator clients, each a session of its own in the one JVM (`--java-clients`, default 2).
     pub java_clients: usize,
-    /// Our clients, each a session of its own in the one Rust process (`--rust-clients`,
-    /// default 2).
+    /// Our clients, each a session of its own (`--rust-clients`, default 2).
     pub rust_clients: usize,
-    /// The lock path (`--path`, default `/interop/mutex`).
+    /// The lock path (`--path`, default `/interop/<recipe>`).
     pub path: String,
     /// A different lock path for Curator's side only (`--java-path`): a negative control
-    /// showing that the detector sees overlaps when the two sides do not share a lock.
+    /// showing that the checker sees overlaps when the two sides do not share a lock.
     pub java_path: Option<String>,
+    /// The semaphore's leases (`--leases`, default 3; 1 for the other recipes).
+    pub leases: u32,
     /// Where our side runs (`--in-process` for [`RustSide::InProcess`]; default
     /// [`RustSide::ReleaseProcess`]).
     pub rust_side: RustSide,
 }
 
-impl Default for InteropOptions {
-    fn default() -> Self {
+impl InteropOptions {
+    /// The defaults for `recipe`: 20 s, 2 + 2 clients, `/interop/<recipe>`, 3 leases for the
+    /// semaphore, ours in a release process.
+    pub fn new(recipe: Recipe) -> Self {
         InteropOptions {
+            recipe,
             seconds: 20,
             java_clients: 2,
             rust_clients: 2,
-            path: "/interop/mutex".to_owned(),
+            path: format!("/interop/{}", recipe.name()),
             java_path: None,
+            leases: if recipe == Recipe::Semaphore { 3 } else { 1 },
             rust_side: RustSide::ReleaseProcess,
         }
     }
 }
 
-mod process;
-mod totals;
-mod worker;
-
-pub(crate) use process::TempDir;
-use process::WorkerProcess;
-use process::{InProcessSide, Side};
-use totals::read_log;
-pub use totals::{Counts, LockOrder, MutexTotals};
-pub use worker::{WorkerConfig, connect_clients, process_main, run_clients};
-
-/// Runs `cargo xtask interop <args>`.
+/// Runs `cargo xtask interop <args>`: prints the totals and `violations=N`.
 ///
 /// # Errors
-/// An unknown recipe, bad options, a failed setup, or a failed check (see
-/// [`MutexTotals::failure`]).
+/// A failed setup, or a failed check (see [`Totals::failure`]).
 pub fn run(cli: &crate::cli::Interop) -> Result<()> {
-    use crate::recipe::Recipe;
-    use crate::recipe_interop::Checked;
-    let recipe = match cli.recipe {
-        Recipe::Mutex => {
-            let opts = InteropOptions {
-                seconds: cli.seconds,
-                java_clients: usize::from(cli.java_clients),
-                rust_clients: usize::from(cli.rust_clients),
-                path: cli
-                    .path
-                    .clone()
-                    .unwrap_or_else(|| "/interop/mutex".to_owned()),
-                java_path: cli.java_path.clone(),
-                rust_side: if cli.in_process {
-                    RustSide::InProcess
-                } else {
-                    RustSide::ReleaseProcess
-                },
-            };
-            let totals = run_mutex(&opts)?;
-            println!();
-            print!("{totals}");
-            println!("violations={}", totals.violations());
-            return match totals.failure() {
-                Some(why) => Err(why.into()),
-                None => Ok(()),
-            };
-        }
-        Recipe::Rwlock => Checked::ReadWrite,
-        Recipe::Multilock => Checked::MultiLock,
-        Recipe::Semaphore => Checked::Semaphore(cli.leases),
-        Recipe::SemaphoreMutex => Checked::SemaphoreMutex,
-    };
-    let defaults = crate::recipe_interop::Options::new(recipe);
-    let opts = crate::recipe_interop::Options {
+    let defaults = InteropOptions::new(cli.recipe);
+    let opts = InteropOptions {
         seconds: cli.seconds,
         java_clients: usize::from(cli.java_clients),
         rust_clients: usize::from(cli.rust_clients),
         path: cli.path.clone().unwrap_or(defaults.path),
         java_path: cli.java_path.clone(),
+        leases: if cli.recipe == Recipe::Semaphore {
+            cli.leases
+        } else {
+            1
+        },
+        rust_side: if cli.in_process {
+            RustSide::InProcess
+        } else {
+            RustSide::ReleaseProcess
+        },
         ..defaults
     };
-    crate::recipe_interop::run_and_report(&opts)
+    let totals = run_interop(&opts)?;
+    println!();
+    print!("{totals}");
+    println!("violations={}", totals.violations());
+    match totals.failure() {
+        Some(why) => Err(why.into()),
+        None => Ok(()),
+    }
 }
 
 /// Makes sure Java, ZooKeeper and Curator are installed and the Curator worker
@@ -197,36 +184,28 @@ pub(crate) fn curator_worker() -> Result<String> {
     Ok(format!("{}:{classpath}", classes.display()))
 }
 
-/// Runs Curator's `InterProcessMutex` against ours on one fresh server for
-/// `opts.seconds` and returns what both sides counted; progress goes to stderr. It does not
-/// judge the outcome: see [`MutexTotals::failure`].
+/// Runs Curator's recipe against ours on one fresh server for `opts.seconds` and checks the
+/// holds both sides recorded; progress goes to stderr. It does not judge the outcome: see
+/// [`Totals::failure`].
 ///
 /// # Errors
 /// Missing Java, ZooKeeper or Curator, a failed build or compile, a server that does not
-/// start, a side that fails to start or connect, or one that does not finish in time (it is
-/// killed).
-pub fn run_mutex(opts: &InteropOptions) -> Result<MutexTotals> {
+/// start, a side that fails to start or connect, one that does not finish in time (it is
+/// killed), or holds that cannot be read.
+pub fn run_interop(opts: &InteropOptions) -> Result<Totals> {
+    let what = opts.recipe.name();
     let java_classpath = curator_worker()?;
     let rust_worker = match &opts.rust_side {
         RustSide::ReleaseProcess => {
-            eprintln!("interop mutex: building zk-worker (release)...");
+            eprintln!("interop {what}: building zk-worker (release)...");
             Some(crate::bench::worker::build_release_bin("zk-worker")?)
         }
         RustSide::Process(path) => Some(path.clone()),
         RustSide::InProcess => None,
     };
 
-    let dir = TempDir::new("mutex")?;
-    let worker = WorkerConfig {
-        connect: String::new(),
-        path: opts.path.clone(),
-        clients: 0,
-        run_for: Duration::from_secs(opts.seconds),
-        marker: dir.path.join("marker"),
-        log: dir.path.join("log"),
-    };
-
-    eprintln!("interop mutex: starting ZooKeeper...");
+    let mut dir = TempDir::new(what)?;
+    eprintln!("interop {what}: starting ZooKeeper...");
     let server = ZkServer::start()?;
     let server_version = server
         .four_letter("srvr")
@@ -237,20 +216,23 @@ pub fn run_mutex(opts: &InteropOptions) -> Result<MutexTotals> {
                 .map(|v| v.split(',').next().unwrap_or(v).to_owned())
         })
         .unwrap_or_else(|| "unknown".to_owned());
-    let java_cfg = WorkerConfig {
+    let rust_cfg = WorkerConfig {
+        recipe: opts.recipe,
         connect: server.connect_string(),
+        path: opts.path.clone(),
+        clients: opts.rust_clients,
+        run_for: Duration::from_secs(opts.seconds),
+        dir: dir.path.clone(),
+        leases: opts.leases,
+    };
+    let java_cfg = WorkerConfig {
         path: opts.java_path.clone().unwrap_or_else(|| opts.path.clone()),
         clients: opts.java_clients,
-        ..worker.clone()
-    };
-    let rust_cfg = WorkerConfig {
-        connect: server.connect_string(),
-        clients: opts.rust_clients,
-        ..worker
+        ..rust_cfg.clone()
     };
 
     eprintln!(
-        "interop mutex: {} Curator clients (one JVM) and {} of ours ({}) on {} for {} s",
+        "interop {what}: {} Curator clients (one JVM) and {} of ours ({}) on {} for {} s",
         opts.java_clients,
         opts.rust_clients,
         if rust_worker.is_some() {
@@ -263,8 +245,8 @@ pub fn run_mutex(opts: &InteropOptions) -> Result<MutexTotals> {
     );
     if let Some(java_path) = &opts.java_path {
         eprintln!(
-            "interop mutex: NEGATIVE CONTROL: Curator locks {java_path}, ours {}: \
-             overlaps are expected",
+            "interop {what}: NEGATIVE CONTROL: Curator on {java_path}, ours on {}: \
+             violations are expected",
             opts.path
         );
     }
@@ -273,7 +255,6 @@ pub fn run_mutex(opts: &InteropOptions) -> Result<MutexTotals> {
         .arg("-cp")
         .arg(&java_classpath)
         .arg("CuratorRecipeWorker")
-        .arg("mutex")
         .args(java_cfg.args());
     let mut java_side = Side::Process(WorkerProcess::spawn("curator", java_cmd)?);
     let mut rust_side = match &rust_worker {
@@ -299,61 +280,19 @@ pub fn run_mutex(opts: &InteropOptions) -> Result<MutexTotals> {
     rust_side.finish(done_by)?;
     drop(server);
 
-    let order = read_log(&dir.path.join("log"))?;
-    let mut dir = dir;
-    let mut totals = MutexTotals {
-        java,
-        rust,
-        order,
+    let holds = holds::read_holds(&dir.path)?;
+    let mut totals = Totals::new(
+        opts.recipe,
+        Rule::of(opts.recipe, opts.leases),
+        opts.java_path.is_some(),
+        (java, rust),
+        &holds,
         elapsed,
         server_version,
-        kept_dir: None,
-    };
-    if totals.violations() > 0 || totals.order.token_regressions > 0 {
+    )?;
+    if totals.failure().is_some() {
         dir.keep = true;
         totals.kept_dir = Some(dir.path.clone());
     }
     Ok(totals)
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counts_round_trip() {
-        let c = Counts {
-            clients: 2,
-            acquisitions: 300,
-            violations: 0,
-            errors: 1,
-        };
-        let (side, parsed) = Counts::parse(&c.line("rust")).unwrap();
-        assert_eq!((side.as_str(), parsed), ("rust", c));
-        assert!(Counts::parse("COUNTS side=java acquisitions=1").is_err());
-    }
-
-    #[test]
-    fn log_order() {
-        let dir = TempDir::new("unit").unwrap();
-        let log = dir.path.join("log");
-        fs::write(
-            &log,
-            "rust-0 1 _c_a-lock-0000000000 100 ok 1000\n\
-             java-1 1 _c_b-lock-0000000001 - ok 3000\n\
-             java-0 1 _c_c-lock-0000000002 - ok 4000\n\
-             rust-1 1 _c_d-lock-0000000004 90 OVERLAP 8000\n\
-             rust-0 2 _c_e-lock-0000000003 120 ok 8500\n",
-        )
-        .unwrap();
-        let order = read_log(&log).unwrap();
-        assert_eq!((order.java_entries, order.rust_entries), (2, 3));
-        assert_eq!(order.handoffs, 2);
-        assert_eq!(order.sequence_decreases, 1);
-        assert_eq!(order.token_regressions, 1);
-        assert_eq!(order.overlap_context.len(), 5);
-        assert!(order.overlap_context[3].starts_with(">> rust-1"));
-        assert_eq!(order.gaps, [(1, 1000), (1, 4000), (1, 2000), (1, 500)]);
-    }
 }

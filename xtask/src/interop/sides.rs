@@ -1,9 +1,16 @@
 //! The two sides: a temporary directory they share ([`TempDir`]), and each side a worker
-//! process ([`WorkerProcess`]) or our side in this process.
+//! process ([`WorkerProcess`]) or our side in this process ([`InProcessSide`]).
 
-use super::worker::close_all;
-use super::*;
-pub(crate) use crate::worker_process::WorkerProcess;
+use std::fs;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use super::ours::{WorkerConfig, close_all, connect_clients, run_clients};
+use super::{Counts, Result};
+use crate::worker_process::WorkerProcess;
 
 /// A fresh temporary directory, removed when dropped unless kept.
 pub(crate) struct TempDir {

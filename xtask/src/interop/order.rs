@@ -1,0 +1,120 @@
+//! What the holds of one exclusive lock say about the order it was held in ([`LockOrder`]):
+//! hand-offs between Curator and us, the lock nodes' sequence numbers, our fencing tokens.
+
+use super::holds::Hold;
+
+/// The lock order, from the holds of one lock sorted by when they began.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LockOrder {
+    /// Holds by Curator's clients.
+    pub java_entries: u64,
+    /// Holds by ours.
+    pub rust_entries: u64,
+    /// Consecutive holds where the holder went from Curator to us or back.
+    pub handoffs: u64,
+    /// Consecutive holds whose lock nodes' sequence numbers did not increase (a fair lock's
+    /// holders follow the sequence; the only innocent cause is the container parent being
+    /// deleted while empty and recreated, which restarts the sequence).
+    pub sequence_decreases: u64,
+    /// Our holds whose fencing token (the lock node's czxid) was not above the previous one
+    /// of ours in lock order.
+    pub token_regressions: u64,
+    /// Between consecutive holds, by who held then who: Curator then Curator, Curator then
+    /// ours, ours then Curator, ours then ours: (count, total ns from one hold's beginning to
+    /// the next one's, which includes the first one's hold).
+    pub gaps: [(u64, u64); 4],
+}
+
+impl LockOrder {
+    /// The order of `holds` (all of one lock).
+    pub fn of(holds: &[Hold]) -> LockOrder {
+        let mut sorted: Vec<&Hold> = holds.iter().collect();
+        sorted.sort_by_key(|h| (h.from, h.to));
+        let mut order = LockOrder::default();
+        let mut last: Option<&Hold> = None;
+        let mut last_seq: Option<u64> = None;
+        let mut last_token: Option<i64> = None;
+        for hold in sorted {
+            if hold.is_java() {
+                order.java_entries += 1;
+            } else {
+                order.rust_entries += 1;
+            }
+            if let Some(prev) = last {
+                if prev.is_java() != hold.is_java() {
+                    order.handoffs += 1;
+                }
+                let kind = usize::from(!prev.is_java()) * 2 + usize::from(!hold.is_java());
+                if let Some(gap) = order.gaps.get_mut(kind) {
+                    gap.0 += 1;
+                    gap.1 += hold.from.saturating_sub(prev.from);
+                }
+            }
+            last = Some(hold);
+            let seq = hold.node.as_deref().and_then(sequence);
+            if let (Some(prev), Some(seq)) = (last_seq, seq)
+                && seq <= prev
+            {
+                order.sequence_decreases += 1;
+            }
+            last_seq = seq.or(last_seq);
+            if let Some(token) = hold.token {
+                if last_token.is_some_and(|prev| token <= prev) {
+                    order.token_regressions += 1;
+                }
+                last_token = Some(token);
+            }
+        }
+        order
+    }
+}
+
+/// The sequence number of a lock node's name (`..-lock-0000000012` → 12).
+fn sequence(node: &str) -> Option<u64> {
+    node.rsplit_once("lock-")?.1.parse().ok()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::interop::holds::Mode;
+
+    fn h(who: &str, seq: u64, token: Option<i64>, from: u64) -> Hold {
+        Hold {
+            who: who.into(),
+            n: 1,
+            on: "lock".into(),
+            mode: Mode::Exclusive,
+            from,
+            to: from + 100,
+            node: Some(format!("_c_x-lock-{seq:010}")),
+            token,
+        }
+    }
+
+    #[test]
+    fn the_order_is_read_from_the_beginnings() {
+        // Given out of order, as the files are read.
+        let holds = [
+            h("java-0", 2, None, 4000),
+            h("rust-0", 0, Some(100), 1000),
+            h("rust-1", 4, Some(90), 8000),
+            h("java-1", 1, None, 3000),
+            h("rust-0", 3, Some(120), 8500),
+        ];
+        let order = LockOrder::of(&holds);
+        assert_eq!((order.java_entries, order.rust_entries), (2, 3));
+        assert_eq!(order.handoffs, 2);
+        assert_eq!(order.sequence_decreases, 1);
+        assert_eq!(order.token_regressions, 1);
+        assert_eq!(order.gaps, [(1, 1000), (1, 4000), (1, 2000), (1, 500)]);
+    }
+
+    #[test]
+    fn sequences_are_read_from_node_names() {
+        assert_eq!(sequence("_c_ab-lock-0000000012"), Some(12));
+        assert_eq!(sequence("lock-x"), None);
+        assert_eq!(sequence("other"), None);
+    }
+}

@@ -1,0 +1,290 @@
+//! Our side of an interop run: what it is told ([`WorkerConfig`]), the process around it
+//! ([`process_main`], `zk-worker interop`), and one task per client running the recipe's
+//! body ([`run_clients`]): `mutex.rs`, `rwlock.rs`, `multilock.rs`, `semaphore.rs`. A body
+//! loops acquire → hold 0.2–3 ms → release until the run's end, and records each hold in its
+//! [`Contender`].
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use zk_client::Client;
+
+use super::holds::{Clock, Hold, Mode, write_holds};
+use super::{Counts, Result, SESSION_TIMEOUT};
+use crate::recipe::Recipe;
+
+mod multilock;
+mod mutex;
+mod rwlock;
+mod semaphore;
+
+/// What one side's worker is told: the same for the Java worker, `zk-worker interop` and our
+/// side in the harness's process, in the same order on both command lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerConfig {
+    /// The recipe.
+    pub recipe: Recipe,
+    /// The server's connect string.
+    pub connect: String,
+    /// The lock path.
+    pub path: String,
+    /// Clients (sessions) of this side.
+    pub clients: usize,
+    /// How long to loop after `GO`.
+    pub run_for: Duration,
+    /// Where each client writes its holds.
+    pub dir: PathBuf,
+    /// The semaphore's leases (1 for the other recipes).
+    pub leases: u32,
+}
+
+impl WorkerConfig {
+    /// The command line: `<recipe> <connect> <lock path> <clients> <run ms> <dir> <leases>`.
+    pub fn args(&self) -> Vec<String> {
+        vec![
+            self.recipe.name().to_owned(),
+            self.connect.clone(),
+            self.path.clone(),
+            self.clients.to_string(),
+            self.run_for.as_millis().to_string(),
+            self.dir.display().to_string(),
+            self.leases.to_string(),
+        ]
+    }
+
+    /// Parses what [`WorkerConfig::args`] gives.
+    ///
+    /// # Errors
+    /// Not seven arguments, an unknown recipe, or a count that is not a number.
+    pub fn parse(args: &[String]) -> Result<WorkerConfig> {
+        let [recipe, connect, path, clients, run_ms, dir, leases] = args else {
+            return Err(
+                "usage: zk-worker interop <recipe> <connect> <lock path> <clients> \
+                        <run ms> <dir> <leases>"
+                    .into(),
+            );
+        };
+        Ok(WorkerConfig {
+            recipe: <Recipe as clap::ValueEnum>::from_str(recipe, false)?,
+            connect: connect.clone(),
+            path: path.clone(),
+            clients: clients.parse()?,
+            run_for: Duration::from_millis(run_ms.parse()?),
+            dir: PathBuf::from(dir),
+            leases: leases.parse()?,
+        })
+    }
+}
+
+/// How long after its run a worker process exits by itself, whatever it is doing.
+const DEADMAN: Duration = Duration::from_secs(120);
+
+/// Our side in a process of its own (`zk-worker interop <args>`, see
+/// [`WorkerConfig::args`]): connects the clients, prints `READY`, waits for `GO` on stdin,
+/// runs [`run_clients`], and returns the `COUNTS` line. It exits when stdin ends (the harness
+/// went away), and by itself two minutes after its run should have ended. A multi-thread
+/// runtime with two worker threads.
+///
+/// # Errors
+/// Bad arguments, a runtime or a client that cannot start, or no `GO`.
+pub fn process_main(args: &[String]) -> Result<String> {
+    use std::io::BufRead;
+    let cfg = WorkerConfig::parse(args)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let clients = rt.block_on(connect_clients(&cfg.connect, cfg.clients))?;
+    println!("READY");
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    if line.trim() != "GO" {
+        return Err(format!("expected GO on stdin, got `{}`", line.trim()).into());
+    }
+    // Exit when the harness goes away, or long after the run should be over.
+    std::thread::spawn(|| {
+        let mut stdin = std::io::stdin().lock();
+        let mut sink = String::new();
+        while matches!(stdin.read_line(&mut sink), Ok(n) if n > 0) {
+            sink.clear();
+        }
+        std::process::exit(3);
+    });
+    let halt_after = cfg.run_for + DEADMAN;
+    std::thread::spawn(move || {
+        std::thread::sleep(halt_after);
+        eprintln!("zk-worker interop: still running {DEADMAN:?} after its run; exiting");
+        std::process::exit(4);
+    });
+    let counts = rt.block_on(run_clients(clients, &cfg));
+    Ok(counts.line("rust"))
+}
+
+/// Connects `n` clients to `connect`, each with a session of its own.
+///
+/// # Errors
+/// The first client that cannot connect.
+pub async fn connect_clients(connect: &str, n: usize) -> std::result::Result<Vec<Client>, String> {
+    let mut clients = Vec::with_capacity(n);
+    for i in 0..n {
+        match Client::builder()
+            .hosts(connect)
+            .session_timeout(SESSION_TIMEOUT)
+            .connect()
+            .await
+        {
+            Ok(client) => clients.push(client),
+            Err(e) => {
+                close_all(clients).await;
+                return Err(format!("client {i} could not connect to {connect}: {e}"));
+            }
+        }
+    }
+    Ok(clients)
+}
+
+/// Closes every client.
+pub(crate) async fn close_all(clients: Vec<Client>) {
+    for client in clients {
+        let _ = client.close().await;
+    }
+}
+
+/// Our side's run: one task per client running `cfg.recipe`'s body for `cfg.run_for`, each
+/// writing its holds to `cfg.dir`; then closes the clients and returns the sum of the counts.
+pub async fn run_clients(clients: Vec<Client>, cfg: &WorkerConfig) -> Counts {
+    let clock = Clock::start();
+    let end = Instant::now() + cfg.run_for;
+    let mut tasks = Vec::new();
+    for (i, client) in clients.iter().enumerate() {
+        let mut contender = Contender::new(i, client.clone(), cfg.clone(), clock, end);
+        tasks.push(tokio::spawn(async move {
+            match contender.cfg.recipe {
+                Recipe::Mutex => mutex::run(&mut contender).await,
+                Recipe::Rwlock => rwlock::run(&mut contender).await,
+                Recipe::Multilock => multilock::run(&mut contender).await,
+                Recipe::Semaphore => semaphore::run(&mut contender).await,
+                Recipe::SemaphoreMutex => semaphore::run_mutex(&mut contender).await,
+            }
+            contender.finish()
+        }));
+    }
+    let mut total = Counts {
+        clients: u64::try_from(clients.len()).unwrap_or(u64::MAX),
+        ..Counts::default()
+    };
+    for task in tasks {
+        match task.await {
+            Ok(c) => {
+                total.acquisitions += c.acquisitions;
+                total.errors += c.errors;
+            }
+            Err(e) => {
+                eprintln!("ERROR-COUNTED a client task failed: {e}");
+                total.errors += 1;
+            }
+        }
+    }
+    close_all(clients).await;
+    total
+}
+
+/// One client of ours: its session, its counts, its holds, its random hold times.
+pub(super) struct Contender {
+    name: String,
+    client: Client,
+    cfg: WorkerConfig,
+    clock: Clock,
+    end: Instant,
+    rng: u64,
+    counts: Counts,
+    holds: Vec<Hold>,
+}
+
+impl Contender {
+    fn new(index: usize, client: Client, cfg: WorkerConfig, clock: Clock, end: Instant) -> Self {
+        let seed = clock.now() ^ (u64::from(std::process::id()) << 32) ^ ((index as u64) << 48);
+        Contender {
+            name: format!("rust-{index}"),
+            client,
+            cfg,
+            clock,
+            end,
+            rng: seed | 1,
+            counts: Counts::default(),
+            holds: Vec::new(),
+        }
+    }
+
+    /// The time left in the run; none once it is over.
+    fn left(&self) -> Option<Duration> {
+        Some(self.end.saturating_duration_since(Instant::now())).filter(|d| !d.is_zero())
+    }
+
+    /// A random number below `n` (xorshift).
+    fn roll(&mut self, n: u64) -> u64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        self.rng % n.max(1)
+    }
+
+    /// The hold's clock.
+    fn now(&self) -> u64 {
+        self.clock.now()
+    }
+
+    /// Holds for a random 0.2–3 ms, to widen any race.
+    async fn hold(&mut self) {
+        let micros = 200 + self.roll(2800);
+        tokio::time::sleep(Duration::from_micros(micros)).await;
+    }
+
+    /// Counts an acquisition; its number.
+    fn acquired(&mut self) -> u64 {
+        self.counts.acquisitions += 1;
+        self.counts.acquisitions
+    }
+
+    /// Records a hold of acquisition `n`; `node` is a lock node's path.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        n: u64,
+        on: String,
+        mode: Mode,
+        (from, to): (u64, u64),
+        node: &str,
+        token: i64,
+    ) {
+        self.holds.push(Hold {
+            who: self.name.clone(),
+            n,
+            on,
+            mode,
+            from,
+            to,
+            node: node.rsplit('/').next().map(str::to_owned),
+            token: Some(token),
+        });
+    }
+
+    /// Counts and logs an error; the loop goes on after a short pause.
+    fn error(&mut self, what: &str, e: &dyn fmt::Display) -> tokio::time::Sleep {
+        self.counts.errors += 1;
+        eprintln!("ERROR-COUNTED {} {what}: {e}", self.name);
+        tokio::time::sleep(Duration::from_millis(50))
+    }
+
+    /// Writes the holds; the counts.
+    fn finish(self) -> Counts {
+        let mut counts = self.counts;
+        if let Err(e) = write_holds(&self.cfg.dir, &self.name, &self.holds) {
+            counts.errors += 1;
+            eprintln!("ERROR-COUNTED {} writing its holds: {e}", self.name);
+        }
+        counts
+    }
+}

@@ -1,0 +1,56 @@
+//! The multi-lock: a random non-empty subset of the members `<path>/0` .. `<path>/2` each
+//! time; each member held is a hold `on=member-<k> mode=x`.
+
+use recipe_multilock::InterProcessMultiLock;
+
+use super::Contender;
+use crate::interop::MEMBERS;
+use crate::interop::holds::Mode;
+
+pub(super) async fn run(c: &mut Contender) {
+    while let Some(left) = c.left() {
+        let mut members: Vec<usize> = (0..MEMBERS).filter(|_| c.roll(10) < 6).collect();
+        if members.is_empty() {
+            members.push(0);
+        }
+        let paths: Vec<String> = members
+            .iter()
+            .map(|k| format!("{}/{k}", c.cfg.path))
+            .collect();
+        let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let multi = match InterProcessMultiLock::new(c.client.clone(), &refs) {
+            Ok(m) => m,
+            Err(e) => return c.error("creating the multi-lock", &e).await,
+        };
+        let guard = match multi.try_lock_for(left).await {
+            Ok(Some(g)) => g,
+            Ok(None) => return,
+            Err(e) => {
+                c.error("acquire", &e).await;
+                continue;
+            }
+        };
+        let n = c.acquired();
+        let from = c.now();
+        c.hold().await;
+        let to = c.now();
+        // The members are taken in the canonical order (by path): 0, 1, 2 here.
+        let held: Vec<(String, i64)> = guard
+            .members()
+            .map(|m| (m.node_path().to_owned(), m.fencing_token()))
+            .collect();
+        for (k, (node, token)) in members.iter().zip(held) {
+            c.record(
+                n,
+                format!("member-{k}"),
+                Mode::Exclusive,
+                (from, to),
+                &node,
+                token,
+            );
+        }
+        if let Err(e) = guard.release().await {
+            c.error("release", &e).await;
+        }
+    }
+}
