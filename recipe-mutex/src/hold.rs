@@ -31,9 +31,6 @@ struct Table {
     holds: IdMap<Owner, Hold>,
     /// Holds whose node is being deleted: still ours on the server until the delete lands.
     releasing: IdMap<u64, Acquired>,
-    /// One acquisition at a time per owner, so that futures joined in one task re-enter the
-    /// hold the first one takes instead of queueing behind it.
-    gates: IdMap<Owner, Arc<tokio::sync::Mutex<()>>>,
     next_id: u64,
 }
 
@@ -113,9 +110,10 @@ impl Holds {
     /// Takes the lock for `owner`: re-enters its hold if it has one (reentrant locks), or runs
     /// `acquire` (the driver) and records the node it gives. `Ok(None)`: `acquire` timed out.
     ///
-    /// One acquisition at a time per owner: futures joined in one task take turns (the second
-    /// re-enters what the first took), and an owner's next attempt waits until the background
-    /// cleanup of one it abandoned is done. `acquire` is given the turn to keep until then.
+    /// One acquisition at a time per owner on this session and path, whatever the handle
+    /// ([`crate::turns`]): futures joined in one task take turns (the second re-enters what the
+    /// first took), and an owner's next attempt waits until the background cleanup of one it
+    /// abandoned is done. `acquire` is given the turn to keep until then.
     pub async fn take<F, Fut>(
         self: &Arc<Self>,
         owner: Owner,
@@ -125,13 +123,10 @@ impl Holds {
         F: FnOnce(Turn) -> Fut,
         Fut: Future<Output = Result<Option<Acquired>, Error>>,
     {
-        let gate = {
-            let mut table = self.table();
-            // Gates nobody holds or waits for any more (their owners are done).
-            table.gates.retain(|_, g| Arc::strong_count(g) > 1);
-            table.gates.entry(owner).or_default().clone()
-        };
-        let turn: Turn = Arc::new(gate.lock_owned().await);
+        // One acquisition at a time per owner, so that futures joined in one task re-enter the
+        // hold the first one takes instead of queueing behind it, and an owner's next attempt
+        // waits for the cleanup of one it abandoned (see `turns`).
+        let turn = crate::turns::wait(&self.client, &self.path, owner).await;
         self.take_in_turn(owner, || acquire(turn)).await
     }
 

@@ -21,6 +21,7 @@ mod owner;
 mod revoke;
 #[doc(hidden)]
 pub mod surface;
+pub mod turns;
 mod uuid;
 
 pub use error::Error;

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
-use recipe_mutex::Error;
+use recipe_mutex::{Error, Owner};
 use recipes_core::MaxLeases;
 use recipes_core::acquire::child_path;
 use recipes_core::semaphore::LEASES_DIR;
@@ -160,6 +160,8 @@ impl InterProcessSemaphoreV2 {
             return Err(Error::BadLeaseCount { asked: qty, max });
         }
         let shared = &self.shared;
+        // After the cleanup of this task's abandoned attempt, if any (see `turns`).
+        let turn = recipe_mutex::turns::wait(&shared.client, &shared.path, Owner::current()).await;
         let ask = Ask {
             client: &shared.client,
             base: &shared.path,
@@ -171,7 +173,7 @@ impl InterProcessSemaphoreV2 {
                 .unwrap_or_else(PoisonError::into_inner)
                 .clone(),
             deadline,
-            turn: None,
+            turn: Some(turn),
             wake: shared.follows_count.then(|| shared.waiter()),
         };
         let Some(nodes) = take_leases(ask).await? else {
