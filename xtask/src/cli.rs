@@ -38,12 +38,6 @@ pub enum Command {
     Interop(Interop),
     /// Many processes of tasks that cancel their acquires at random points.
     Stress(Stress),
-    /// Run by `stress` in processes of their own.
-    #[command(hide = true)]
-    StressWorker {
-        /// `<connect> <path> <tasks> <run ms>`.
-        args: Vec<String>,
-    },
     /// The recipes' machines in the seeded ZooKeeper simulator (release build).
     Sim(Sim),
     /// Install what the demo, tests and benchmarks need (Debian packages).
@@ -168,7 +162,7 @@ pub struct Interop {
 /// `stress RECIPE [FLAGS]`.
 #[derive(Debug, Args)]
 pub struct Stress {
-    /// The recipe (the mutex so far).
+    /// The recipe.
     #[arg(value_enum)]
     pub recipe: Recipe,
     /// How long, in seconds.

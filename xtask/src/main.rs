@@ -37,7 +37,6 @@ fn run(command: Command) -> Result {
         Command::Bench(bench) => xtask::bench::run(&bench),
         Command::Interop(interop) => xtask::interop::run(&interop),
         Command::Stress(stress) => xtask::stress::run(&stress),
-        Command::StressWorker { args } => xtask::stress::worker(&args),
         Command::Sim(sim_args) => sim(&sim_args),
         Command::Deps => {
             deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator, Need::Kazoo])?;

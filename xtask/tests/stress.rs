@@ -1,11 +1,12 @@
-//! The mutex under cancellation: `cargo xtask stress mutex`'s cancelling tasks, for a few
-//! seconds, on a test server. Lives here because it shares xtask's stress loop.
+//! Every recipe under cancellation: `cargo xtask stress <recipe>`'s cancelling tasks, for a
+//! few seconds each, on a test server. Lives here because it shares xtask's stress loop.
 
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
 
-use recipe_mutex::InterProcessMutex;
+use xtask::recipe::Recipe;
+use xtask::stress::{Target, cancelling_tasks, count_nodes, directories, nodes_per_attempt};
 use zk_client::Client;
 
 async fn client(hosts: &str) -> Client {
@@ -18,37 +19,33 @@ async fn client(hosts: &str) -> Client {
 }
 
 /// Tasks that cancel their acquires at random points, in several sessions: the lock
-/// directory stays bounded by the number of tasks (each cancel costs O(1) requests, never a
-/// listing of the queue) and nothing is left at the end (the first driver listed the whole
-/// directory per cancel and grew it past 7,000 nodes).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancellation_under_contention_stays_bounded_and_leaves_nothing() {
+/// directories stay bounded by the number of tasks (each cancel costs O(1) requests, never a
+/// listing of the queue; the first mutex driver listed the whole directory per cancel and
+/// grew it past 7,000 nodes) and nothing is left at the end, while every session is still
+/// open (so no ephemeral node goes away by itself).
+async fn cancellation_stays_bounded_and_leaves_nothing(recipe: Recipe) {
     const SESSIONS: usize = 4;
     const TASKS: usize = 8;
     let zk = zk_testkit::ZkServer::start().unwrap();
     let hosts = zk.connect_string();
     let run_for = Duration::from_secs(3);
-    let path = "/t/stress";
+    let path = format!("/t/stress-{}", recipe.name());
+    let dirs = directories(recipe, &path);
     let observer = client(&hosts).await;
     let end = tokio::time::Instant::now() + run_for;
     let mut sessions = Vec::new();
-    let mut mutexes = Vec::new();
+    let mut targets = Vec::new();
     for s in 0..SESSIONS {
-        let m = InterProcessMutex::new(client(&hosts).await, path).unwrap();
-        mutexes.push(m.clone());
-        // The same cancelling tasks as `cargo xtask stress mutex`.
+        let target = Target::new(recipe, client(&hosts).await, &path).unwrap();
+        targets.push(target.clone());
+        // The same cancelling tasks as `cargo xtask stress`.
         sessions.push(tokio::spawn(async move {
-            xtask::stress::cancelling_tasks(&m, TASKS, run_for, s as u64).await
+            cancelling_tasks(&target, TASKS, run_for, s as u64).await
         }));
     }
     let mut peak = 0;
     while tokio::time::Instant::now() < end {
-        let n = observer
-            .get_children(path)
-            .await
-            .map(|k| k.len())
-            .unwrap_or(0);
-        peak = peak.max(n);
+        peak = peak.max(count_nodes(&observer, &dirs).await.unwrap());
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let bound = Duration::from_secs(60);
@@ -58,31 +55,64 @@ async fn cancellation_under_contention_stays_bounded_and_leaves_nothing() {
         granted += g;
         cancelled += c;
     }
+    // Drained: every directory empty, each waited for with a child watch.
     tokio::time::timeout(bound, async {
-        loop {
-            let (kids, watcher) = match observer.get_children_and_watch(path).await {
-                Ok(r) => r,
-                Err(zk_client::Error::NoNode) => return,
-                Err(e) => panic!("{e}"),
-            };
-            if kids.is_empty() {
-                return;
+        for dir in &dirs {
+            loop {
+                let (kids, watcher) = match observer.get_children_and_watch(dir).await {
+                    Ok(r) => r,
+                    Err(zk_client::Error::NoNode) => break,
+                    Err(e) => panic!("{e}"),
+                };
+                if kids.is_empty() {
+                    break;
+                }
+                watcher.await;
             }
-            watcher.await;
         }
     })
     .await
-    .unwrap();
-    eprintln!("FIGURE stress: {granted} granted, {cancelled} cancelled, peak directory {peak}");
-    assert!(granted > 0, "no lock granted");
+    .unwrap_or_else(|_| panic!("{} nodes left", recipe.name()));
+    assert_eq!(count_nodes(&observer, &dirs).await.unwrap(), 0);
+    let most = 2 * SESSIONS * TASKS * nodes_per_attempt(recipe);
+    eprintln!(
+        "FIGURE stress {}: {granted} granted, {cancelled} cancelled, peak {peak} nodes (bound {most})",
+        recipe.name()
+    );
+    assert!(granted > 0, "nothing acquired");
     assert!(
         cancelled > 0,
         "nothing was cancelled: the test tests nothing"
     );
     assert!(
-        peak <= 2 * SESSIONS * TASKS,
-        "directory grew to {peak} with {} tasks",
+        peak <= most,
+        "the directories grew to {peak} with {} tasks",
         SESSIONS * TASKS
     );
-    drop(mutexes);
+    drop(targets);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutex() {
+    cancellation_stays_bounded_and_leaves_nothing(Recipe::Mutex).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rwlock() {
+    cancellation_stays_bounded_and_leaves_nothing(Recipe::Rwlock).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multilock() {
+    cancellation_stays_bounded_and_leaves_nothing(Recipe::Multilock).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semaphore() {
+    cancellation_stays_bounded_and_leaves_nothing(Recipe::Semaphore).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semaphore_mutex() {
+    cancellation_stays_bounded_and_leaves_nothing(Recipe::SemaphoreMutex).await;
 }

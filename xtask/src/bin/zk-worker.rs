@@ -4,13 +4,15 @@
 //! `java/CuratorMutexBench.java`, kazoo's is `python/kazoo_lock_bench.py`), `interop` for
 //! `cargo xtask interop <recipe>` ([`xtask::interop::process_main`]: every recipe's body, a
 //! recipe switch; Curator's side is `java/CuratorRecipeWorker.java`, with the same
-//! arguments). The lines it prints are [`xtask::line`]'s.
+//! arguments), `stress` for `cargo xtask stress <recipe>` ([`xtask::stress::worker`]). The
+//! lines it prints are [`xtask::line`]'s.
 //!
 //! ```text
 //! zk-worker bench <connect> <create|get> <warmup ms> <measure ms> <path>
 //! zk-worker bench <connect> <mutex|mutex-drop> <warmup ms> <measure ms> <path> <sessions>
 //! zk-worker bench <connect> <read|write|rwmix:P|multi:K|semmutex|sem:N> <warmup ms> <measure ms> <path> <sessions>
 //! zk-worker interop <recipe> <connect> <lock path> <clients> <run ms> <dir> <leases>
+//! zk-worker stress <recipe> <connect> <path> <tasks> <run ms>
 //! ```
 //!
 //! The `bench` workloads:
@@ -70,16 +72,23 @@ fn main() -> ExitCode {
     let result = match args.split_first() {
         Some((mode, rest)) if mode == "bench" => {
             exit_at_end_of_stdin();
-            run(rest).map(|sample| sample.to_string())
+            run(rest).map(|sample| Some(sample.to_string()))
         }
         Some((mode, rest)) if mode == "interop" => {
-            xtask::interop::process_main(rest).map_err(|e| e.to_string().into())
+            xtask::interop::process_main(rest)
+                .map(Some)
+                .map_err(|e| e.to_string().into())
         }
-        _ => Err(format!("{USAGE}\n   or: zk-worker interop <recipe> <connect> <lock path> <clients> <run ms> <dir> <leases>").into()),
+        Some((mode, rest)) if mode == "stress" => xtask::stress::worker(rest)
+            .map(|()| None)
+            .map_err(|e| e.to_string().into()),
+        _ => Err(format!("{USAGE}\n   or: zk-worker interop <recipe> <connect> <lock path> <clients> <run ms> <dir> <leases>\n   or: zk-worker stress <recipe> <connect> <path> <tasks> <run ms>").into()),
     };
     match result {
         Ok(line) => {
-            println!("{line}");
+            if let Some(line) = line {
+                println!("{line}");
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

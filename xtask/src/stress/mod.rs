@@ -1,15 +1,21 @@
-//! `cargo xtask stress mutex [--seconds N] [--processes P] [--tasks T]`: many tasks in several
-//! processes acquiring one `InterProcessMutex` with timeouts that cancel them at any point.
+//! `cargo xtask stress RECIPE [--seconds N] [--processes P] [--tasks T]`: many tasks in
+//! several processes taking one recipe's lock with timeouts that cancel them at any point.
 //!
-//! Each worker process (this binary's hidden `stress-worker` command) runs `T` tasks on a
-//! session of its own; each task loops `tokio::time::timeout(d, mutex.lock())` with `d` mostly
-//! 0–3 ms (cancelled in the middle of anything) and sometimes 20–60 ms (long enough to queue),
-//! holding briefly when it gets the lock, and releasing by `release()` or by dropping the
-//! guard. The harness samples the lock directory every 10 ms. When the workers are done (but
-//! before their sessions close, which would remove their ephemeral nodes anyway) it waits for
-//! the directory to drain, then prints the peak size, the locks granted and the nodes left.
-//! It fails if nodes are left, no lock was granted, or the peak exceeds twice the live
-//! attempts (`P × T`).
+//! Each worker process (`zk-worker stress`, built in release mode) runs `T` tasks on a
+//! session of its own; each task loops `tokio::time::timeout(d, take)` with `d` mostly 0–3 ms
+//! (cancelled in the middle of anything) and sometimes 20–100 ms (long enough to queue),
+//! holding briefly when it gets the lock, and releasing by `release()` or by dropping what it
+//! holds. What is taken is the recipe's ([`Target`]): the mutex; the read or the write lock;
+//! a multi-lock over a random subset of `<path>/0..2`; one or two leases of a semaphore of 3;
+//! the semaphore mutex. The harness samples the recipe's node directories every 10 ms
+//! ([`directories`]). When the workers are done (but before their sessions close, which would
+//! remove their ephemeral nodes anyway) it waits for the directories to drain, then prints
+//! the peak, the acquisitions and the nodes left. It fails if nodes are left, nothing was
+//! acquired, or the peak exceeds twice the nodes the live attempts may own.
+
+mod target;
+
+pub use target::{Held, LEASES, MEMBERS, Target};
 
 use std::error::Error;
 use std::io::{BufRead, Write};
@@ -18,42 +24,79 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use recipe_mutex::InterProcessMutex;
 use zk_client::Client;
 
+use crate::recipe::Recipe;
 use crate::worker_process::WorkerProcess;
 use crate::zk::ZkServer;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
-/// How long the lock directory may take to drain once the workers are done.
+/// How long the lock directories may take to drain once the workers are done.
 const DRAIN_BUDGET: Duration = Duration::from_secs(20);
 
-/// `cargo xtask stress mutex ...`.
-pub fn run(cli: &crate::cli::Stress) -> Result<()> {
-    if cli.recipe != crate::recipe::Recipe::Mutex {
-        return Err(format!(
-            "stress covers the mutex only so far, not {}",
-            cli.recipe.name()
-        )
-        .into());
+/// The directories holding `recipe`'s lock nodes under `path`.
+pub fn directories(recipe: Recipe, path: &str) -> Vec<String> {
+    match recipe {
+        Recipe::Mutex | Recipe::Rwlock => vec![path.to_owned()],
+        Recipe::Semaphore | Recipe::SemaphoreMutex => {
+            vec![format!("{path}/locks"), format!("{path}/leases")]
+        }
+        Recipe::Multilock => (0..MEMBERS).map(|k| format!("{path}/{k}")).collect(),
     }
+}
+
+/// The most nodes one live attempt of `recipe` may own at once: a node per member, two
+/// leases and the inner lock's node.
+pub fn nodes_per_attempt(recipe: Recipe) -> usize {
+    match recipe {
+        Recipe::Mutex | Recipe::Rwlock | Recipe::SemaphoreMutex => 2,
+        Recipe::Semaphore => 3,
+        Recipe::Multilock => MEMBERS,
+    }
+}
+
+/// The nodes in `dirs` now.
+///
+/// # Errors
+/// A failed listing (a directory not there yet counts 0).
+pub async fn count_nodes(
+    client: &Client,
+    dirs: &[String],
+) -> std::result::Result<usize, zk_client::Error> {
+    let mut n = 0;
+    for dir in dirs {
+        match client.get_children(dir).await {
+            Ok(kids) => n += kids.len(),
+            Err(zk_client::Error::NoNode) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// `cargo xtask stress RECIPE ...`.
+pub fn run(cli: &crate::cli::Stress) -> Result<()> {
+    let recipe = cli.recipe;
     let (seconds, processes, tasks) = (
         cli.seconds,
         usize::from(cli.processes),
         usize::from(cli.tasks),
     );
     crate::deps::ensure(&[crate::deps::Need::Java, crate::deps::Need::ZooKeeper])?;
+    eprintln!("stress {}: building zk-worker (release)...", recipe.name());
+    let exe = crate::bench::worker::build_release_bin("zk-worker")?;
     let server = ZkServer::start()?;
-    let path = "/stress/mutex";
-    let exe = std::env::current_exe()?;
+    let path = format!("/stress/{}", recipe.name());
+    let dirs = directories(recipe, &path);
     let mut workers = Vec::new();
     for _ in 0..processes {
         let mut cmd = Command::new(&exe);
         cmd.args([
-            "stress-worker",
+            "stress",
+            recipe.name(),
             &server.connect_string(),
-            path,
+            &path,
             &tasks.to_string(),
             &(seconds * 1000).to_string(),
         ]);
@@ -63,7 +106,10 @@ pub fn run(cli: &crate::cli::Stress) -> Result<()> {
     for w in &mut workers {
         w.expect("READY", budget)?;
     }
-    eprintln!("stress mutex: {processes} processes x {tasks} tasks on {path} for {seconds} s...");
+    eprintln!(
+        "stress {}: {processes} processes x {tasks} tasks on {path} for {seconds} s...",
+        recipe.name()
+    );
     for w in &mut workers {
         w.go()?;
     }
@@ -71,15 +117,7 @@ pub fn run(cli: &crate::cli::Stress) -> Result<()> {
         .enable_all()
         .build()?;
     let observer = runtime.block_on(Client::builder().hosts(server.connect_string()).connect())?;
-    let count = |c: &Client| {
-        runtime.block_on(async {
-            match c.get_children(path).await {
-                Ok(kids) => Ok(kids.len()),
-                Err(zk_client::Error::NoNode) => Ok(0),
-                Err(e) => Err(e),
-            }
-        })
-    };
+    let count = |c: &Client| runtime.block_on(count_nodes(c, &dirs));
     let end = Instant::now() + Duration::from_secs(seconds);
     let mut peak = 0;
     while Instant::now() < end {
@@ -112,29 +150,37 @@ pub fn run(cli: &crate::cli::Stress) -> Result<()> {
         w.finish(Instant::now() + Duration::from_secs(30))?;
     }
     let live = processes * tasks;
+    let bound = 2 * live * nodes_per_attempt(recipe);
     println!(
-        "stress mutex: {granted} locks granted, {cancelled} acquires cancelled, lock directory \
-         peak {peak} nodes ({live} live attempts at most), nodes left at the end {left}"
+        "stress {}: {granted} acquisitions, {cancelled} acquires cancelled, lock directories' \
+         peak {peak} nodes ({live} live attempts at most, bound {bound}), nodes left at the end \
+         {left}",
+        recipe.name()
     );
     if left > 0 {
         return Err(format!("{left} nodes left behind").into());
     }
     if granted == 0 {
-        return Err("no lock was granted".into());
+        return Err("nothing was acquired".into());
     }
-    if peak > 2 * live {
-        return Err(format!("the directory grew to {peak} with {live} live attempts").into());
+    if peak > bound {
+        return Err(format!("the directories grew to {peak} with {live} live attempts").into());
     }
     Ok(())
 }
 
-/// The hidden `stress-worker <connect> <path> <tasks> <run ms>` command: one session, `tasks`
-/// tasks; prints `READY`, waits for `GO`, runs, prints `DONE granted=N cancelled=M`, waits for
-/// another line (the harness has looked at the directory), then closes its session.
+/// `zk-worker stress <recipe> <connect> <path> <tasks> <run ms>`: one session, `tasks` tasks
+/// on the recipe's lock; prints `READY`, waits for `GO`, runs, prints `DONE granted=N
+/// cancelled=M`, waits for another line (the harness has looked at the directories), then
+/// closes its session.
+///
+/// # Errors
+/// Bad arguments, or a session that cannot start.
 pub fn worker(args: &[String]) -> Result<()> {
-    let [connect, path, tasks, run_ms] = args else {
-        return Err("usage: stress-worker <connect> <path> <tasks> <run ms>".into());
+    let [recipe, connect, path, tasks, run_ms] = args else {
+        return Err("usage: zk-worker stress <recipe> <connect> <path> <tasks> <run ms>".into());
     };
+    let recipe = <Recipe as clap::ValueEnum>::from_str(recipe, false)?;
     let tasks: usize = tasks.parse()?;
     let run_for = Duration::from_millis(run_ms.parse()?);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -142,14 +188,14 @@ pub fn worker(args: &[String]) -> Result<()> {
         .enable_all()
         .build()?;
     let client = runtime.block_on(Client::builder().hosts(connect.as_str()).connect())?;
-    let mutex = InterProcessMutex::new(client.clone(), path)?;
+    let target = Target::new(recipe, client.clone(), path)?;
     let stdin = std::io::stdin();
     let mut line = String::new();
     println!("READY");
     std::io::stdout().flush()?;
     stdin.lock().read_line(&mut line)?;
     let seed = u64::from(std::process::id()) << 16;
-    let (granted, cancelled) = runtime.block_on(cancelling_tasks(&mutex, tasks, run_for, seed));
+    let (granted, cancelled) = runtime.block_on(cancelling_tasks(&target, tasks, run_for, seed));
     println!("DONE granted={granted} cancelled={cancelled}");
     std::io::stdout().flush()?;
     line.clear();
@@ -160,16 +206,16 @@ pub fn worker(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `tasks` tasks on `mutex` (each its own owner) for `run_for`: each loops
-/// `tokio::time::timeout(d, mutex.lock())` with `d` mostly 0–3 ms (cancelled in the middle of
-/// anything) and one time in eight 20–60 ms (long enough to queue); a lock it gets is released
-/// by `release()` or by drop, at random. Returns the locks granted and the acquires cancelled.
-/// `cargo xtask stress` and recipe-mutex's stress test both run it.
+/// `tasks` tasks on `target` (each its own owner) for `run_for`: each loops
+/// `tokio::time::timeout(d, target.take(..))` with `d` mostly 0–3 ms (cancelled in the middle
+/// of anything) and one time in eight 20–100 ms (long enough to queue); what it gets it
+/// releases by `release()` or by drop, at random. Returns the acquisitions and the acquires
+/// cancelled. `cargo xtask stress` and xtask's stress test both run it.
 ///
 /// # Panics
 /// If an acquire fails with an error (it should only ever be cancelled).
 pub async fn cancelling_tasks(
-    mutex: &InterProcessMutex,
+    target: &Target,
     tasks: usize,
     run_for: Duration,
     seed: u64,
@@ -179,7 +225,7 @@ pub async fn cancelling_tasks(
     let end = tokio::time::Instant::now() + run_for;
     let mut handles = Vec::new();
     for t in 0..tasks {
-        let (m, granted, cancelled) = (mutex.clone(), granted.clone(), cancelled.clone());
+        let (target, granted, cancelled) = (target.clone(), granted.clone(), cancelled.clone());
         let mut rng = 0x9e37_79b9_7f4a_7c15_u64 ^ seed ^ (t as u64 + 1);
         handles.push(tokio::spawn(async move {
             while tokio::time::Instant::now() < end {
@@ -187,16 +233,16 @@ pub async fn cancelling_tasks(
                 rng ^= rng >> 7;
                 rng ^= rng << 17;
                 let wait = match rng % 8 {
-                    0 => Duration::from_millis(20 + rng % 40),
+                    0 => Duration::from_millis(20 + rng % 80),
                     _ => Duration::from_micros(rng % 3_000),
                 };
-                match tokio::time::timeout(wait, m.lock()).await {
-                    Ok(Ok(g)) => {
+                match tokio::time::timeout(wait, target.take(rng >> 8)).await {
+                    Ok(Ok(held)) => {
                         granted.fetch_add(1, Ordering::Relaxed);
-                        if rng % 2 == 0 {
-                            drop(g);
+                        if rng & 1 << 40 == 0 {
+                            drop(held);
                         } else {
-                            let _ = g.release().await;
+                            held.release().await;
                         }
                     }
                     Ok(Err(e)) => panic!("an acquire failed: {e}"),
