@@ -2,7 +2,7 @@
 //! ([`process_main`], `zk-worker interop`), and one task per client running the recipe's
 //! body ([`run_clients`]): `mutex.rs`, `rwlock.rs`, `multilock.rs`, `semaphore.rs`. A body
 //! loops acquire → hold 0.2–3 ms → release until the run's end, and records each hold in its
-//! [`Contender`].
+//! `Contender`.
 
 use std::fmt;
 use std::path::PathBuf;
