@@ -62,19 +62,48 @@ pub enum Zk {
     Stop,
 }
 
-/// What `bench` measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// What `bench` measures: zk-client alone, or one lock recipe (the names of [`Recipe`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BenchName {
     /// zk-client against the Java client: sequential create+delete, pipelined get_data.
     Client,
-    /// `InterProcessMutex` at 1, 4 and 16 sessions.
-    Mutex,
-    /// `InterProcessReadWriteLock`: readers, writers, a 90/10 mix.
-    Rwlock,
-    /// `InterProcessMultiLock` over 2 and 4 members.
-    Multilock,
-    /// The semaphore mutex at 1 and 4 sessions, a semaphore of 3 at 4 and 16.
-    Semaphore,
+    /// A lock recipe against Curator's (and kazoo's where kazoo has it).
+    Recipe(Recipe),
+}
+
+impl BenchName {
+    /// Every lock recipe, which `bench` alone runs.
+    pub fn recipes() -> Vec<BenchName> {
+        Recipe::ALL.into_iter().map(BenchName::Recipe).collect()
+    }
+}
+
+impl ValueEnum for BenchName {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            BenchName::Client,
+            BenchName::Recipe(Recipe::Mutex),
+            BenchName::Recipe(Recipe::Rwlock),
+            BenchName::Recipe(Recipe::Multilock),
+            BenchName::Recipe(Recipe::Semaphore),
+            BenchName::Recipe(Recipe::SemaphoreMutex),
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        use clap::builder::PossibleValue;
+        Some(match self {
+            BenchName::Client => PossibleValue::new("client")
+                .help("zk-client against the Java client: create+delete, pipelined get_data"),
+            BenchName::Recipe(r) => PossibleValue::new(r.name()).help(match r {
+                Recipe::Mutex => "InterProcessMutex at 1, 4 and 16 sessions (--sessions)",
+                Recipe::Rwlock => "InterProcessReadWriteLock: readers, writers, a 90/10 mix",
+                Recipe::Multilock => "InterProcessMultiLock over 2 and 4 members",
+                Recipe::Semaphore => "InterProcessSemaphoreV2 of 3 leases at 4 and 16 sessions",
+                Recipe::SemaphoreMutex => "InterProcessSemaphoreMutex at 1 and 4 sessions",
+            }),
+        })
+    }
 }
 
 /// `bench [NAMES...] [FLAGS]`.
@@ -257,7 +286,7 @@ mod tests {
         };
         assert_eq!(
             (b.names, b.seconds, b.rounds),
-            (vec![BenchName::Mutex], 2.0, 3)
+            (vec![BenchName::Recipe(Recipe::Mutex)], 2.0, 3)
         );
         assert!(parse(&["bench", "--rounds", "21"]).is_err());
         assert!(parse(&["bench", "--seconds", "0"]).is_err());

@@ -2,7 +2,7 @@
 //!
 //! - [`client`]: zk-client against the plain Java ZooKeeper client, one workload per worker
 //!   process on one fresh server, with throughput, latency, CPU and memory side by side.
-//! - [`locks`]: our lock recipes (`mutex`, `rwlock`, `multilock`, `semaphore`) against
+//! - [`locks`]: our lock recipes (`mutex`, `rwlock`, `multilock`, `semaphore`, `semaphore-mutex`) against
 //!   Curator's and kazoo's at several contention levels, each library in a worker process of
 //!   its own on one fresh server, with cycles/s, latency, CPU and memory per cycle, and the
 //!   server's requests per cycle. Each writes a report page with charts under
@@ -31,12 +31,7 @@ use std::error::Error;
 pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
     use crate::cli::{BenchName, OnOff};
     let names = if cli.names.is_empty() {
-        vec![
-            BenchName::Mutex,
-            BenchName::Rwlock,
-            BenchName::Multilock,
-            BenchName::Semaphore,
-        ]
+        BenchName::recipes()
     } else {
         cli.names.clone()
     };
@@ -53,7 +48,7 @@ pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
     };
     let mut wrote_reports = false;
     for name in names {
-        let bench = match name {
+        let recipe = match name {
             BenchName::Client => {
                 client::run(&client::Options {
                     seconds: cli.seconds,
@@ -65,12 +60,9 @@ pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
                 })?;
                 continue;
             }
-            BenchName::Mutex => locks::Bench::Mutex,
-            BenchName::Rwlock => locks::Bench::ReadWrite,
-            BenchName::Multilock => locks::Bench::MultiLock,
-            BenchName::Semaphore => locks::Bench::Semaphore,
+            BenchName::Recipe(recipe) => recipe,
         };
-        locks::run(bench, &lock_opts)?;
+        locks::run(recipe, &lock_opts)?;
         wrote_reports = true;
     }
     if wrote_reports {

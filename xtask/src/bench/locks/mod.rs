@@ -58,6 +58,7 @@ use super::worker::{self, millis};
 use crate::deps::{self, Need};
 use crate::interop::CURATOR_JARS;
 use crate::java;
+use crate::recipe::Recipe;
 use crate::recipe::Workload;
 use crate::zk::{ZkOptions, ZkServer};
 
@@ -114,19 +115,6 @@ impl Default for Options {
     }
 }
 
-/// The recipe measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Bench {
-    /// `InterProcessMutex`.
-    Mutex,
-    /// `InterProcessReadWriteLock`.
-    ReadWrite,
-    /// `InterProcessMultiLock`.
-    MultiLock,
-    /// `InterProcessSemaphoreMutex` and `InterProcessSemaphoreV2`.
-    Semaphore,
-}
-
 /// One measured case: a workload at a session count.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Case {
@@ -136,54 +124,46 @@ struct Case {
     sessions: usize,
 }
 
-impl Bench {
-    fn name(self) -> &'static str {
-        match self {
-            Bench::Mutex => "mutex",
-            Bench::ReadWrite => "rwlock",
-            Bench::MultiLock => "multilock",
-            Bench::Semaphore => "semaphore",
-        }
+/// The libraries compared on `recipe` (kazoo has no multi-lock; its semaphore of one stands
+/// for the semaphore mutex).
+fn libs(recipe: Recipe) -> &'static [Lib] {
+    match recipe {
+        Recipe::Mutex | Recipe::Semaphore | Recipe::SemaphoreMutex => &Lib::ALL,
+        Recipe::Rwlock => &[Lib::Ours, Lib::Curator, Lib::Kazoo],
+        Recipe::Multilock => &[Lib::Ours, Lib::Curator],
     }
+}
 
-    /// The libraries compared.
-    fn libs(self) -> &'static [Lib] {
-        match self {
-            Bench::Mutex => &Lib::ALL,
-            Bench::ReadWrite => &[Lib::Ours, Lib::Curator, Lib::Kazoo],
-            Bench::Semaphore => &Lib::ALL,
-            Bench::MultiLock => &[Lib::Ours, Lib::Curator],
-        }
-    }
-
-    fn cases(self, sessions: &[usize]) -> Vec<Case> {
-        let case = |label: &str, workload, sessions| Case {
-            label: label.to_owned(),
-            workload,
-            sessions,
-        };
-        match self {
-            Bench::Mutex => sessions
-                .iter()
-                .map(|&n| case(&sessions_label(n), Workload::Mutex, n))
-                .collect(),
-            Bench::ReadWrite => vec![
-                case("readers, 4 sessions", Workload::Read, 4),
-                case("readers, 16 sessions", Workload::Read, 16),
-                case("writers, 4 sessions", Workload::Write, 4),
-                case("90/10 mix, 16 sessions", Workload::ReadWriteMix(90), 16),
-            ],
-            Bench::MultiLock => vec![
-                case("2 members, 4 sessions", Workload::MultiLock(2), 4),
-                case("4 members, 4 sessions", Workload::MultiLock(4), 4),
-            ],
-            Bench::Semaphore => vec![
-                case("semaphore-mutex, 1 session", Workload::SemaphoreMutex, 1),
-                case("semaphore-mutex, 4 sessions", Workload::SemaphoreMutex, 4),
-                case("3 leases, 4 sessions", Workload::Semaphore(3), 4),
-                case("3 leases, 16 sessions", Workload::Semaphore(3), 16),
-            ],
-        }
+/// The cases of `recipe` (the mutex's at the session counts given).
+fn cases(recipe: Recipe, sessions: &[usize]) -> Vec<Case> {
+    let case = |label: &str, workload, sessions| Case {
+        label: label.to_owned(),
+        workload,
+        sessions,
+    };
+    match recipe {
+        Recipe::Mutex => sessions
+            .iter()
+            .map(|&n| case(&sessions_label(n), Workload::Mutex, n))
+            .collect(),
+        Recipe::Rwlock => vec![
+            case("readers, 4 sessions", Workload::Read, 4),
+            case("readers, 16 sessions", Workload::Read, 16),
+            case("writers, 4 sessions", Workload::Write, 4),
+            case("90/10 mix, 16 sessions", Workload::ReadWriteMix(90), 16),
+        ],
+        Recipe::Multilock => vec![
+            case("2 members, 4 sessions", Workload::MultiLock(2), 4),
+            case("4 members, 4 sessions", Workload::MultiLock(4), 4),
+        ],
+        Recipe::SemaphoreMutex => vec![
+            case("1 session", Workload::SemaphoreMutex, 1),
+            case("4 sessions", Workload::SemaphoreMutex, 4),
+        ],
+        Recipe::Semaphore => vec![
+            case("3 leases, 4 sessions", Workload::Semaphore(3), 4),
+            case("3 leases, 16 sessions", Workload::Semaphore(3), 16),
+        ],
     }
 }
 
@@ -235,10 +215,10 @@ impl Lib {
 /// # Errors
 /// Bad arguments, missing Java, ZooKeeper, Curator or kazoo, a failed build or compile, a
 /// server that does not start, or a worker that fails or overruns (it is killed).
-pub fn run(bench: Bench, opts: &Options) -> Result<()> {
-    let cases = bench.cases(&opts.sessions);
-    let libs = bench.libs();
-    let what = bench.name();
+pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
+    let cases = cases(recipe, &opts.sessions);
+    let libs = libs(recipe);
+    let what = recipe.name();
     deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator, Need::Kazoo])?;
 
     eprintln!("bench {what}: building zk-worker (release)...");
@@ -367,14 +347,15 @@ pub fn run(bench: Bench, opts: &Options) -> Result<()> {
             java_version()
         ),
     ];
-    if bench.libs().contains(&Lib::Kazoo) {
-        let recipe = match bench {
-            Bench::Semaphore => "Semaphore (its own protocol, not Curator's)",
-            Bench::ReadWrite => "ReadLock / WriteLock",
+    if libs.contains(&Lib::Kazoo) {
+        let kazoo_recipe = match recipe {
+            Recipe::Semaphore => "Semaphore (its own protocol, not Curator's)",
+            Recipe::SemaphoreMutex => "Semaphore of 1 (its own protocol, not Curator's)",
+            Recipe::Rwlock => "ReadLock / WriteLock",
             _ => "Lock",
         };
         header.push(format!(
-            "kazoo:   kazoo {} {recipe} (acquire/release), {}, threading handler",
+            "kazoo:   kazoo {} {kazoo_recipe} (acquire/release), {}, threading handler",
             kazoo_version().unwrap_or_else(|| "?".to_owned()),
             python_version()
         ));
@@ -412,7 +393,7 @@ pub fn run(bench: Bench, opts: &Options) -> Result<()> {
         comparisons.push('\n');
         comparisons.push_str(&ratios(&results, &cases, Lib::Kazoo, hz));
     }
-    let verdicts = targets(bench, &results, &cases, hz);
+    let verdicts = targets(recipe, &results, &cases, hz);
     println!();
     print!("{results_table}");
     println!();

@@ -181,28 +181,26 @@ pub(super) fn spread(results: &[Run], case: usize, other: Lib, hz: u64) -> Strin
     format!("{}x, {}x", range(&cycles), range(&cpu))
 }
 
-/// The cycles/s bar against Curator for case `case` of `bench`, if the issue set one.
-pub(super) fn cycles_bar(bench: Bench, case: &Case) -> Option<f64> {
-    match bench {
-        Bench::Mutex => match case.sessions {
+/// The cycles/s bar against Curator for case `case` of `recipe`, if the issue set one.
+pub(super) fn cycles_bar(recipe: Recipe, case: &Case) -> Option<f64> {
+    match recipe {
+        Recipe::Mutex => match case.sessions {
             1 => Some(1.5),
             16 => Some(1.3),
             _ => None,
         },
         // An uncontended read is one round trip for us, two for Curator.
-        Bench::ReadWrite if case.workload == Workload::Read => Some(1.5),
-        Bench::ReadWrite => Some(1.2),
-        Bench::MultiLock => Some(1.5),
+        Recipe::Rwlock if case.workload == Workload::Read => Some(1.5),
+        Recipe::Rwlock => Some(1.2),
+        Recipe::Multilock => Some(1.5),
         // Two awaited round trips per acquisition where Curator awaits five.
-        Bench::Semaphore if case.workload == Workload::SemaphoreMutex && case.sessions == 1 => {
-            Some(2.5)
-        }
-        Bench::Semaphore => Some(2.0),
+        Recipe::SemaphoreMutex if case.sessions == 1 => Some(2.5),
+        Recipe::SemaphoreMutex | Recipe::Semaphore => Some(2.0),
     }
 }
 
 /// The targets against Curator (ours with an awaited release, medians), met or not.
-pub(super) fn targets(bench: Bench, results: &[Run], cases: &[Case], hz: u64) -> String {
+pub(super) fn targets(recipe: Recipe, results: &[Run], cases: &[Case], hz: u64) -> String {
     let mut out = "targets (ours vs Curator, medians):\n".to_owned();
     for (c, case) in cases.iter().enumerate() {
         let (Some(ours), Some(theirs)) = (
@@ -211,7 +209,7 @@ pub(super) fn targets(bench: Bench, results: &[Run], cases: &[Case], hz: u64) ->
         ) else {
             continue;
         };
-        if let Some(bar) = cycles_bar(bench, case) {
+        if let Some(bar) = cycles_bar(recipe, case) {
             let ratio = ours.cycles_per_sec / theirs.cycles_per_sec;
             let what = format!("{}: cycles/s >= {bar}x", case.label);
             out.push_str(&verdict(&what, ratio, ratio >= bar));
@@ -222,7 +220,7 @@ pub(super) fn targets(bench: Bench, results: &[Run], cases: &[Case], hz: u64) ->
             p99,
             p99 <= 1.0,
         ));
-        if bench == Bench::Mutex {
+        if recipe == Recipe::Mutex {
             let cpu = ours.cpu_us_per_cycle / theirs.cpu_us_per_cycle;
             out.push_str(&verdict(
                 &format!("{}: CPU/cycle <= 0.2x", case.label),
