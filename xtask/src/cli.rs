@@ -23,7 +23,8 @@ pub enum Command {
     Zk(Zk),
     /// Start a local ZooKeeper and show the recipes at work.
     Demo,
-    /// The whole suite: `cargo test --workspace [ARGS]`, then the conformance checks.
+    /// The whole suite: `cargo test --workspace --all-features [ARGS]`, then the conformance
+    /// checks.
     Test {
         /// Passed on to `cargo test`.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
