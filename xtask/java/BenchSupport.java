@@ -1,4 +1,4 @@
-// What the Java benchmark workers (JavaClientBench, CuratorMutexBench) share: the latency
+// What the Java benchmark workers (JavaClientBench, CuratorBench) share: the latency
 // histogram, the RESULT line xtask/src/bench/sample.rs parses, CPU and peak-RSS readings
 // from /proc, and the exit discipline (halt when stdin ends, ERROR line on failure).
 

@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""The kazoo side of `cargo xtask bench mutex` (xtask/src/bench/mutex.rs).
+"""The kazoo side of the lock benchmarks, `cargo xtask bench <recipe>` (xtask/src/bench/locks/).
 
-kazoo's ``Lock`` recipe, <sessions> contenders in this one process, each
-looping acquire -> release on one lock path, printing one RESULT line. Ours is
-``zk-worker bench ... mutex`` (xtask/src/bin/zk-worker.rs), Curator's is
-xtask/java/CuratorMutexBench.java.
+kazoo's lock recipes (``Lock``, ``ReadLock``/``WriteLock``, ``Semaphore``),
+<sessions> contenders in this one process, each looping acquire -> release on
+one lock path, printing one RESULT line. Ours is ``zk-worker bench ...
+<workload>`` (xtask/src/bin/zk-worker.rs), Curator's is ``CuratorWorker bench``
+(xtask/java/CuratorBench.java).
 
     /usr/bin/python3 kazoo_lock_bench.py <connect> <lock path> <sessions> \\
         <warmup ms> <measure ms> [workload]

@@ -8,6 +8,7 @@
 pub mod bench;
 pub mod cli;
 pub mod conformance;
+pub mod curator;
 pub mod demo;
 pub mod interop;
 pub mod line;

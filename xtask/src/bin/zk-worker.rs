@@ -1,9 +1,9 @@
 //! `zk-worker`: our side of the harnesses that need a process of their own, the mode first:
 //! `bench` for `cargo xtask bench` (one workload with zk-client or a recipe, so that its CPU
 //! time and memory are its own; the Java sides are `java/JavaClientBench.java` and
-//! `java/CuratorMutexBench.java`, kazoo's is `python/kazoo_lock_bench.py`), `interop` for
+//! `java/CuratorBench.java`, kazoo's is `python/kazoo_lock_bench.py`), `interop` for
 //! `cargo xtask interop <recipe>` ([`xtask::interop::process_main`]: every recipe's body, a
-//! recipe switch; Curator's side is `java/CuratorRecipeWorker.java`, with the same
+//! recipe switch; Curator's side is `java/CuratorInterop.java`, with the same
 //! arguments), `stress` for `cargo xtask stress <recipe>` ([`xtask::stress::worker`]). The
 //! lines it prints are [`xtask::line`]'s.
 //!

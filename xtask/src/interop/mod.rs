@@ -4,7 +4,7 @@
 //!
 //! # How a run goes
 //!
-//! Curator's side is `java/CuratorRecipeWorker.java`: one JVM, `--java-clients` threads, each
+//! Curator's side is `java/CuratorInterop.java` (`CuratorWorker interop`): one JVM, `--java-clients` threads, each
 //! with its own `CuratorFramework` (its own session, `ExponentialBackoffRetry`). Ours runs
 //! `--rust-clients` tasks, each with its own [`zk_client::Client`] ([`ours`]): by default in
 //! a process of its own (`zk-worker interop`, built in release mode), or inside this process
@@ -35,8 +35,6 @@ use std::error::Error;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::deps::{self, Need};
-use crate::java;
 use crate::recipe::Recipe;
 use crate::zk::ZkServer;
 
@@ -56,19 +54,6 @@ pub use ours::{WorkerConfig, connect_clients, process_main, run_clients};
 pub use report::{Counts, Totals};
 pub(crate) use sides::TempDir;
 use sides::{InProcessSide, Side};
-
-/// The Curator worker's classpath: Curator 5.4 (Debian's jars are not shaded; Debian's
-/// Guava bundles `failureaccess`), ZooKeeper's client, and a silent SLF4J binding.
-pub const CURATOR_JARS: [&str; 8] = [
-    "curator-recipes",
-    "curator-framework",
-    "curator-client",
-    "guava",
-    "zookeeper",
-    "zookeeper-jute",
-    "slf4j-api",
-    "slf4j-nop",
-];
 
 /// Session timeout of our clients (Curator's side asks for the same).
 const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -168,22 +153,6 @@ pub fn run(cli: &crate::cli::Interop) -> Result<()> {
     }
 }
 
-/// Makes sure Java, ZooKeeper and Curator are installed and the Curator worker
-/// (`java/CuratorRecipeWorker.java`, every recipe's Curator side) is compiled; its classpath.
-///
-/// # Errors
-/// A missing package or a failed compile.
-pub(crate) fn curator_worker() -> Result<String> {
-    deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator])?;
-    let classpath = java::jars(&CURATOR_JARS);
-    let classes = java::compile(
-        "CuratorRecipeWorker",
-        &[java::java_dir().join("CuratorRecipeWorker.java")],
-        &classpath,
-    )?;
-    Ok(format!("{}:{classpath}", classes.display()))
-}
-
 /// Runs Curator's recipe against ours on one fresh server for `opts.seconds` and checks the
 /// holds both sides recorded; progress goes to stderr. It does not judge the outcome: see
 /// [`Totals::failure`].
@@ -194,7 +163,7 @@ pub(crate) fn curator_worker() -> Result<String> {
 /// killed), or holds that cannot be read.
 pub fn run_interop(opts: &InteropOptions) -> Result<Totals> {
     let what = opts.recipe.name();
-    let java_classpath = curator_worker()?;
+    let java_classpath = crate::curator::classpath()?;
     let rust_worker = match &opts.rust_side {
         RustSide::ReleaseProcess => {
             eprintln!("interop {what}: building zk-worker (release)...");
@@ -254,7 +223,8 @@ pub fn run_interop(opts: &InteropOptions) -> Result<Totals> {
     java_cmd
         .arg("-cp")
         .arg(&java_classpath)
-        .arg("CuratorRecipeWorker")
+        .arg(crate::curator::MAIN)
+        .arg("interop")
         .args(java_cfg.args());
     let mut java_side = Side::Process(WorkerProcess::spawn("curator", java_cmd)?);
     let mut rust_side = match &rust_worker {

@@ -26,7 +26,7 @@
 //!   `guard.release().await`, which awaits the delete as Curator's `release()` does;
 //! - ours (drop): the same, releasing by dropping the guard (the delete goes out in the
 //!   background);
-//! - curator: `java/CuratorMutexBench.java`, one `CuratorFramework` per contender, one thread
+//! - curator: `java/CuratorBench.java` (`CuratorWorker bench`), one `CuratorFramework` per contender, one thread
 //!   each, JVM defaults;
 //! - kazoo: `python/kazoo_lock_bench.py` on `/usr/bin/python3`, one `KazooClient` per
 //!   contender, one thread each, `client.Lock(path)`.
@@ -56,8 +56,6 @@ use super::report;
 use super::sample::Sample;
 use super::worker::{self, millis};
 use crate::deps::{self, Need};
-use crate::interop::CURATOR_JARS;
-use crate::java;
 use crate::recipe::Recipe;
 use crate::recipe::Workload;
 use crate::zk::{ZkOptions, ZkServer};
@@ -223,18 +221,10 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
 
     eprintln!("bench {what}: building zk-worker (release)...");
     let rust = worker::build_release_bin("zk-worker")?;
-    let classpath = java::jars(&CURATOR_JARS);
-    let classes = java::compile(
-        "CuratorMutexBench",
-        &[
-            java::java_dir().join("CuratorMutexBench.java"),
-            java::java_dir().join("BenchSupport.java"),
-        ],
-        &classpath,
-    )?;
+    let java_classpath = crate::curator::classpath()?;
     let workers = Workers {
         rust,
-        java_classpath: format!("{}:{classpath}", classes.display()),
+        java_classpath,
         kazoo_script: Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("python")
             .join("kazoo_lock_bench.py"),

@@ -46,7 +46,8 @@ impl Workers {
                 let mut cmd = Pinning::command(self.pinning.as_ref(), "java");
                 cmd.arg("-cp")
                     .arg(&self.java_classpath)
-                    .arg("CuratorMutexBench");
+                    .arg(crate::curator::MAIN)
+                    .arg("bench");
                 cmd.arg(connect)
                     .arg(path)
                     .arg(sessions.to_string())

@@ -1,11 +1,12 @@
-// The Curator side of every `cargo xtask interop <recipe>` (xtask/src/interop/): Apache
+// The Curator side of every `cargo xtask interop <recipe>` (xtask/src/interop/), the
+// `interop` mode of CuratorWorker: Apache
 // Curator 5.4's InterProcessMutex, InterProcessReadWriteLock, InterProcessMultiLock,
 // InterProcessSemaphoreV2 or InterProcessSemaphoreMutex contending with ours on the same
 // paths. One worker, a recipe switch: the sessions, the READY/GO handshake, the watchdogs, the
 // counts and the holds are shared. Its arguments are our worker's, in the same order
 // (xtask/src/interop/ours/mod.rs, WorkerConfig):
 //
-//   java -cp <classes>:<curator and zookeeper jars> CuratorRecipeWorker \
+//   java -cp <classes>:<curator and zookeeper jars> CuratorWorker interop \
 //       <mutex|rwlock|multilock|semaphore|semaphore-mutex> <connect> <lock path> <clients>
 //       <run ms> <dir> <leases>
 //
@@ -63,7 +64,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
-public final class CuratorRecipeWorker {
+public final class CuratorInterop {
     private static final AtomicLong ACQUISITIONS = new AtomicLong();
     private static final AtomicLong ERRORS = new AtomicLong();
     /** Members of the multi-lock: <path>/0, <path>/1, <path>/2. */
@@ -122,7 +123,7 @@ public final class CuratorRecipeWorker {
         return wall0 + (System.nanoTime() - mono0);
     }
 
-    public static void main(String[] args) {
+    static void main(String[] args) {
         try {
             run(args);
         } catch (Throwable e) {
@@ -136,7 +137,7 @@ public final class CuratorRecipeWorker {
 
     private static void run(String[] args) throws Exception {
         if (args.length != 7) {
-            throw new IllegalArgumentException("usage: CuratorRecipeWorker "
+            throw new IllegalArgumentException("usage: CuratorWorker interop "
                 + "<mutex|rwlock|multilock|semaphore|semaphore-mutex> "
                 + "<connect> <lock path> <clients> <run ms> <dir> <leases>");
         }
@@ -190,7 +191,7 @@ public final class CuratorRecipeWorker {
             for (long left; (left = haltAt - System.nanoTime()) > 0; ) {
                 LockSupport.parkNanos(left);
             }
-            System.err.println("CuratorRecipeWorker: still running 120 s after its run; halting");
+            System.err.println("CuratorInterop: still running 120 s after its run; halting");
             Runtime.getRuntime().halt(4);
         });
         deadman.setDaemon(true);

@@ -1,10 +1,10 @@
-// The Curator side of `cargo xtask bench mutex` (xtask/src/bench/mutex.rs):
-// Apache Curator 5.4's InterProcessMutex, <sessions> contenders in this one
-// JVM, each looping acquire -> release on one lock path, in a process of its
-// own, printing one RESULT line. Ours is `zk-worker bench ... mutex` (xtask/
-// src/bin/zk-worker.rs), kazoo's is xtask/python/kazoo_lock_bench.py.
+// The Curator side of the lock benchmarks, `cargo xtask bench <recipe>` (xtask/src/bench/
+// locks/), the `bench` mode of CuratorWorker: Apache Curator 5.4's lock recipes, <sessions>
+// contenders in this one JVM, each looping acquire -> release on one lock path, in a process
+// of its own, printing one RESULT line. Ours is `zk-worker bench ... <workload>` (xtask/src/
+// bin/zk-worker.rs), kazoo's is xtask/python/kazoo_lock_bench.py.
 //
-//   java -cp <classes>:<curator and zookeeper jars> CuratorMutexBench \
+//   java -cp <classes>:<curator and zookeeper jars> CuratorWorker bench \
 //       <connect> <lock path> <sessions> <warmup ms> <measure ms> [workload]
 //
 // <workload> (default mutex) is the lock each cycle takes: mutex (InterProcessMutex), read or
@@ -14,7 +14,7 @@
 //
 // Each contender is a thread with its own CuratorFramework (its own session:
 // 10 s session timeout, 5 s connection timeout, ExponentialBackoffRetry(100,
-// 5), as in CuratorRecipeWorker) and its own InterProcessMutex on <lock path>.
+// 5), as in CuratorInterop) and its own lock on <lock path>.
 // Once every client is connected, the contenders loop
 //
 //   acquire() -> release()
@@ -53,11 +53,11 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Supplier;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
-public final class CuratorMutexBench {
+public final class CuratorBench {
     private static volatile String failure;
 
-    public static void main(String[] args) {
-        BenchSupport.main(args, CuratorMutexBench::run);
+    static void main(String[] args) {
+        BenchSupport.main(args, CuratorBench::run);
     }
 
     private static void run(String[] args) throws Exception {
