@@ -5,6 +5,7 @@
 //! `Contender`.
 
 use std::fmt;
+use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -191,6 +192,16 @@ pub async fn run_clients(clients: Vec<Client>, cfg: &WorkerConfig) -> Counts {
     total
 }
 
+/// What an acquire came to.
+enum Taken<T> {
+    /// Held.
+    Held(T),
+    /// The run is over (the acquire's timeout was the time left).
+    Over,
+    /// It failed (counted); the loop goes on.
+    Failed,
+}
+
 /// One client of ours: its session, its counts, its holds, its random hold times.
 pub(super) struct Contender {
     name: String,
@@ -236,20 +247,49 @@ impl Contender {
         self.clock.now()
     }
 
-    /// Holds for a random 0.2–3 ms, to widen any race.
-    async fn hold(&mut self) {
+    /// Awaits an acquire (`Ok(None)`: its timeout, the run's end, passed).
+    async fn take<T, E: fmt::Display>(
+        &mut self,
+        what: &str,
+        acquire: impl Future<Output = std::result::Result<Option<T>, E>>,
+    ) -> Taken<T> {
+        match acquire.await {
+            Ok(Some(held)) => Taken::Held(held),
+            Ok(None) => Taken::Over,
+            Err(e) => {
+                self.error(what, &e).await;
+                Taken::Failed
+            }
+        }
+    }
+
+    /// Counts an acquisition and holds for a random 0.2–3 ms, to widen any race: the
+    /// acquisition's number and the hold's span.
+    async fn hold(&mut self) -> (u64, (u64, u64)) {
+        self.counts.acquisitions += 1;
+        let from = self.now();
+        self.pause().await;
+        (self.counts.acquisitions, (from, self.now()))
+    }
+
+    /// Waits a random 0.2–3 ms.
+    async fn pause(&mut self) {
         let micros = 200 + self.roll(2800);
         tokio::time::sleep(Duration::from_micros(micros)).await;
     }
 
-    /// Counts an acquisition; its number.
-    fn acquired(&mut self) -> u64 {
-        self.counts.acquisitions += 1;
-        self.counts.acquisitions
+    /// Awaits a release; an error is counted.
+    async fn release<E: fmt::Display>(
+        &mut self,
+        what: &str,
+        release: impl Future<Output = std::result::Result<(), E>>,
+    ) {
+        if let Err(e) = release.await {
+            self.error(what, &e).await;
+        }
     }
 
     /// Records a hold of acquisition `n`; `node` is a lock node's path.
-    #[allow(clippy::too_many_arguments)]
     fn record(
         &mut self,
         n: u64,

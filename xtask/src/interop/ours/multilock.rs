@@ -3,7 +3,7 @@
 
 use recipe_multilock::InterProcessMultiLock;
 
-use super::Contender;
+use super::{Contender, Taken};
 use crate::interop::MEMBERS;
 use crate::interop::holds::Mode;
 
@@ -22,18 +22,12 @@ pub(super) async fn run(c: &mut Contender) {
             Ok(m) => m,
             Err(e) => return c.error("creating the multi-lock", &e).await,
         };
-        let guard = match multi.try_lock_for(left).await {
-            Ok(Some(g)) => g,
-            Ok(None) => return,
-            Err(e) => {
-                c.error("acquire", &e).await;
-                continue;
-            }
+        let guard = match c.take("acquire", multi.try_lock_for(left)).await {
+            Taken::Held(guard) => guard,
+            Taken::Over => return,
+            Taken::Failed => continue,
         };
-        let n = c.acquired();
-        let from = c.now();
-        c.hold().await;
-        let to = c.now();
+        let (n, span) = c.hold().await;
         // The members are taken in the canonical order (by path): 0, 1, 2 here.
         let held: Vec<(String, i64)> = guard
             .members()
@@ -44,13 +38,11 @@ pub(super) async fn run(c: &mut Contender) {
                 n,
                 format!("member-{k}"),
                 Mode::Exclusive,
-                (from, to),
+                span,
                 &node,
                 token,
             );
         }
-        if let Err(e) = guard.release().await {
-            c.error("release", &e).await;
-        }
+        c.release("release", guard.release()).await;
     }
 }

@@ -3,7 +3,7 @@
 
 use recipe_mutex::InterProcessMutex;
 
-use super::Contender;
+use super::{Contender, Taken};
 use crate::interop::holds::Mode;
 
 pub(super) async fn run(c: &mut Contender) {
@@ -12,22 +12,14 @@ pub(super) async fn run(c: &mut Contender) {
         Err(e) => return c.error("creating the mutex", &e).await,
     };
     while let Some(left) = c.left() {
-        let guard = match mutex.try_lock_for(left).await {
-            Ok(Some(guard)) => guard,
-            Ok(None) => return,
-            Err(e) => {
-                c.error("acquire", &e).await;
-                continue;
-            }
+        let guard = match c.take("acquire", mutex.try_lock_for(left)).await {
+            Taken::Held(guard) => guard,
+            Taken::Over => return,
+            Taken::Failed => continue,
         };
-        let n = c.acquired();
-        let from = c.now();
-        c.hold().await;
-        let to = c.now();
+        let (n, span) = c.hold().await;
         let (node, token) = (guard.node_path().to_owned(), guard.fencing_token());
-        c.record(n, "lock".into(), Mode::Exclusive, (from, to), &node, token);
-        if let Err(e) = guard.release().await {
-            c.error("release", &e).await;
-        }
+        c.record(n, "lock".into(), Mode::Exclusive, span, &node, token);
+        c.release("release", guard.release()).await;
     }
 }

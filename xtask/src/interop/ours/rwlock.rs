@@ -2,9 +2,10 @@
 //! downgrades: it takes the read lock while writing, lets the write lock go and reads on.
 //! Curator's side never downgrades (its 5.4 downgrade lets a queued writer in: CURATOR-621).
 
+use recipe_mutex::Lock;
 use recipe_rwlock::InterProcessReadWriteLock;
 
-use super::Contender;
+use super::{Contender, Taken};
 use crate::interop::holds::Mode;
 
 pub(super) async fn run(c: &mut Contender) {
@@ -14,76 +15,51 @@ pub(super) async fn run(c: &mut Contender) {
     };
     while let Some(left) = c.left() {
         let roll = c.roll(10);
-        if roll >= 3 {
-            let r = match lock.read_lock().try_lock_for(left).await {
-                Ok(Some(g)) => g,
-                Ok(None) => return,
-                Err(e) => {
-                    c.error("read acquire", &e).await;
-                    continue;
-                }
-            };
-            let n = c.acquired();
-            let from = c.now();
-            c.hold().await;
-            let to = c.now();
-            let (node, token) = (r.node_path().to_owned(), r.fencing_token());
-            c.record(n, "lock".into(), Mode::Read, (from, to), &node, token);
-            if let Err(e) = r.release().await {
-                c.error("read release", &e).await;
-            }
-            continue;
-        }
-        let w = match lock.write_lock().try_lock_for(left).await {
-            Ok(Some(g)) => g,
-            Ok(None) => return,
-            Err(e) => {
-                c.error("write acquire", &e).await;
-                continue;
-            }
+        let (side, mode): (&dyn Lock, _) = if roll >= 3 {
+            (lock.read_lock(), Mode::Read)
+        } else {
+            (lock.write_lock(), Mode::Write)
         };
-        let n = c.acquired();
-        let from = c.now();
-        c.hold().await;
-        let (w_node, w_token) = (w.node_path().to_owned(), w.fencing_token());
+        let guard = match c.take("acquire", side.try_lock_for(left)).await {
+            Taken::Held(guard) => guard,
+            Taken::Over => return,
+            Taken::Failed => continue,
+        };
+        let (n, (from, to)) = c.hold().await;
+        let (node, token) = (guard.node_path().to_owned(), guard.fencing_token());
         if roll != 0 {
-            let to = c.now();
-            c.record(n, "lock".into(), Mode::Write, (from, to), &w_node, w_token);
-            if let Err(e) = w.release().await {
-                c.error("write release", &e).await;
-            }
+            c.record(n, "lock".into(), mode, (from, to), &node, token);
+            c.release("release", guard.release()).await;
             continue;
         }
         // A downgrade: read, then let the write lock go while still reading.
-        let r = match lock.read_lock().lock().await {
-            Ok(r) => r,
-            Err(e) => {
-                let to = c.now();
-                c.record(n, "lock".into(), Mode::Write, (from, to), &w_node, w_token);
-                c.error("downgrade", &e).await;
-                let _ = w.release().await;
+        let read = match c
+            .take("downgrade", async {
+                lock.read_lock().lock().await.map(Some)
+            })
+            .await
+        {
+            Taken::Held(read) => read,
+            Taken::Over | Taken::Failed => {
+                c.record(n, "lock".into(), mode, (from, c.now()), &node, token);
+                c.release("release", guard.release()).await;
                 continue;
             }
         };
         let r_from = c.now();
-        let w_to = c.now();
+        c.record(n, "lock".into(), mode, (from, c.now()), &node, token);
+        c.release("write release", guard.release()).await;
+        c.pause().await;
+        let r_to = c.now();
+        let (r_node, r_token) = (read.node_path().to_owned(), read.fencing_token());
         c.record(
             n,
             "lock".into(),
-            Mode::Write,
-            (from, w_to),
-            &w_node,
-            w_token,
+            Mode::Read,
+            (r_from, r_to),
+            &r_node,
+            r_token,
         );
-        if let Err(e) = w.release().await {
-            c.error("write release", &e).await;
-        }
-        c.hold().await;
-        let r_to = c.now();
-        let (node, token) = (r.node_path().to_owned(), r.fencing_token());
-        c.record(n, "lock".into(), Mode::Read, (r_from, r_to), &node, token);
-        if let Err(e) = r.release().await {
-            c.error("read release", &e).await;
-        }
+        c.release("read release", read.release()).await;
     }
 }

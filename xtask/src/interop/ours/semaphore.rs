@@ -3,7 +3,7 @@
 
 use recipe_semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
 
-use super::Contender;
+use super::{Contender, Taken};
 use crate::interop::holds::Mode;
 
 pub(super) async fn run(c: &mut Contender) {
@@ -14,25 +14,21 @@ pub(super) async fn run(c: &mut Contender) {
     };
     while let Some(left) = c.left() {
         let qty = if leases > 1 && c.roll(10) < 2 { 2 } else { 1 };
-        let held = match semaphore.acquire_many_timeout(qty, left).await {
-            Ok(Some(held)) => held,
-            Ok(None) => return,
-            Err(e) => {
-                c.error("acquire", &e).await;
-                continue;
-            }
+        let held = match c
+            .take("acquire", semaphore.acquire_many_timeout(qty, left))
+            .await
+        {
+            Taken::Held(held) => held,
+            Taken::Over => return,
+            Taken::Failed => continue,
         };
-        let n = c.acquired();
-        let from = c.now();
-        c.hold().await;
-        let to = c.now();
+        let (n, span) = c.hold().await;
         for lease in &held {
             let (node, token) = (lease.node_path().to_owned(), lease.fencing_token());
-            c.record(n, "leases".into(), Mode::Lease, (from, to), &node, token);
+            c.record(n, "leases".into(), Mode::Lease, span, &node, token);
         }
-        if let Err(e) = InterProcessSemaphoreV2::return_all(held).await {
-            c.error("release", &e).await;
-        }
+        c.release("release", InterProcessSemaphoreV2::return_all(held))
+            .await;
     }
 }
 
@@ -42,22 +38,14 @@ pub(super) async fn run_mutex(c: &mut Contender) {
         Err(e) => return c.error("creating the lock", &e).await,
     };
     while let Some(left) = c.left() {
-        let guard = match lock.try_lock_for(left).await {
-            Ok(Some(g)) => g,
-            Ok(None) => return,
-            Err(e) => {
-                c.error("acquire", &e).await;
-                continue;
-            }
+        let guard = match c.take("acquire", lock.try_lock_for(left)).await {
+            Taken::Held(guard) => guard,
+            Taken::Over => return,
+            Taken::Failed => continue,
         };
-        let n = c.acquired();
-        let from = c.now();
-        c.hold().await;
-        let to = c.now();
+        let (n, span) = c.hold().await;
         let (node, token) = (guard.node_path().to_owned(), guard.fencing_token());
-        c.record(n, "lock".into(), Mode::Lease, (from, to), &node, token);
-        if let Err(e) = guard.release().await {
-            c.error("release", &e).await;
-        }
+        c.record(n, "lock".into(), Mode::Lease, span, &node, token);
+        c.release("release", guard.release()).await;
     }
 }
