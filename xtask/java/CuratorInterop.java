@@ -20,9 +20,10 @@
 //        from=<ns> to=<ns> node=<lock node name or -> token=-
 //
 // `from` is taken after the acquire returned and `to` before the release is called, on the
-// clock our side uses too: the wall clock read once at the start (Instant.now(), ns) plus
-// System.nanoTime()'s progress since (CLOCK_MONOTONIC, the same kernel clock as Rust's
-// Instant). The harness checks both sides' holds against the recipe's rule. What is held:
+// clock our side uses too: the wall clock read once at the start (Instant.now(), ns, between
+// two System.nanoTime() readings, the tightest of 20 tries) plus System.nanoTime()'s progress
+// since (CLOCK_MONOTONIC, the same kernel clock as Rust's Instant). The harness checks both
+// sides' holds against the recipe's rule. What is held:
 //
 //   mutex:           on=lock mode=x (with the lock node's name)
 //   rwlock:          on=lock mode=r (70%) or mode=w (30%); never a downgrade (Curator 5.4's
@@ -118,6 +119,25 @@ public final class CuratorInterop {
         }
     }
 
+    /**
+     * Anchors the holds' clock: the wall-clock reading taken between two monotonic ones, the
+     * tightest pair of 20 (a thread preempted between its readings would shift every stamp;
+     * xtask/src/interop/holds.rs, Clock, does the same).
+     */
+    static void anchorClock() {
+        long bestGap = Long.MAX_VALUE;
+        for (int i = 0; i < 20; i++) {
+            long before = System.nanoTime();
+            java.time.Instant wall = java.time.Instant.now();
+            long after = System.nanoTime();
+            if (after - before < bestGap) {
+                bestGap = after - before;
+                mono0 = before + (after - before) / 2;
+                wall0 = wall.getEpochSecond() * 1_000_000_000L + wall.getNano();
+            }
+        }
+    }
+
     /** The holds' clock: ns since the Unix epoch. */
     static long now() {
         return wall0 + (System.nanoTime() - mono0);
@@ -171,9 +191,7 @@ public final class CuratorInterop {
         if (line == null || !line.trim().equals("GO")) {
             throw new IOException("expected GO on stdin, got " + line);
         }
-        java.time.Instant wall = java.time.Instant.now();
-        mono0 = System.nanoTime();
-        wall0 = wall.getEpochSecond() * 1_000_000_000L + wall.getNano();
+        anchorClock();
         long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(runMs);
         Thread watchdog = new Thread(() -> {
             try {

@@ -144,25 +144,49 @@ impl fmt::Display for Hold {
 /// The clock holds are stamped with: the wall clock read once, when the side starts, and the
 /// monotonic clock's progress since added to it. Both processes' monotonic clocks are the
 /// kernel's one `CLOCK_MONOTONIC` (Rust's `Instant`, Java's `System.nanoTime`), so their
-/// stamps differ only by how far apart each side's two first readings were (nanoseconds),
-/// and a step of the wall clock during the run moves neither. (The Java worker does the same
-/// with `Instant.now()` and `System.nanoTime()`.)
+/// stamps differ only by the error of each side's anchor, and a step of the wall clock during
+/// the run moves neither. The anchor is the wall-clock reading taken between two monotonic
+/// ones, the tightest pair of [`ANCHOR_TRIES`]: a thread preempted between its readings
+/// (milliseconds on a busy machine) would shift every stamp of its side, and a hand-off
+/// between the sides would look like an overlap. (The Java worker does the same with
+/// `Instant.now()` and `System.nanoTime()`.)
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {
     wall: u64,
     mono: Instant,
 }
 
+/// How many (monotonic, wall, monotonic) readings [`Clock::start`] takes.
+pub const ANCHOR_TRIES: usize = 20;
+
 impl Clock {
-    /// Reads both clocks.
+    /// Anchors the clock.
     pub fn start() -> Clock {
-        let wall = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-        Clock {
-            wall,
-            mono: Instant::now(),
+        let mut best: Option<(std::time::Duration, Clock)> = None;
+        for _ in 0..ANCHOR_TRIES {
+            let before = Instant::now();
+            let wall = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+            let after = Instant::now();
+            let gap = after - before;
+            if best.is_none_or(|(g, _)| gap < g) {
+                best = Some((
+                    gap,
+                    Clock {
+                        wall,
+                        mono: before + gap / 2,
+                    },
+                ));
+            }
         }
+        best.map_or_else(
+            || Clock {
+                wall: 0,
+                mono: Instant::now(),
+            },
+            |(_, clock)| clock,
+        )
     }
 
     /// Nanoseconds since the Unix epoch.
