@@ -168,6 +168,9 @@ impl Ensemble {
     /// Picks ports and writes every member's files, starting nothing.
     fn create(n: usize, opts: ZkOptions, jvm: Jvm, launch: Launch) -> io::Result<Ensemble> {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
+        if NEXT.load(Ordering::Relaxed) == 0 {
+            remove_stale_roots(&std::env::temp_dir());
+        }
         let root = std::env::temp_dir().join(format!(
             "xtask-zk-{}-{}",
             std::process::id(),
@@ -378,6 +381,29 @@ fn out_of_range(i: usize, len: usize) -> io::Error {
         io::ErrorKind::InvalidInput,
         format!("ZooKeeper member {i} out of range: the ensemble has {len}"),
     )
+}
+
+/// Removes the ensembles' directories (`xtask-zk-<pid>-<n>`) in `temp` whose process is gone:
+/// a test binary's shared server lives in a `static`, which is never dropped, and a killed
+/// test drops nothing; its JVMs die with it (the stdin watch), its files stay until here.
+fn remove_stale_roots(temp: &Path) {
+    let Ok(entries) = fs::read_dir(temp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("xtask-zk-"))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// The mode `srvr` reports at `addr`, or `None` when it does not answer or does not serve.
