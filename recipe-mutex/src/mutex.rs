@@ -37,9 +37,11 @@ pub type MutexGuard = LockGuard;
 /// ownership.
 ///
 /// Cancel-safe: dropping an acquire at any point leaves no node behind (a create in flight is
-/// finished in the background and its node deleted by its exact path). Releases are
-/// guaranteed: once started, the delete is retried across connection loss and transient
-/// errors until done or the session ends, whatever happens to the caller's future.
+/// finished in the background and its node deleted by its exact path), and the task's next
+/// acquire of the same path on the same session, through this handle or any other, waits for
+/// that cleanup ([`crate::turns`]): a task cancelling in a loop cannot pile up nodes.
+/// Releases are guaranteed: once started, the delete is retried across connection loss and
+/// transient errors until done or the session ends, whatever happens to the caller's future.
 ///
 /// Taking the lock costs one round trip when it is free (the create and the listing travel
 /// together; Curator needs two), and releasing one more. A waiter holds only after a listing

@@ -34,7 +34,9 @@ use crate::take::{Ask, take_leases};
 /// holding the inner lock, and so stop every other client, until the count grew.
 ///
 /// Cancel-safe: dropping an acquire at any point leaves no lease and no inner-lock node (a
-/// background task finishes what was in flight and deletes what was created).
+/// background task finishes what was in flight and deletes what was created), and the
+/// task's next acquire on the same session and path waits for that cleanup
+/// ([`recipe_mutex::turns`]): a task cancelling in a loop cannot pile up nodes.
 #[derive(Debug, Clone)]
 pub struct InterProcessSemaphoreV2 {
     shared: Arc<Shared>,
