@@ -108,7 +108,8 @@ impl Holds {
     }
 
     /// Takes the lock for `owner`: re-enters its hold if it has one (reentrant locks), or runs
-    /// `acquire` (the driver) and records the node it gives. `Ok(None)`: `acquire` timed out.
+    /// `acquire` (the driver) and records the node it gives. `Ok(None)`: `acquire` timed out,
+    /// or the owner's turn did not come by `deadline` and one grace.
     ///
     /// One acquisition at a time per owner on this session and path, whatever the handle
     /// ([`crate::turns`]): futures joined in one task take turns (the second re-enters what the
@@ -117,6 +118,7 @@ impl Holds {
     pub async fn take<F, Fut>(
         self: &Arc<Self>,
         owner: Owner,
+        deadline: Option<tokio::time::Instant>,
         acquire: F,
     ) -> Result<Option<LockGuard>, Error>
     where
@@ -126,7 +128,9 @@ impl Holds {
         // One acquisition at a time per owner, so that futures joined in one task re-enter the
         // hold the first one takes instead of queueing behind it, and an owner's next attempt
         // waits for the cleanup of one it abandoned (see `turns`).
-        let turn = crate::turns::wait(&self.client, &self.path, owner).await;
+        let Some(turn) = crate::turns::wait(&self.client, &self.path, owner, deadline).await else {
+            return Ok(None);
+        };
         self.take_in_turn(owner, || acquire(turn)).await
     }
 

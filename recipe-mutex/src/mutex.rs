@@ -111,7 +111,7 @@ impl InterProcessMutex {
         let client = self.holds.client();
         let path = self.holds.path();
         self.holds
-            .take(Owner::current(), |turn| {
+            .take(Owner::current(), deadline, |turn| {
                 driver::acquire(client, path, Exclusive::mutex(), data, deadline, Some(turn))
             })
             .await

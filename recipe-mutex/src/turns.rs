@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
+use tokio::time::Instant;
 use zk_client::Client;
 
 use crate::driver::Turn;
@@ -41,9 +42,16 @@ static GATES: LazyLock<Mutex<Gates>> = LazyLock::new(Mutex::default);
 
 /// Waits for `owner`'s turn on lock `path` of `client`'s session: until its earlier attempt
 /// there, background cleanup included, is done. The attempt keeps the [`Turn`] until it is
-/// completely finished (the driver's `DriveOptions::turn`). Cancel-safe: dropped while
-/// waiting, nothing is taken.
-pub async fn wait(client: &Client, path: &str, owner: Owner) -> Turn {
+/// completely finished (the driver's `DriveOptions::turn`). `None` when `deadline` and
+/// [`DEADLINE_GRACE`](recipes_core::DEADLINE_GRACE) pass first (a cleanup waiting for the
+/// connection): an attempt with a deadline ends within its deadline and one grace, as the
+/// machines do. Cancel-safe: dropped while waiting, nothing is taken.
+pub async fn wait(
+    client: &Client,
+    path: &str,
+    owner: Owner,
+    deadline: Option<Instant>,
+) -> Option<Turn> {
     let gate = {
         let mut g = GATES.lock().unwrap_or_else(PoisonError::into_inner);
         if g.gates.len() >= g.sweep_at.max(MIN_SWEEP) {
@@ -54,5 +62,14 @@ pub async fn wait(client: &Client, path: &str, owner: Owner) -> Turn {
         let key = (client.session_id(), path.to_owned(), owner);
         g.gates.entry(key).or_default().clone()
     };
-    Arc::new(gate.lock_owned().await)
+    let turn = match deadline {
+        Some(deadline) => {
+            let until = deadline + recipes_core::DEADLINE_GRACE;
+            tokio::time::timeout_at(until, gate.lock_owned())
+                .await
+                .ok()?
+        }
+        None => gate.lock_owned().await,
+    };
+    Some(Arc::new(turn))
 }

@@ -152,7 +152,7 @@ async fn a_non_reentrant_hold_refuses_its_holder_at_once() {
         let c = c.clone();
         async move {
             holds
-                .take(Owner::current(), |turn| async move {
+                .take(Owner::current(), None, |turn| async move {
                     driver::acquire(&c, path, Exclusive::mutex(), Bytes::new(), None, Some(turn))
                         .await
                 })

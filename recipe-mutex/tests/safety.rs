@@ -321,7 +321,8 @@ async fn parents_chroots_and_reserved_paths() {
 /// handle (a new `InterProcessMutex` over the same path, as Curator's examples make one per
 /// use): with the connection stalled, a dropped acquire's create is in flight; a second
 /// acquire by the same task on a new handle sends nothing until that cleanup is done, so the
-/// server sees one create, not two. (Per-handle turns let the second create out: an owner
+/// server sees one create, not two; and a timed acquire waiting for that turn still ends
+/// within its deadline and one grace. (Per-handle turns let the second create out: an owner
 /// cancelling in a loop on new handles piled up nodes until the server fell behind; xtask's
 /// multi-lock stress test, which makes a new multi-lock for every attempt, saw 527 nodes for
 /// 32 tasks and one acquisition in 3 s.)
@@ -348,6 +349,10 @@ async fn an_owner_waits_for_the_cleanup_of_its_abandoned_attempt_on_any_handle()
     let second = InterProcessMutex::new(pc.clone(), path).unwrap();
     let waited = tokio::time::timeout(Duration::from_millis(300), second.lock()).await;
     assert!(waited.is_err(), "acquired through a stalled connection");
+    // A timed acquire waiting for its turn ends within its deadline and one grace (it waited
+    // for the stall to end before), having sent nothing either.
+    let timed = bounded(second.try_lock_for(Duration::from_millis(100))).await;
+    assert!(timed.unwrap().is_none(), "acquired through a stalled connection");
     proxy.pass();
     wait_children(&observer, path, 0).await;
     // A marker after everything: the watch's events up to it are all there were.

@@ -165,7 +165,7 @@ impl ReadLock {
         let data = shared.data(&shared.read);
         shared
             .read
-            .take(owner, |turn| async move {
+            .take(owner, deadline, |turn| async move {
                 let client = shared.client();
                 let path = shared.path();
                 match shared.write.node_of(owner) {
@@ -207,7 +207,7 @@ impl WriteLock {
         let path = shared.path();
         shared
             .write
-            .take(owner, |turn| {
+            .take(owner, deadline, |turn| {
                 driver::acquire(client, path, WritePredicate, data, deadline, Some(turn))
             })
             .await

@@ -63,7 +63,7 @@ impl InterProcessSemaphoreMutex {
         let owner = Owner::current();
         let holds = &self.holds;
         holds
-            .take(owner, |turn| async move {
+            .take(owner, deadline, |turn| async move {
                 let ask = Ask {
                     client: holds.client(),
                     base: holds.path(),

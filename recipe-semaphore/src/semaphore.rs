@@ -163,7 +163,12 @@ impl InterProcessSemaphoreV2 {
         }
         let shared = &self.shared;
         // After the cleanup of this task's abandoned attempt, if any (see `turns`).
-        let turn = recipe_mutex::turns::wait(&shared.client, &shared.path, Owner::current()).await;
+        let Some(turn) =
+            recipe_mutex::turns::wait(&shared.client, &shared.path, Owner::current(), deadline)
+                .await
+        else {
+            return Ok(None);
+        };
         let ask = Ask {
             client: &shared.client,
             base: &shared.path,
