@@ -352,7 +352,10 @@ async fn an_owner_waits_for_the_cleanup_of_its_abandoned_attempt_on_any_handle()
     // A timed acquire waiting for its turn ends within its deadline and one grace (it waited
     // for the stall to end before), having sent nothing either.
     let timed = bounded(second.try_lock_for(Duration::from_millis(100))).await;
-    assert!(timed.unwrap().is_none(), "acquired through a stalled connection");
+    assert!(
+        timed.unwrap().is_none(),
+        "acquired through a stalled connection"
+    );
     proxy.pass();
     wait_children(&observer, path, 0).await;
     // A marker after everything: the watch's events up to it are all there were.
