@@ -52,6 +52,7 @@ pub async fn wait(
     owner: Owner,
     deadline: Option<Instant>,
 ) -> Option<Turn> {
+    let key = (client.session_id(), path.to_owned(), owner);
     let gate = {
         let mut g = GATES.lock().unwrap_or_else(PoisonError::into_inner);
         if g.gates.len() >= g.sweep_at.max(MIN_SWEEP) {
@@ -59,7 +60,6 @@ pub async fn wait(
             g.gates.retain(|_, gate| Arc::strong_count(gate) > 1);
             g.sweep_at = 2 * g.gates.len();
         }
-        let key = (client.session_id(), path.to_owned(), owner);
         g.gates.entry(key).or_default().clone()
     };
     let turn = match deadline {
