@@ -23,6 +23,12 @@ pub struct LockOrder {
     /// ours, ours then Curator, ours then ours: (count, total ns from one hold's beginning to
     /// the next one's, which includes the first one's hold).
     pub gaps: [(u64, u64); 4],
+    /// The shortest hand-offs between the sides, from one hold's end to the next one's
+    /// beginning, in ns: Curator then ours, ours then Curator (none without such a hand-off;
+    /// negative when the holds overlapped). They bound how far the two sides' clocks can
+    /// disagree: if Curator's stamps ran `s` ahead of ours, the real hand-offs would be the
+    /// first minus `s` and the second plus `s`, both positive, so `-second < s < first`.
+    pub closest: [Option<i64>; 2],
 }
 
 impl LockOrder {
@@ -45,6 +51,13 @@ impl LockOrder {
                     order.handoffs += 1;
                 }
                 let kind = usize::from(!prev.is_java()) * 2 + usize::from(!hold.is_java());
+                if prev.is_java() != hold.is_java() {
+                    let gap = i64::try_from(hold.from).unwrap_or(i64::MAX)
+                        - i64::try_from(prev.to).unwrap_or(i64::MAX);
+                    if let Some(slot) = order.closest.get_mut(usize::from(!prev.is_java())) {
+                        *slot = Some(slot.map_or(gap, |g| g.min(gap)));
+                    }
+                }
                 if let Some(gap) = order.gaps.get_mut(kind) {
                     gap.0 += 1;
                     gap.1 += hold.from.saturating_sub(prev.from);
@@ -109,6 +122,9 @@ mod tests {
         assert_eq!(order.sequence_decreases, 1);
         assert_eq!(order.token_regressions, 1);
         assert_eq!(order.gaps, [(1, 1000), (1, 4000), (1, 2000), (1, 500)]);
+        // Holds last 100 ns: Curator's ends at 4100, ours begins at 8000; ours ends at 1100,
+        // Curator's begins at 3000.
+        assert_eq!(order.closest, [Some(3900), Some(1900)]);
     }
 
     #[test]

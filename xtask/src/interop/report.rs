@@ -258,7 +258,18 @@ fn write_order(f: &mut fmt::Formatter<'_>, o: &LockOrder) -> fmt::Result {
         gap(o.gaps[1]),
         gap(o.gaps[2]),
         gap(o.gaps[3])
-    )
+    )?;
+    if let [Some(to_ours), Some(to_curator)] = o.closest {
+        let us = |ns: i64| ns as f64 / 1e3;
+        writeln!(
+            f,
+            "clocks:  closest hand-offs curator->ours {:.1} µs, ours->curator {:.1} µs: \
+             Curator's clock is at most the first ahead of ours and the second behind",
+            us(to_ours),
+            us(to_curator)
+        )?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
