@@ -23,6 +23,14 @@ pub(crate) mod worker;
 
 use std::error::Error;
 
+/// The median of `field` over `all` (the upper one of an even count); none when `all` is
+/// empty. The benches' medians over rounds are taken field by field with it.
+pub(crate) fn median_by<T>(all: &[T], field: impl Fn(&T) -> f64) -> Option<f64> {
+    let mut values: Vec<f64> = all.iter().map(field).collect();
+    values.sort_unstable_by(f64::total_cmp);
+    values.get(values.len() / 2).copied()
+}
+
 /// Runs `cargo xtask bench [NAMES...] [FLAGS]`: the benchmarks named (every lock recipe when
 /// none is), one after the other, with the same flags.
 ///

@@ -47,11 +47,7 @@ impl Summary {
 /// The median of each field over `all` (the upper one for an even count), so that one slow
 /// round does not decide; `None` when empty. Each field's median may come from another round.
 pub(super) fn median(all: &[Summary]) -> Option<Summary> {
-    let pick = |field: fn(&Summary) -> f64| {
-        let mut values: Vec<f64> = all.iter().map(field).collect();
-        values.sort_unstable_by(f64::total_cmp);
-        values.get(values.len() / 2).copied()
-    };
+    let pick = |field: fn(&Summary) -> f64| crate::bench::median_by(all, field);
     Some(Summary {
         cycles_per_sec: pick(|s| s.cycles_per_sec)?,
         p50_us: pick(|s| s.p50_us)?,
