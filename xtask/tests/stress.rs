@@ -5,8 +5,12 @@
 
 use std::time::Duration;
 
+use xtask::interop::check::{Rule, check};
+use xtask::interop::holds::Clock;
 use xtask::recipe::Recipe;
-use xtask::stress::{Target, cancelling_tasks, count_nodes, directories, nodes_per_attempt};
+use xtask::stress::{
+    LEASES, Target, cancelling_tasks, count_nodes, directories, nodes_per_attempt,
+};
 use zk_client::Client;
 
 async fn client(hosts: &str) -> Client {
@@ -18,7 +22,8 @@ async fn client(hosts: &str) -> Client {
         .unwrap()
 }
 
-/// Tasks that cancel their acquires at random points, in several sessions: the lock
+/// Tasks that cancel their acquires at random points, in several sessions: never two holders
+/// (the recipe's rule, checked on every hold as the interop runs check them), the lock
 /// directories stay bounded by the number of tasks (each cancel costs O(1) requests, never a
 /// listing of the queue; the first mutex driver listed the whole directory per cancel and
 /// grew it past 7,000 nodes) and nothing is left at the end, while every session is still
@@ -32,6 +37,7 @@ async fn cancellation_stays_bounded_and_leaves_nothing(recipe: Recipe) {
     let path = format!("/t/stress-{}", recipe.name());
     let dirs = directories(recipe, &path);
     let observer = client(&hosts).await;
+    let clock = Clock::start();
     let end = tokio::time::Instant::now() + run_for;
     let mut sessions = Vec::new();
     let mut targets = Vec::new();
@@ -40,7 +46,8 @@ async fn cancellation_stays_bounded_and_leaves_nothing(recipe: Recipe) {
         targets.push(target.clone());
         // The same cancelling tasks as `cargo xtask stress`.
         sessions.push(tokio::spawn(async move {
-            cancelling_tasks(&target, TASKS, run_for, s as u64).await
+            let who = format!("rust-{s}");
+            cancelling_tasks(&target, TASKS, run_for, s as u64, (&who, clock)).await
         }));
     }
     let mut peak = 0;
@@ -49,12 +56,20 @@ async fn cancellation_stays_bounded_and_leaves_nothing(recipe: Recipe) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let bound = Duration::from_secs(60);
-    let (mut granted, mut cancelled) = (0, 0);
+    let (mut granted, mut cancelled, mut holds) = (0, 0, Vec::new());
     for s in sessions {
-        let (g, c) = tokio::time::timeout(bound, s).await.unwrap().unwrap();
-        granted += g;
-        cancelled += c;
+        let outcome = tokio::time::timeout(bound, s).await.unwrap().unwrap();
+        granted += outcome.granted;
+        cancelled += outcome.cancelled;
+        holds.extend(outcome.holds);
     }
+    let rule = Rule::of(recipe, LEASES);
+    let verdict = check(rule, &holds).unwrap();
+    assert_eq!(
+        verdict.violations, 0,
+        "{rule:?} broken: {:#?}",
+        verdict.conflicts
+    );
     // Drained: every directory empty, each waited for with a child watch.
     tokio::time::timeout(bound, async {
         for dir in &dirs {
@@ -76,8 +91,11 @@ async fn cancellation_stays_bounded_and_leaves_nothing(recipe: Recipe) {
     assert_eq!(count_nodes(&observer, &dirs).await.unwrap(), 0);
     let most = 2 * SESSIONS * TASKS * nodes_per_attempt(recipe);
     eprintln!(
-        "FIGURE stress {}: {granted} granted, {cancelled} cancelled, peak {peak} nodes (bound {most})",
-        recipe.name()
+        "FIGURE stress {}: {granted} granted, {cancelled} cancelled, peak {peak} nodes (bound {most}), \
+         {} holds checked, at most {} held at once",
+        recipe.name(),
+        verdict.holds,
+        verdict.peak
     );
     assert!(granted > 0, "nothing acquired");
     assert!(

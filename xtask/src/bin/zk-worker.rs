@@ -12,7 +12,7 @@
 //! zk-worker bench <connect> <mutex|mutex-drop> <warmup ms> <measure ms> <path> <sessions>
 //! zk-worker bench <connect> <read|write|rwmix:P|multi:K|semmutex|sem:N> <warmup ms> <measure ms> <path> <sessions>
 //! zk-worker interop <recipe> <connect> <lock path> <clients> <run ms> <dir> <leases>
-//! zk-worker stress <recipe> <connect> <path> <tasks> <run ms>
+//! zk-worker stress <recipe> <connect> <path> <tasks> <run ms> <holds dir>
 //! ```
 //!
 //! The `bench` workloads:
@@ -82,7 +82,7 @@ fn main() -> ExitCode {
         Some((mode, rest)) if mode == "stress" => xtask::stress::worker(rest)
             .map(|()| None)
             .map_err(|e| e.to_string().into()),
-        _ => Err(format!("{USAGE}\n   or: zk-worker interop <recipe> <connect> <lock path> <clients> <run ms> <dir> <leases>\n   or: zk-worker stress <recipe> <connect> <path> <tasks> <run ms>").into()),
+        _ => Err(format!("{USAGE}\n   or: zk-worker interop <recipe> <connect> <lock path> <clients> <run ms> <dir> <leases>\n   or: zk-worker stress <recipe> <connect> <path> <tasks> <run ms> <holds dir>").into()),
     };
     match result {
         Ok(line) => {

@@ -8,10 +8,14 @@
 //! holds. What is taken is the recipe's ([`Target`]): the mutex; the read or the write lock;
 //! a multi-lock over a random subset of `<path>/0..2`; one or two leases of a semaphore of 3;
 //! the semaphore mutex. The harness samples the recipe's node directories every 10 ms
-//! ([`directories`]). When the workers are done (but before their sessions close, which would
-//! remove their ephemeral nodes anyway) it waits for the directories to drain, then prints
-//! the peak, the acquisitions and the nodes left. It fails if nodes are left, nothing was
-//! acquired, or the peak exceeds twice the nodes the live attempts may own.
+//! ([`directories`]). Each hold (up to 1 ms) is recorded as the interop runs record them
+//! ([`crate::interop::holds`]) and the recipe's checker reads them all at the end: never two
+//! holders (or readers beside a writer, or more leases than there are), however the acquires
+//! around them were cancelled. When the workers are done (but before their sessions close,
+//! which would remove their ephemeral nodes anyway) it waits for the directories to drain,
+//! then prints the peak, the acquisitions, the nodes left and the check. It fails on a
+//! violation, if nodes are left, nothing was acquired, or the peak exceeds twice the nodes the
+//! live attempts may own.
 
 mod target;
 
@@ -20,12 +24,13 @@ pub use target::{Held, LEASES, MEMBERS, Target};
 use std::error::Error;
 use std::io::{BufRead, Write};
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use zk_client::Client;
 
+use crate::interop::TempDir;
+use crate::interop::check::{Rule, check};
+use crate::interop::holds::{Clock, Hold, read_holds, write_holds};
 use crate::recipe::Recipe;
 use crate::worker_process::WorkerProcess;
 use crate::zk::ZkServer;
@@ -89,6 +94,7 @@ pub fn run(cli: &crate::cli::Stress) -> Result<()> {
     let server = ZkServer::start()?;
     let path = format!("/stress/{}", recipe.name());
     let dirs = directories(recipe, &path);
+    let mut holds_dir = TempDir::new(&format!("stress-{}", recipe.name()))?;
     let mut workers = Vec::new();
     for _ in 0..processes {
         let mut cmd = Command::new(&exe);
@@ -100,6 +106,7 @@ pub fn run(cli: &crate::cli::Stress) -> Result<()> {
             &tasks.to_string(),
             &(seconds * 1000).to_string(),
         ]);
+        cmd.arg(&holds_dir.path);
         workers.push(WorkerProcess::spawn("stress", cmd)?);
     }
     let budget = Instant::now() + Duration::from_secs(60);
@@ -151,12 +158,29 @@ pub fn run(cli: &crate::cli::Stress) -> Result<()> {
     }
     let live = processes * tasks;
     let bound = 2 * live * nodes_per_attempt(recipe);
+    let holds = read_holds(&holds_dir.path)?;
+    let verdict = check(Rule::of(recipe, LEASES), &holds)?;
     println!(
         "stress {}: {granted} acquisitions, {cancelled} acquires cancelled, lock directories' \
          peak {peak} nodes ({live} live attempts at most, bound {bound}), nodes left at the end \
-         {left}",
-        recipe.name()
+         {left}; {:?} over {} holds: {} violations",
+        recipe.name(),
+        Rule::of(recipe, LEASES),
+        verdict.holds,
+        verdict.violations
     );
+    for c in &verdict.conflicts {
+        println!("  >> {}\n     {} ({} held)", c.later, c.earlier, c.held);
+    }
+    if verdict.violations > 0 {
+        holds_dir.keep = true;
+        return Err(format!(
+            "{} holds broke the rule (holds kept in {})",
+            verdict.violations,
+            holds_dir.path.display()
+        )
+        .into());
+    }
     if left > 0 {
         return Err(format!("{left} nodes left behind").into());
     }
@@ -169,16 +193,18 @@ pub fn run(cli: &crate::cli::Stress) -> Result<()> {
     Ok(())
 }
 
-/// `zk-worker stress <recipe> <connect> <path> <tasks> <run ms>`: one session, `tasks` tasks
-/// on the recipe's lock; prints `READY`, waits for `GO`, runs, prints `DONE granted=N
-/// cancelled=M`, waits for another line (the harness has looked at the directories), then
-/// closes its session.
+/// `zk-worker stress <recipe> <connect> <path> <tasks> <run ms> <holds dir>`: one session,
+/// `tasks` tasks on the recipe's lock; prints `READY`, waits for `GO`, runs, writes its holds
+/// to `<holds dir>/holds-rust-<pid>`, prints `DONE granted=N cancelled=M`, waits for another
+/// line (the harness has looked at the directories), then closes its session.
 ///
 /// # Errors
 /// Bad arguments, or a session that cannot start.
 pub fn worker(args: &[String]) -> Result<()> {
-    let [recipe, connect, path, tasks, run_ms] = args else {
-        return Err("usage: zk-worker stress <recipe> <connect> <path> <tasks> <run ms>".into());
+    let [recipe, connect, path, tasks, run_ms, dir] = args else {
+        return Err(
+            "usage: zk-worker stress <recipe> <connect> <path> <tasks> <run ms> <holds dir>".into(),
+        );
     };
     let recipe = <Recipe as clap::ValueEnum>::from_str(recipe, false)?;
     let tasks: usize = tasks.parse()?;
@@ -195,8 +221,19 @@ pub fn worker(args: &[String]) -> Result<()> {
     std::io::stdout().flush()?;
     stdin.lock().read_line(&mut line)?;
     let seed = u64::from(std::process::id()) << 16;
-    let (granted, cancelled) = runtime.block_on(cancelling_tasks(&target, tasks, run_for, seed));
-    println!("DONE granted={granted} cancelled={cancelled}");
+    let who = format!("rust-{}", std::process::id());
+    let outcome = runtime.block_on(cancelling_tasks(
+        &target,
+        tasks,
+        run_for,
+        seed,
+        (&who, Clock::start()),
+    ));
+    write_holds(std::path::Path::new(dir), &who, &outcome.holds)?;
+    println!(
+        "DONE granted={} cancelled={}",
+        outcome.granted, outcome.cancelled
+    );
     std::io::stdout().flush()?;
     line.clear();
     stdin.lock().read_line(&mut line)?;
@@ -206,11 +243,23 @@ pub fn worker(args: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// What [`cancelling_tasks`] did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Acquisitions.
+    pub granted: u64,
+    /// Acquires cancelled by their timeout.
+    pub cancelled: u64,
+    /// Every hold, for the recipe's checker ([`crate::interop::check`]).
+    pub holds: Vec<Hold>,
+}
+
 /// `tasks` tasks on `target` (each its own owner) for `run_for`: each loops
 /// `tokio::time::timeout(d, target.take(..))` with `d` mostly 0–3 ms (cancelled in the middle
-/// of anything) and one time in eight 20–100 ms (long enough to queue); what it gets it
-/// releases by `release()` or by drop, at random. Returns the acquisitions and the acquires
-/// cancelled. `cargo xtask stress` and xtask's stress test both run it.
+/// of anything) and one time in eight 20–100 ms (long enough to queue); what it gets it holds
+/// for up to 1 ms, recording the hold (`who` is `<who>.<task>`, on `clock`), and releases by
+/// `release()` or by drop, at random. `cargo xtask stress` and xtask's stress test both run
+/// it, and check the holds against the recipe's rule: never two holders, cancellations or not.
 ///
 /// # Panics
 /// If an acquire fails with an error (it should only ever be cancelled).
@@ -219,15 +268,16 @@ pub async fn cancelling_tasks(
     tasks: usize,
     run_for: Duration,
     seed: u64,
-) -> (u64, u64) {
-    let granted = Arc::new(AtomicU64::new(0));
-    let cancelled = Arc::new(AtomicU64::new(0));
+    (who, clock): (&str, Clock),
+) -> Outcome {
     let end = tokio::time::Instant::now() + run_for;
     let mut handles = Vec::new();
     for t in 0..tasks {
-        let (target, granted, cancelled) = (target.clone(), granted.clone(), cancelled.clone());
+        let target = target.clone();
+        let who = format!("{who}.{t}");
         let mut rng = 0x9e37_79b9_7f4a_7c15_u64 ^ seed ^ (t as u64 + 1);
         handles.push(tokio::spawn(async move {
+            let mut outcome = Outcome::default();
             while tokio::time::Instant::now() < end {
                 rng ^= rng << 13;
                 rng ^= rng >> 7;
@@ -237,29 +287,46 @@ pub async fn cancelling_tasks(
                     _ => Duration::from_micros(rng % 3_000),
                 };
                 match tokio::time::timeout(wait, target.take(rng >> 8)).await {
-                    Ok(Ok(held)) => {
-                        granted.fetch_add(1, Ordering::Relaxed);
+                    Ok(Ok(taken)) => {
+                        outcome.granted += 1;
+                        let from = clock.now();
+                        tokio::time::sleep(Duration::from_micros(rng >> 20 & 0x3ff)).await;
+                        let to = clock.now();
+                        for (on, mode) in taken.things {
+                            outcome.holds.push(Hold {
+                                who: who.clone(),
+                                n: outcome.granted,
+                                on,
+                                mode,
+                                from,
+                                to,
+                                node: None,
+                                token: None,
+                            });
+                        }
                         if rng & 1 << 40 == 0 {
-                            drop(held);
+                            drop(taken.held);
                         } else {
-                            held.release().await;
+                            taken.held.release().await;
                         }
                     }
                     Ok(Err(e)) => panic!("an acquire failed: {e}"),
-                    Err(_) => {
-                        cancelled.fetch_add(1, Ordering::Relaxed);
-                    }
+                    Err(_) => outcome.cancelled += 1,
                 }
             }
+            outcome
         }));
     }
+    let mut total = Outcome::default();
     for h in handles {
-        if let Err(e) = h.await {
-            std::panic::resume_unwind(e.into_panic());
+        match h.await {
+            Ok(o) => {
+                total.granted += o.granted;
+                total.cancelled += o.cancelled;
+                total.holds.extend(o.holds);
+            }
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
         }
     }
-    (
-        granted.load(Ordering::Relaxed),
-        cancelled.load(Ordering::Relaxed),
-    )
+    total
 }

@@ -9,6 +9,7 @@ use recipe_rwlock::InterProcessReadWriteLock;
 use recipe_semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease};
 use zk_client::Client;
 
+use crate::interop::holds::Mode;
 use crate::recipe::Recipe;
 
 /// The members of the multi-lock under the path: `<path>/0` .. `<path>/2`.
@@ -31,7 +32,17 @@ pub enum Target {
     Semaphore(InterProcessSemaphoreV2),
 }
 
-/// What a task holds.
+/// What a task holds, and what that is for the interop checker: `(on, mode)` per thing held
+/// (see [`crate::interop::holds`]).
+#[derive(Debug)]
+pub struct Taken {
+    /// The guard or the leases.
+    pub held: Held,
+    /// What is held, as the checker names it.
+    pub things: Vec<(String, Mode)>,
+}
+
+/// A guard or leases.
 #[derive(Debug)]
 pub enum Held {
     /// A lock's guard.
@@ -75,40 +86,55 @@ impl Target {
     ///
     /// # Errors
     /// The recipe's error, as text.
-    pub async fn take(&self, roll: u64) -> Result<Held, String> {
+    pub async fn take(&self, roll: u64) -> Result<Taken, String> {
         match self {
             Target::Locks(locks) => {
                 let pick = usize::try_from(roll).unwrap_or(0) % locks.len().max(1);
                 let lock = locks.get(pick).ok_or("no lock")?;
-                lock.lock()
-                    .await
-                    .map(Held::Guard)
-                    .map_err(|e| e.to_string())
+                let mode = match lock.kind() {
+                    "read" => Mode::Read,
+                    "write" => Mode::Write,
+                    "semaphore-mutex" => Mode::Lease,
+                    _ => Mode::Exclusive,
+                };
+                let guard = lock.lock().await.map_err(|e| e.to_string())?;
+                Ok(Taken {
+                    held: Held::Guard(guard),
+                    things: vec![("lock".to_owned(), mode)],
+                })
             }
             Target::Multi(client, path) => {
-                let mut paths: Vec<String> = (0..MEMBERS)
-                    .filter(|k| roll >> k & 1 == 1)
-                    .map(|k| format!("{path}/{k}"))
-                    .collect();
-                if paths.is_empty() {
-                    paths.push(format!("{path}/0"));
+                let mut members: Vec<usize> = (0..MEMBERS).filter(|k| roll >> k & 1 == 1).collect();
+                if members.is_empty() {
+                    members.push(0);
                 }
+                let paths: Vec<String> = members.iter().map(|k| format!("{path}/{k}")).collect();
                 let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
                 let multi =
                     InterProcessMultiLock::new(client.clone(), &refs).map_err(|e| e.to_string())?;
-                multi
-                    .lock()
-                    .await
-                    .map(Held::Multi)
-                    .map_err(|e| e.to_string())
+                let guard = multi.lock().await.map_err(|e| e.to_string())?;
+                Ok(Taken {
+                    held: Held::Multi(guard),
+                    things: members
+                        .iter()
+                        .map(|k| (format!("member-{k}"), Mode::Exclusive))
+                        .collect(),
+                })
             }
             Target::Semaphore(semaphore) => {
                 let qty = 1 + u32::from(roll % 4 == 0);
-                semaphore
+                let leases = semaphore
                     .acquire_many(qty)
                     .await
-                    .map(Held::Leases)
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| e.to_string())?;
+                let things = leases
+                    .iter()
+                    .map(|_| ("leases".to_owned(), Mode::Lease))
+                    .collect();
+                Ok(Taken {
+                    held: Held::Leases(leases),
+                    things,
+                })
             }
         }
     }
