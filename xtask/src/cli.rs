@@ -187,6 +187,10 @@ pub struct Interop {
     /// The semaphore's leases.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub leases: u32,
+    /// Cut our clients' connections every this many milliseconds (through a fault proxy; the
+    /// sessions survive and reconnect): exclusion must hold across the reconnects.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(50..=60_000))]
+    pub cut_every_ms: Option<u64>,
 }
 
 /// `stress RECIPE [FLAGS]`.

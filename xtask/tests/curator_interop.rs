@@ -28,6 +28,24 @@ fn both_hold_and_never_overlap(recipe: Recipe) -> Totals {
     totals
 }
 
+/// As [`both_hold_and_never_overlap`], with our clients' connections cut every `every` (a
+/// fault proxy between them and the server; their sessions survive and reconnect, the
+/// machines recover their nodes), so that exclusion is checked across reconnects.
+fn never_overlap_across_cuts(recipe: Recipe, every: std::time::Duration) -> Totals {
+    let totals = run_interop(&InteropOptions {
+        seconds: 8,
+        rust_side: RustSide::InProcess,
+        cut_every: Some(every),
+        ..InteropOptions::new(recipe)
+    })
+    .unwrap();
+    println!("{totals}");
+    assert!(totals.cuts >= 3, "the connections were not cut:\n{totals}");
+    assert_eq!(totals.violations(), 0, "the rule was broken:\n{totals}");
+    assert_eq!(totals.failure(), None, "{totals}");
+    totals
+}
+
 /// With Curator on another path, the checker must see violations.
 fn the_checker_catches_curator_elsewhere(recipe: Recipe) {
     let totals = run_interop(&InteropOptions {
@@ -70,6 +88,12 @@ mod mutex {
     #[test]
     fn the_checker_catches_curator_on_another_path() {
         the_checker_catches_curator_elsewhere(Recipe::Mutex);
+    }
+
+    #[test]
+    fn curator_and_ours_exclude_each_other_across_connection_cuts() {
+        let totals = never_overlap_across_cuts(Recipe::Mutex, std::time::Duration::from_secs(1));
+        assert_eq!(totals.order.unwrap().token_regressions, 0);
     }
 }
 
@@ -135,5 +159,10 @@ mod semaphore {
     #[test]
     fn the_checker_catches_curator_on_another_path() {
         the_checker_catches_curator_elsewhere(Recipe::SemaphoreMutex);
+    }
+
+    #[test]
+    fn curator_and_ours_never_hold_more_than_three_leases_across_connection_cuts() {
+        never_overlap_across_cuts(Recipe::Semaphore, std::time::Duration::from_secs(1));
     }
 }

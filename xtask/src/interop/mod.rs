@@ -100,6 +100,9 @@ pub struct InteropOptions {
     /// Where our side runs (`--in-process` for [`RustSide::InProcess`]; default
     /// [`RustSide::ReleaseProcess`]).
     pub rust_side: RustSide,
+    /// Our clients connect through a fault proxy that cuts every connection this often
+    /// (`--cut-every-ms`): the sessions survive and reconnect, and exclusion must hold.
+    pub cut_every: Option<Duration>,
 }
 
 impl InteropOptions {
@@ -115,6 +118,7 @@ impl InteropOptions {
             java_path: None,
             leases: if recipe == Recipe::Semaphore { 3 } else { 1 },
             rust_side: RustSide::ReleaseProcess,
+            cut_every: None,
         }
     }
 }
@@ -141,6 +145,7 @@ pub fn run(cli: &crate::cli::Interop) -> Result<()> {
         } else {
             RustSide::ReleaseProcess
         },
+        cut_every: cli.cut_every_ms.map(Duration::from_millis),
         ..defaults
     };
     let totals = run_interop(&opts)?;
@@ -185,9 +190,16 @@ pub fn run_interop(opts: &InteropOptions) -> Result<Totals> {
                 .map(|v| v.split(',').next().unwrap_or(v).to_owned())
         })
         .unwrap_or_else(|| "unknown".to_owned());
+    // Our side through a fault proxy that cuts its connections, if asked.
+    let proxy = match opts.cut_every {
+        Some(_) => Some(crate::FaultProxy::start(server.addr())?),
+        None => None,
+    };
     let rust_cfg = WorkerConfig {
         recipe: opts.recipe,
-        connect: server.connect_string(),
+        connect: proxy
+            .as_ref()
+            .map_or_else(|| server.connect_string(), |p| p.addr().to_string()),
         path: opts.path.clone(),
         clients: opts.rust_clients,
         run_for: Duration::from_secs(opts.seconds),
@@ -195,6 +207,7 @@ pub fn run_interop(opts: &InteropOptions) -> Result<Totals> {
         leases: opts.leases,
     };
     let java_cfg = WorkerConfig {
+        connect: server.connect_string(),
         path: opts.java_path.clone().unwrap_or_else(|| opts.path.clone()),
         clients: opts.java_clients,
         ..rust_cfg.clone()
@@ -242,7 +255,12 @@ pub fn run_interop(opts: &InteropOptions) -> Result<Totals> {
     let start = Instant::now();
     java_side.go()?;
     rust_side.go()?;
-    let done_by = start + Duration::from_secs(opts.seconds) + FINISH_SLACK;
+    let run_end = start + Duration::from_secs(opts.seconds);
+    let cuts = match (&proxy, opts.cut_every) {
+        (Some(proxy), Some(every)) => cut_until(proxy, every, run_end),
+        _ => 0,
+    };
+    let done_by = run_end + FINISH_SLACK;
     let java = java_side.counts(done_by)?;
     let rust = rust_side.counts(done_by)?;
     let elapsed = start.elapsed();
@@ -250,6 +268,7 @@ pub fn run_interop(opts: &InteropOptions) -> Result<Totals> {
     rust_side.finish(done_by)?;
     drop(server);
 
+    drop(proxy);
     let holds = holds::read_holds(&dir.path)?;
     let mut totals = Totals::new(
         opts.recipe,
@@ -260,9 +279,25 @@ pub fn run_interop(opts: &InteropOptions) -> Result<Totals> {
         elapsed,
         server_version,
     )?;
+    totals.cuts = cuts;
     if totals.failure().is_some() {
         dir.keep = true;
         totals.kept_dir = Some(dir.path.clone());
     }
     Ok(totals)
+}
+
+/// Cuts every connection through `proxy` every `every` until `end`; how many times.
+fn cut_until(proxy: &crate::FaultProxy, every: Duration, end: Instant) -> u64 {
+    let mut cuts = 0;
+    loop {
+        let next = Instant::now() + every;
+        if next >= end {
+            std::thread::sleep(end.saturating_duration_since(Instant::now()));
+            return cuts;
+        }
+        std::thread::sleep(every);
+        proxy.cut();
+        cuts += 1;
+    }
 }

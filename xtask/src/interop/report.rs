@@ -75,6 +75,8 @@ pub struct Totals {
     pub server_version: String,
     /// The run's directory (the holds), kept when the run failed.
     pub kept_dir: Option<PathBuf>,
+    /// How many times our clients' connections were cut (`--cut-every-ms`).
+    pub cuts: u64,
 }
 
 impl Totals {
@@ -113,6 +115,7 @@ impl Totals {
             elapsed,
             server_version,
             kept_dir: None,
+            cuts: 0,
         })
     }
 
@@ -203,6 +206,13 @@ impl fmt::Display for Totals {
             "time:    {:.1} s of contention",
             self.elapsed.as_secs_f64()
         )?;
+        if self.cuts > 0 {
+            writeln!(
+                f,
+                "faults:  our clients' connections cut {} times (sessions kept)",
+                self.cuts
+            )?;
+        }
         if !v.conflicts.is_empty() {
             writeln!(f, "conflicts (the hold that began, and one it overlapped):")?;
             for c in &v.conflicts {
