@@ -4,8 +4,9 @@
 //!
 //! # How a run goes
 //!
-//! Curator's side is `java/CuratorInterop.java` (`CuratorWorker interop`): one JVM, `--java-clients` threads, each
-//! with its own `CuratorFramework` (its own session, `ExponentialBackoffRetry`). Ours runs
+//! Curator's side is `java/CuratorInterop.java` (`CuratorWorker interop`): one JVM,
+//! `--java-clients` threads, each with its own `CuratorFramework` (its own session,
+//! `ExponentialBackoffRetry`). Ours runs
 //! `--rust-clients` tasks, each with its own [`zk_client::Client`] ([`ours`]): by default in
 //! a process of its own (`zk-worker interop`, built in release mode), or inside this process
 //! ([`RustSide::InProcess`], which `xtask/tests/curator_interop.rs` uses: the exclusion
@@ -29,7 +30,9 @@
 //! the line `violations=N`. The run fails on a violation, on a side that never acquired, on an
 //! acquisition whose hold was not recorded, or on our fencing tokens going backwards; with
 //! `--java-path P` (Curator on another path, a negative control) it fails when the checker
-//! sees **no** violation.
+//! sees **no** violation. With `--cut-every-ms M` our clients go through a fault proxy that
+//! cuts their connections every M ms (the sessions survive, the machines recover their
+//! nodes): exclusion must hold across the reconnects.
 
 use std::error::Error;
 use std::process::Command;
