@@ -14,7 +14,7 @@
 //
 // Each contender is a thread with its own CuratorFramework (its own session:
 // 10 s session timeout, 5 s connection timeout, ExponentialBackoffRetry(100,
-// 5), as in CuratorInterop) and its own lock on <lock path>.
+// 5): CuratorWorker.sessions, as for CuratorInterop) and its own lock on <lock path>.
 // Once every client is connected, the contenders loop
 //
 //   acquire() -> release()
@@ -41,7 +41,6 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
@@ -51,7 +50,6 @@ import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Supplier;
-import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public final class CuratorBench {
     private static volatile String failure;
@@ -73,16 +71,7 @@ public final class CuratorBench {
         long warmupNs = TimeUnit.MILLISECONDS.toNanos(Long.parseLong(args[3]));
         long measureMs = Long.parseLong(args[4]);
 
-        List<CuratorFramework> clients = new ArrayList<>();
-        for (int i = 0; i < sessions; i++) {
-            CuratorFramework client = CuratorFrameworkFactory.newClient(
-                    connect, 10_000, 5_000, new ExponentialBackoffRetry(100, 5));
-            client.start();
-            if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
-                throw new IllegalStateException("client " + i + " did not connect to " + connect);
-            }
-            clients.add(client);
-        }
+        List<CuratorFramework> clients = CuratorWorker.sessions(connect, sessions);
 
         long begin = System.nanoTime();
         long start = begin + warmupNs;

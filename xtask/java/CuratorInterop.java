@@ -55,7 +55,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
@@ -63,7 +62,6 @@ import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
-import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public final class CuratorInterop {
     private static final AtomicLong ACQUISITIONS = new AtomicLong();
@@ -173,16 +171,7 @@ public final class CuratorInterop {
         File dir = new File(args[5]);
         int leases = Integer.parseInt(args[6]);
 
-        List<CuratorFramework> sessions = new ArrayList<>();
-        for (int i = 0; i < clients; i++) {
-            CuratorFramework client = CuratorFrameworkFactory.newClient(
-                connect, 10_000, 5_000, new ExponentialBackoffRetry(100, 5));
-            client.start();
-            if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
-                throw new IOException("client " + i + " did not connect to " + connect);
-            }
-            sessions.add(client);
-        }
+        List<CuratorFramework> sessions = CuratorWorker.sessions(connect, clients);
         BufferedReader stdin = new BufferedReader(
             new InputStreamReader(System.in, StandardCharsets.UTF_8));
         System.out.println("READY");
