@@ -185,7 +185,7 @@ pub struct Interop {
     #[arg(long)]
     pub in_process: bool,
     /// The semaphore's leases.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=64))]
+    #[arg(long, default_value_t = crate::recipe::LEASES, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub leases: u32,
     /// Cut our clients' connections every this many milliseconds (through a fault proxy; the
     /// sessions survive and reconnect): exclusion must hold across the reconnects.

@@ -40,16 +40,52 @@ impl Recipe {
     }
 }
 
+impl Recipe {
+    /// The recipe named `name` on a command line (a worker's argument).
+    ///
+    /// # Errors
+    /// An unknown name.
+    pub fn parse(name: &str) -> Result<Recipe, String> {
+        <Recipe as ValueEnum>::from_str(name, false)
+    }
+}
+
+/// The members of the multi-lock the harnesses (interop, stress) take: `<path>/0` ..
+/// `<path>/2`. Curator's interop worker has the same.
+pub const MEMBERS: usize = 3;
+
+/// The leases of the semaphore the harnesses use by default.
+pub const LEASES: u32 = 3;
+
+/// The members of a multi-lock over `path` that `chosen` picks, by number (member 0 when it
+/// picks none: a multi-lock needs one): `(k, "<path>/<k>")`, in the canonical order.
+pub fn member_paths(path: &str, mut chosen: impl FnMut(usize) -> bool) -> Vec<(usize, String)> {
+    let mut members: Vec<usize> = (0..MEMBERS).filter(|&k| chosen(k)).collect();
+    if members.is_empty() {
+        members.push(0);
+    }
+    members
+        .into_iter()
+        .map(|k| (k, format!("{path}/{k}")))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn member_paths_are_never_empty_and_in_order() {
+        assert_eq!(member_paths("/m", |_| false), [(0, "/m/0".to_owned())]);
+        let odd = member_paths("/m", |k| k != 1);
+        assert_eq!(odd, [(0, "/m/0".to_owned()), (2, "/m/2".to_owned())]);
+    }
 
     /// The names are clap's, so `--recipe semaphore-mutex` and `interop semaphore-mutex` agree.
     #[test]
     fn names_are_the_command_line_names() {
         for r in Recipe::ALL {
-            let parsed = Recipe::from_str(r.name(), false);
-            assert_eq!(parsed, Ok(r));
+            assert_eq!(Recipe::parse(r.name()), Ok(r));
         }
     }
 }

@@ -8,13 +8,25 @@
 //! stress worker); `ERROR <message>` at any point is a failure.
 
 use std::error::Error;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
+
+/// The runtime our side of a harness runs on, in a worker process or in the harness's own
+/// thread: multi-thread with two worker threads (CI machines have two cores).
+///
+/// # Errors
+/// The runtime cannot be built.
+pub fn side_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}
 
 /// A worker process. Dropping it kills the process if it still runs, and reaps it.
 pub struct WorkerProcess {
@@ -44,20 +56,11 @@ impl WorkerProcess {
             let _ = child.wait();
             return Err(format!("the {name} worker has no stdout pipe").into());
         };
-        let (tx, lines) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
         Ok(WorkerProcess {
             name,
             child,
             stdin,
-            lines,
+            lines: zk_testkit::lines::lines(stdout),
         })
     }
 

@@ -7,10 +7,8 @@ use std::time::Duration;
 
 use xtask::interop::check::{Rule, check};
 use xtask::interop::holds::Clock;
-use xtask::recipe::Recipe;
-use xtask::stress::{
-    LEASES, Target, cancelling_tasks, count_nodes, directories, nodes_per_attempt,
-};
+use xtask::recipe::{LEASES, Recipe};
+use xtask::stress::{Target, cancelling_tasks, count_nodes, directories, nodes_per_attempt};
 use zk_client::Client;
 
 async fn client(hosts: &str) -> Client {

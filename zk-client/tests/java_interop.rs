@@ -18,7 +18,7 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
@@ -152,15 +152,7 @@ impl JavaRun {
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().unwrap();
         let mut err_pipe = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = zk_testkit::lines::lines(stdout);
         let stderr = thread::spawn(move || {
             let mut text = String::new();
             let _ = err_pipe.read_to_string(&mut text);

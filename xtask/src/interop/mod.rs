@@ -67,9 +67,6 @@ const READY_BUDGET: Duration = Duration::from_secs(90);
 /// How long each side may take beyond its run to finish (a last acquire, release, close).
 const FINISH_SLACK: Duration = Duration::from_secs(60);
 
-/// The members of the multi-lock under the lock path (Curator's worker has the same).
-pub(crate) const MEMBERS: usize = 3;
-
 /// Where our side of the contention runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RustSide {
@@ -119,7 +116,11 @@ impl InteropOptions {
             rust_clients: 2,
             path: format!("/interop/{}", recipe.name()),
             java_path: None,
-            leases: if recipe == Recipe::Semaphore { 3 } else { 1 },
+            leases: if recipe == Recipe::Semaphore {
+                crate::recipe::LEASES
+            } else {
+                1
+            },
             rust_side: RustSide::ReleaseProcess,
             cut_every: None,
         }

@@ -98,11 +98,7 @@ impl InProcessSide {
         let (go, go_rx) = mpsc::channel();
         let (counts_tx, counts) = mpsc::channel();
         thread::spawn(move || {
-            let rt = match tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-            {
+            let rt = match crate::worker_process::side_runtime() {
                 Ok(rt) => rt,
                 Err(e) => {
                     let _ = ready_tx.send(Err(format!("building a tokio runtime: {e}")));

@@ -19,7 +19,7 @@
 
 mod target;
 
-pub use target::{Held, LEASES, MEMBERS, Target};
+pub use target::{Held, Target};
 
 use std::error::Error;
 use std::io::{BufRead, Write};
@@ -31,7 +31,7 @@ use zk_client::Client;
 use crate::interop::TempDir;
 use crate::interop::check::{Rule, check};
 use crate::interop::holds::{Clock, Hold, read_holds, write_holds};
-use crate::recipe::Recipe;
+use crate::recipe::{LEASES, MEMBERS, Recipe};
 use crate::worker_process::WorkerProcess;
 use crate::zk::ZkServer;
 
@@ -206,13 +206,10 @@ pub fn worker(args: &[String]) -> Result<()> {
             "usage: zk-worker stress <recipe> <connect> <path> <tasks> <run ms> <holds dir>".into(),
         );
     };
-    let recipe = <Recipe as clap::ValueEnum>::from_str(recipe, false)?;
+    let recipe = Recipe::parse(recipe)?;
     let tasks: usize = tasks.parse()?;
     let run_for = Duration::from_millis(run_ms.parse()?);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let runtime = crate::worker_process::side_runtime()?;
     let client = runtime.block_on(Client::builder().hosts(connect.as_str()).connect())?;
     let target = Target::new(recipe, client.clone(), path)?;
     let stdin = std::io::stdin();

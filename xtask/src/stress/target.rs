@@ -10,13 +10,7 @@ use recipe_semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Leas
 use zk_client::Client;
 
 use crate::interop::holds::Mode;
-use crate::recipe::Recipe;
-
-/// The members of the multi-lock under the path: `<path>/0` .. `<path>/2`.
-pub const MEMBERS: usize = 3;
-
-/// The leases of the semaphore.
-pub const LEASES: u32 = 3;
+use crate::recipe::{LEASES, Recipe, member_paths};
 
 /// One session's lock of a recipe, shared by its tasks (each task its own owner).
 #[derive(Debug, Clone)]
@@ -24,11 +18,12 @@ pub enum Target {
     /// The mutex, the semaphore mutex, or the read/write lock's two sides (a task picks one
     /// at random each time).
     Locks(Vec<Arc<dyn Lock>>),
-    /// A new multi-lock over a random non-empty subset of the [`MEMBERS`] paths each time
-    /// (Curator's convenience constructor: new member mutexes each time, so only the
-    /// process's turns, not a handle's, keep an owner's cancelled attempts from piling up).
+    /// A new multi-lock over a random non-empty subset of the
+    /// [`MEMBERS`](crate::recipe::MEMBERS) paths each time (Curator's convenience
+    /// constructor: new member mutexes each time, so only the process's turns, not a
+    /// handle's, keep an owner's cancelled attempts from piling up).
     Multi(Client, String),
-    /// A semaphore of [`LEASES`]: one or two leases each time.
+    /// A semaphore of [`LEASES`](crate::recipe::LEASES): one or two leases each time.
     Semaphore(InterProcessSemaphoreV2),
 }
 
@@ -104,12 +99,8 @@ impl Target {
                 })
             }
             Target::Multi(client, path) => {
-                let mut members: Vec<usize> = (0..MEMBERS).filter(|k| roll >> k & 1 == 1).collect();
-                if members.is_empty() {
-                    members.push(0);
-                }
-                let paths: Vec<String> = members.iter().map(|k| format!("{path}/{k}")).collect();
-                let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+                let members = member_paths(path, |k| roll >> k & 1 == 1);
+                let refs: Vec<&str> = members.iter().map(|(_, p)| p.as_str()).collect();
                 let multi =
                     InterProcessMultiLock::new(client.clone(), &refs).map_err(|e| e.to_string())?;
                 let guard = multi.lock().await.map_err(|e| e.to_string())?;
@@ -117,7 +108,7 @@ impl Target {
                     held: Held::Multi(guard),
                     things: members
                         .iter()
-                        .map(|k| (format!("member-{k}"), Mode::Exclusive))
+                        .map(|(k, _)| (format!("member-{k}"), Mode::Exclusive))
                         .collect(),
                 })
             }

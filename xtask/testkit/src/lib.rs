@@ -22,6 +22,7 @@
 
 pub mod deps;
 pub mod java;
+pub mod lines;
 pub mod paths;
 pub mod proxy;
 pub mod zk;

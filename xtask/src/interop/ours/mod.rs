@@ -68,7 +68,7 @@ impl WorkerConfig {
             );
         };
         Ok(WorkerConfig {
-            recipe: <Recipe as clap::ValueEnum>::from_str(recipe, false)?,
+            recipe: Recipe::parse(recipe)?,
             connect: connect.clone(),
             path: path.clone(),
             clients: clients.parse()?,
@@ -93,10 +93,7 @@ const DEADMAN: Duration = Duration::from_secs(120);
 pub fn process_main(args: &[String]) -> Result<String> {
     use std::io::BufRead;
     let cfg = WorkerConfig::parse(args)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let rt = crate::worker_process::side_runtime()?;
     let clients = rt.block_on(connect_clients(&cfg.connect, cfg.clients))?;
     println!("READY");
     let mut line = String::new();

@@ -4,20 +4,14 @@
 use recipe_multilock::InterProcessMultiLock;
 
 use super::{Contender, Taken};
-use crate::interop::MEMBERS;
 use crate::interop::holds::Mode;
+use crate::recipe::member_paths;
 
 pub(super) async fn run(c: &mut Contender) {
     while let Some(left) = c.left() {
-        let mut members: Vec<usize> = (0..MEMBERS).filter(|_| c.roll(10) < 6).collect();
-        if members.is_empty() {
-            members.push(0);
-        }
-        let paths: Vec<String> = members
-            .iter()
-            .map(|k| format!("{}/{k}", c.cfg.path))
-            .collect();
-        let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let path = c.cfg.path.clone();
+        let members = member_paths(&path, |_| c.roll(10) < 6);
+        let refs: Vec<&str> = members.iter().map(|(_, p)| p.as_str()).collect();
         let multi = match InterProcessMultiLock::new(c.client.clone(), &refs) {
             Ok(m) => m,
             Err(e) => return c.error("creating the multi-lock", &e).await,
@@ -33,7 +27,7 @@ pub(super) async fn run(c: &mut Contender) {
             .members()
             .map(|m| (m.node_path().to_owned(), m.fencing_token()))
             .collect();
-        for (k, (node, token)) in members.iter().zip(held) {
+        for ((k, _), (node, token)) in members.iter().zip(held) {
             c.record(
                 n,
                 format!("member-{k}"),

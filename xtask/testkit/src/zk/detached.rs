@@ -83,11 +83,7 @@ impl DetachedEnsemble {
 
     /// `127.0.0.1:p1,127.0.0.1:p2,...`, for clients.
     pub fn connect_string(&self) -> String {
-        self.members
-            .iter()
-            .map(|member| member.client_addr().to_string())
-            .collect::<Vec<_>>()
-            .join(",")
+        super::connect_string_of(self.members.iter().map(DetachedMember::client_addr))
     }
 
     /// Whether any member is still alive.

@@ -30,3 +30,12 @@ pub use four_letter::{Mode, four_letter, parse_mntr, parse_mode};
 pub use options::ZkOptions;
 pub use secure::{ClientAuth, SaslOptions, TestPki, TlsOptions};
 pub use server::ZkServer;
+
+/// A connect string of `addrs`, as clients take it: `127.0.0.1:p1,127.0.0.1:p2,...`.
+fn connect_string_of(addrs: impl IntoIterator<Item = std::net::SocketAddr>) -> String {
+    addrs
+        .into_iter()
+        .map(|a| a.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}

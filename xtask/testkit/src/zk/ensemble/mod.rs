@@ -11,13 +11,13 @@ use std::sync::{Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::ZkOptions;
 use super::config::{self, MemberPorts};
 use super::detached::{DetachedEnsemble, DetachedMember};
 use super::four_letter::{Mode, four_letter, parse_mntr, parse_mode};
 use super::ports::free_ports;
 use super::process::{Jvm, Launch, Member};
 use super::secure::{self, TestPki};
+use super::{ZkOptions, connect_string_of};
 use crate::deps::{self, Need};
 use crate::java;
 

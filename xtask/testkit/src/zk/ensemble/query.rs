@@ -7,11 +7,7 @@ impl Ensemble {
     /// The client addresses of all members, comma-separated, as clients take them:
     /// `127.0.0.1:p1,127.0.0.1:p2,...`.
     pub fn connect_string(&self) -> String {
-        self.members
-            .iter()
-            .map(|member| member.client_addr().to_string())
-            .collect::<Vec<_>>()
-            .join(",")
+        connect_string_of(self.members.iter().map(Member::client_addr))
     }
 
     /// The number of members.
@@ -50,10 +46,10 @@ impl Ensemble {
 
     /// `127.0.0.1:<secure port>,...`, for TLS clients, with [`ZkOptions::tls`].
     pub fn secure_connect_string(&self) -> Option<String> {
-        let all: Option<Vec<String>> = (0..self.members.len())
-            .map(|i| self.secure_addr(i).map(|a| a.to_string()))
+        let all: Option<Vec<SocketAddr>> = (0..self.members.len())
+            .map(|i| self.secure_addr(i))
             .collect();
-        all.filter(|a| !a.is_empty()).map(|a| a.join(","))
+        all.filter(|a| !a.is_empty()).map(connect_string_of)
     }
 
     /// The certificates the TLS client ports use, with [`ZkOptions::tls`]: the CA for
