@@ -196,6 +196,41 @@ impl ClientBuilder {
         self.connect_via(resolve, crate::io::Tcp, seed).await
     }
 
+    /// Connects over byte streams the caller opens (feature `transport`): an in-memory
+    /// server, a simulator, a tunnel. Everything else is as [`ClientBuilder::connect`]: the
+    /// handshake, pings, reconnects and session expiry all run over the streams `dial` gives.
+    ///
+    /// The connect string's hosts must be IP literals with ports (`127.0.0.1:2181`); each is
+    /// handed to `dial` as a [`SocketAddr`] on every connection attempt, and a name is an
+    /// error (no resolver is asked). `seed` fixes the order the hosts are tried in and the
+    /// random pauses before reconnecting, so a run on tokio's paused clock replays exactly.
+    /// A `dial` error is reported as [`Error::Unreachable`]. TLS settings are not applied:
+    /// the streams are used as they are.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f() -> Result<(), zk_client::Error> {
+    /// use zk_client::Client;
+    ///
+    /// // A stream to nowhere: every attempt is refused, so connecting fails.
+    /// let refused = |_addr| async { Err::<tokio::io::DuplexStream, _>(std::io::ErrorKind::ConnectionRefused.into()) };
+    /// let err = Client::builder().hosts("127.0.0.1:2181").connect_over(refused, 7).await.unwrap_err();
+    /// assert!(matches!(err, zk_client::Error::Unreachable { .. }));
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "transport")]
+    pub async fn connect_over<F, Fut, S>(self, dial: F, seed: u64) -> Result<Client, Error>
+    where
+        F: Fn(SocketAddr) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::io::Result<S>> + Send + 'static,
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let connector = crate::io::Dial::new(dial);
+        self.connect_via(crate::io::literal_resolver(), connector, seed)
+            .await
+    }
+
     /// Connects through `resolve` and `connector`, the servers tried in the order `seed`
     /// decides (tests give in-memory ones and a fixed seed).
     pub(crate) async fn connect_via<C: crate::io::Connect>(

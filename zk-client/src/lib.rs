@@ -10,12 +10,14 @@
 //!
 //! # Features
 //!
-//! Both off by default (the default dependency tree is `bytes`, `tokio`, `tokio-util`,
+//! All off by default (the default dependency tree is `bytes`, `tokio`, `tokio-util`,
 //! `thiserror` and `zk-proto`):
 //! - `tls`: TLS to servers' secure client port, with rustls (`ring` provider) through
 //!   tokio-rustls; see `ClientBuilder::tls` and `tls::TlsConfig`.
 //! - `sasl-digest`: SASL DIGEST-MD5 authentication after every handshake; see
 //!   `ClientBuilder::sasl_digest`.
+//! - `transport`: `ClientBuilder::connect_over`, a session over byte streams the caller
+//!   opens (an in-memory server, a simulator on tokio's paused clock) instead of TCP.
 //!
 //! # Examples
 //!

@@ -85,3 +85,58 @@ pub(crate) async fn tcp(addr: SocketAddr) -> Result<TcpStream, Error> {
     let _ = stream.set_nodelay(true);
     Ok(stream)
 }
+
+/// A caller's dial function as a [`Connect`] (feature `transport`): `F` opens the byte
+/// stream to an address; a failure is reported as the server being unreachable.
+#[cfg(feature = "transport")]
+pub(crate) struct Dial<F, S> {
+    dial: F,
+    _stream: std::marker::PhantomData<fn() -> S>,
+}
+
+#[cfg(feature = "transport")]
+impl<F, S> Dial<F, S> {
+    pub(crate) fn new(dial: F) -> Self {
+        Self {
+            dial,
+            _stream: std::marker::PhantomData,
+        }
+    }
+}
+
+#[cfg(feature = "transport")]
+impl<F, Fut, S> Connect for Dial<F, S>
+where
+    F: Fn(SocketAddr) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = std::io::Result<S>> + Send + 'static,
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    type Stream = S;
+
+    fn connect(&self, _host: Option<&str>, addr: SocketAddr) -> BoxFuture<Result<S, Error>> {
+        let opening = (self.dial)(addr);
+        Box::pin(async move {
+            opening
+                .await
+                .map_err(|e| unreachable(&addr.to_string(), e))
+        })
+    }
+}
+
+/// A resolver that only reads IP literals (`127.0.0.1`, `::1`): no name service is asked,
+/// so a connection over a caller's transport needs no network at all.
+#[cfg(feature = "transport")]
+pub(crate) fn literal_resolver() -> Resolver {
+    Arc::new(|host: String, port: u16| {
+        Box::pin(async move {
+            host.parse::<std::net::IpAddr>()
+                .map(|ip| vec![SocketAddr::new(ip, port)])
+                .map_err(|_| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        "connect_over takes IP addresses, not host names",
+                    )
+                })
+        })
+    })
+}

@@ -25,6 +25,8 @@ use tokio_util::codec::Decoder;
 use zk_proto::{Request, Response};
 
 pub(crate) use connect::{Connect, Resolver, Tcp, system_resolver, unreachable};
+#[cfg(feature = "transport")]
+pub(crate) use connect::{Dial, literal_resolver};
 #[cfg(feature = "tls")]
 pub(crate) use tls::TlsConnect;
 
