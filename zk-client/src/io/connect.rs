@@ -115,11 +115,7 @@ where
 
     fn connect(&self, _host: Option<&str>, addr: SocketAddr) -> BoxFuture<Result<S, Error>> {
         let opening = (self.dial)(addr);
-        Box::pin(async move {
-            opening
-                .await
-                .map_err(|e| unreachable(&addr.to_string(), e))
-        })
+        Box::pin(async move { opening.await.map_err(|e| unreachable(&addr.to_string(), e)) })
     }
 }
 

@@ -1,0 +1,756 @@
+//! [`ServerMachine`]: the wire server's whole protocol as plain data — connections, the
+//! handshake, sessions and their expiry deadlines, request dispatch, watches and
+//! notifications — with no IO and no clock. [`super::SimServer`] drives it over tokio.
+//!
+//! # Calling contract
+//!
+//! (As quinn-proto's `Connection` and zk-client's `Session`.)
+//! - Inputs: [`ServerMachine::handle_accept`] for a new connection,
+//!   [`ServerMachine::handle_frame`] for each whole frame read from it (without the length
+//!   prefix), [`ServerMachine::handle_disconnect`] when it ends,
+//!   [`ServerMachine::handle_timeout`] when [`ServerMachine::poll_timeout`]'s instant comes.
+//! - Commands: [`ServerMachine::cut`], [`ServerMachine::expire`].
+//! - Output: after every input or command, drain [`ServerMachine::poll_output`]: frames to
+//!   write, in order, per connection, and connections to close.
+//! - `now` comes from the caller's clock and never goes back.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use zk_proto::records::{
+    ConnectRequest, ConnectResponse, Create2Response, CreateRequest, CreateResponse,
+    ExistsResponse, GetAclResponse, GetAllChildrenNumberResponse, GetChildren2Response,
+    GetChildrenResponse, GetDataResponse, GetEphemeralsResponse, SetAclResponse, SetDataResponse,
+    SyncResponse, WatcherEvent,
+};
+use zk_proto::{
+    Decode, Encode, ErrorCode, KeeperState, MultiOp, MultiRequest, MultiResponse, MultiResult,
+    ReplyHeader, Request, xid,
+};
+
+use super::data_tree::{Change, DataTree};
+use super::watches::{Notification, WatchKind, WatchTable};
+use crate::rng::Rng;
+
+/// A connection's number, given by [`ServerMachine::handle_accept`].
+pub type ConnId = u64;
+
+/// The wall time (ms since the epoch) the simulated server's clock starts at: `ctime` and
+/// `mtime` are this plus the time since the server started.
+pub const EPOCH_MS: i64 = 1_700_000_000_000;
+
+/// What the wire server does and how. [`WireConfig::new`] gives a 3.8 server's defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireConfig {
+    /// Seeds session ids, passwords and (when asked) the order of listed children.
+    pub seed: u64,
+    /// The shortest session timeout granted (ZooKeeper: two ticks, 4 s).
+    pub min_session_timeout: Duration,
+    /// The longest session timeout granted (ZooKeeper: twenty ticks, 40 s).
+    pub max_session_timeout: Duration,
+    /// The `cversion` (so the first sequence number) of every new node; near `i32::MAX`
+    /// makes sequence numbers wrap, as ZooKeeper prints them.
+    pub first_cversion: i32,
+    /// List children in a seeded random order, as a real server's hash set may, instead of
+    /// sorted.
+    pub shuffle_children: bool,
+    /// The longest request frame accepted; a longer one closes the connection.
+    pub max_frame_len: usize,
+}
+
+impl WireConfig {
+    /// A 3.8 server's defaults (2 s tick), with `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self {
+            seed,
+            min_session_timeout: Duration::from_secs(4),
+            max_session_timeout: Duration::from_secs(40),
+            first_cversion: 0,
+            shuffle_children: false,
+            max_frame_len: zk_proto::DEFAULT_MAX_FRAME_LEN,
+        }
+    }
+}
+
+/// What the driver must do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// Write this frame (length prefix included) to the connection.
+    Send(ConnId, Bytes),
+    /// Close the connection once the frames before this are written.
+    Close(ConnId),
+    /// Drop the connection now: frames not yet written are lost.
+    Cut(ConnId),
+}
+
+/// A session as [`ServerMachine::sessions`] shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// Its id.
+    pub id: i64,
+    /// The negotiated timeout.
+    pub timeout: Duration,
+    /// Its connection, if one is attached.
+    pub conn: Option<ConnId>,
+    /// When it expires unless a frame comes before.
+    pub deadline: Instant,
+}
+
+#[derive(Debug, Clone)]
+struct Session {
+    passwd: Bytes,
+    timeout: Duration,
+    deadline: Instant,
+    conn: Option<ConnId>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Conn {
+    /// Waiting for the `ConnectRequest`.
+    Handshake,
+    /// Serving this session.
+    Open(i64),
+}
+
+/// A body to encode after a reply header.
+type Body = Option<Box<dyn Encode>>;
+
+fn body(record: impl Encode + 'static) -> Result<Body, ErrorCode> {
+    Ok(Some(Box::new(record)))
+}
+
+/// The ZooKeeper server, single and in memory. See the module docs for its calling contract.
+#[derive(Debug)]
+pub struct ServerMachine {
+    config: WireConfig,
+    tree: DataTree,
+    watches: WatchTable,
+    sessions: BTreeMap<i64, Session>,
+    conns: BTreeMap<ConnId, Conn>,
+    zxid: i64,
+    rng: Rng,
+    next_session: i64,
+    next_conn: ConnId,
+    start: Instant,
+    out: VecDeque<Output>,
+}
+
+impl ServerMachine {
+    /// A server with an empty tree, started at `now`.
+    pub fn new(config: WireConfig, now: Instant) -> Self {
+        let mut rng = Rng::new(config.seed);
+        // Server id 1 in the top byte and seeded bits below, as ZooKeeper's
+        // `initializeNextSessionId` mixes its id with the clock.
+        let next_session = (1 << 56) | ((rng.next_u64() & 0xff_ffff) << 24) as i64;
+        Self {
+            tree: DataTree::new(config.first_cversion),
+            config,
+            watches: WatchTable::default(),
+            sessions: BTreeMap::new(),
+            conns: BTreeMap::new(),
+            zxid: 0,
+            rng,
+            next_session,
+            next_conn: 1,
+            start: now,
+            out: VecDeque::new(),
+        }
+    }
+
+    // ---- getters -------------------------------------------------------------------------
+
+    /// The configuration.
+    pub fn config(&self) -> &WireConfig {
+        &self.config
+    }
+
+    /// The last zxid given to a transaction.
+    pub fn zxid(&self) -> i64 {
+        self.zxid
+    }
+
+    /// The nodes.
+    pub fn tree(&self) -> &DataTree {
+        &self.tree
+    }
+
+    /// The number of watches set.
+    pub fn watch_count(&self) -> usize {
+        self.watches.len()
+    }
+
+    /// The live sessions, by id.
+    pub fn sessions(&self) -> Vec<SessionInfo> {
+        self.sessions
+            .iter()
+            .map(|(&id, s)| SessionInfo {
+                id,
+                timeout: s.timeout,
+                conn: s.conn,
+                deadline: s.deadline,
+            })
+            .collect()
+    }
+
+    /// The connection serving `session`, if any.
+    pub fn conn_of(&self, session: i64) -> Option<ConnId> {
+        self.sessions.get(&session).and_then(|s| s.conn)
+    }
+
+    // ---- inputs --------------------------------------------------------------------------
+
+    /// A new connection: its id. Its first frame must be a `ConnectRequest`.
+    pub fn handle_accept(&mut self) -> ConnId {
+        let id = self.next_conn;
+        self.next_conn += 1;
+        self.conns.insert(id, Conn::Handshake);
+        id
+    }
+
+    /// A whole frame (without its length prefix) read from `conn`. Frames of a connection
+    /// already closed or cut are ignored; a frame that does not decode cuts the connection,
+    /// as ZooKeeper closes it.
+    pub fn handle_frame(&mut self, now: Instant, conn: ConnId, frame: &[u8]) {
+        match self.conns.get(&conn).copied() {
+            None => {}
+            Some(Conn::Handshake) => match ConnectRequest::decode_exact(frame, "ConnectRequest") {
+                Ok(req) => self.handshake(now, conn, &req),
+                Err(_) => self.drop_conn(conn, Some(Output::Cut(conn))),
+            },
+            Some(Conn::Open(session)) => {
+                if let Some(s) = self.sessions.get_mut(&session) {
+                    s.deadline = now.checked_add(s.timeout).unwrap_or(now);
+                }
+                match Request::decode_frame(frame) {
+                    Ok((header, request)) => self.request(now, conn, session, header.xid, request),
+                    Err(_) => self.drop_conn(conn, Some(Output::Cut(conn))),
+                }
+            }
+        }
+    }
+
+    /// `conn` ended (the client hung up, or the driver closed it). Its session stays until
+    /// its deadline; its watches go.
+    pub fn handle_disconnect(&mut self, conn: ConnId) {
+        self.drop_conn(conn, None);
+    }
+
+    /// Expires the sessions whose deadline is `now` or past. A spurious call does nothing.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let due: Vec<i64> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| s.deadline <= now)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in due {
+            self.end_session(now, id, None);
+        }
+    }
+
+    /// The earliest session deadline.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.sessions.values().map(|s| s.deadline).min()
+    }
+
+    /// The next thing for the driver to do.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    // ---- commands ------------------------------------------------------------------------
+
+    /// Drops `session`'s connection now (replies not yet written are lost); the session
+    /// stays. Whether it had one.
+    pub fn cut(&mut self, session: i64) -> bool {
+        match self.conn_of(session) {
+            Some(conn) => {
+                self.drop_conn(conn, Some(Output::Cut(conn)));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Expires `session` now, as its deadline would. Whether it was live.
+    pub fn expire(&mut self, now: Instant, session: i64) -> bool {
+        let live = self.sessions.contains_key(&session);
+        if live {
+            self.end_session(now, session, None);
+        }
+        live
+    }
+
+    // ---- connections and sessions --------------------------------------------------------
+
+    fn next_zxid(&mut self) -> i64 {
+        self.zxid += 1;
+        self.zxid
+    }
+
+    fn wall_ms(&self, now: Instant) -> i64 {
+        let since = now.saturating_duration_since(self.start).as_millis();
+        EPOCH_MS.saturating_add(i64::try_from(since).unwrap_or(i64::MAX / 2))
+    }
+
+    /// Forgets `conn` (detaching it from its session, whose watches go), then emits `how`.
+    fn drop_conn(&mut self, conn: ConnId, how: Option<Output>) {
+        if let Some(Conn::Open(session)) = self.conns.remove(&conn) {
+            let attached = self
+                .sessions
+                .get_mut(&session)
+                .filter(|s| s.conn == Some(conn));
+            if let Some(s) = attached {
+                s.conn = None;
+                self.watches.remove_session(session);
+            }
+        }
+        if let Some(out) = how {
+            self.out.push_back(out);
+        }
+    }
+
+    fn handshake(&mut self, now: Instant, conn: ConnId, req: &ConnectRequest) {
+        if req.last_zxid_seen > self.zxid {
+            // "Refusing session request for client as it has seen zxid ... our last zxid is
+            // ...": the client has seen a newer server than this one, and must go elsewhere.
+            self.drop_conn(conn, Some(Output::Cut(conn)));
+            return;
+        }
+        let asked = Duration::from_millis(u64::try_from(req.time_out).unwrap_or(0));
+        let timeout = asked.clamp(
+            self.config.min_session_timeout,
+            self.config
+                .max_session_timeout
+                .max(self.config.min_session_timeout),
+        );
+        let deadline = now.checked_add(timeout).unwrap_or(now);
+        let id = if req.session_id == 0 {
+            self.next_zxid(); // createSession is a transaction
+            let id = self.next_session;
+            self.next_session += 1;
+            let mut passwd = BytesMut::with_capacity(16);
+            passwd.put_u64(self.rng.next_u64());
+            passwd.put_u64(self.rng.next_u64());
+            self.sessions.insert(
+                id,
+                Session {
+                    passwd: passwd.freeze(),
+                    timeout,
+                    deadline,
+                    conn: None,
+                },
+            );
+            id
+        } else {
+            match self.sessions.get_mut(&req.session_id) {
+                Some(s) if req.passwd.as_deref() == Some(&s.passwd[..]) => {
+                    s.timeout = timeout;
+                    s.deadline = deadline;
+                    req.session_id
+                }
+                _ => {
+                    // Expired, unknown, or the wrong password: timeout 0, then close.
+                    let refusal = ConnectResponse {
+                        protocol_version: 0,
+                        time_out: 0,
+                        session_id: 0,
+                        passwd: Some(Bytes::from_static(&[0; 16])),
+                        read_only: Some(false),
+                    };
+                    self.send_record(conn, &refusal);
+                    self.drop_conn(conn, Some(Output::Close(conn)));
+                    return;
+                }
+            }
+        };
+        // A session moving to a new connection leaves its old one (and its watches).
+        if let Some(old) = self.conn_of(id).filter(|&old| old != conn) {
+            self.drop_conn(old, Some(Output::Cut(old)));
+        }
+        if let Some(s) = self.sessions.get_mut(&id) {
+            s.conn = Some(conn);
+        }
+        self.conns.insert(conn, Conn::Open(id));
+        let passwd = self.sessions.get(&id).map(|s| s.passwd.clone());
+        let granted = ConnectResponse {
+            protocol_version: 0,
+            time_out: i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX),
+            session_id: id,
+            passwd,
+            read_only: Some(false),
+        };
+        self.send_record(conn, &granted);
+    }
+
+    /// Ends `session` (closed, or expired): one transaction deletes its ephemerals, watches
+    /// fire for the others, its connection is closed after `reply` (a `closeSession` xid) or
+    /// cut (expiry).
+    fn end_session(&mut self, now: Instant, session: i64, reply: Option<i32>) {
+        let zxid = self.next_zxid();
+        self.watches.remove_session(session);
+        let mut changes = Vec::new();
+        self.tree.kill_session(session, zxid, &mut changes);
+        self.notify(zxid, &changes);
+        if let Some(conn) = self.sessions.remove(&session).and_then(|s| s.conn) {
+            self.conns.remove(&conn);
+            match reply {
+                Some(xid) => {
+                    self.send_reply(conn, xid, zxid, Ok(None));
+                    self.out.push_back(Output::Close(conn));
+                }
+                None => self.out.push_back(Output::Cut(conn)),
+            }
+        }
+        self.sweep_containers(now);
+    }
+
+    // ---- requests ------------------------------------------------------------------------
+
+    fn request(&mut self, now: Instant, conn: ConnId, session: i64, xid: i32, request: Request) {
+        use Request as R;
+        let answer = match request {
+            R::Ping | R::Auth(_) => Ok(None),
+            R::CloseSession => {
+                self.end_session(now, session, Some(xid));
+                return;
+            }
+            R::SetWatches(w) => {
+                let lists = [
+                    &w.data_watches[..],
+                    &w.exist_watches[..],
+                    &w.child_watches[..],
+                ];
+                self.set_watches(session, w.relative_zxid, lists);
+                Ok(None)
+            }
+            R::SetWatches2(w) => {
+                // Persistent watches are not served (`addWatch` answers Unimplemented), so
+                // only the one-shot lists can hold paths.
+                let lists = [
+                    &w.data_watches[..],
+                    &w.exist_watches[..],
+                    &w.child_watches[..],
+                ];
+                self.set_watches(session, w.relative_zxid, lists);
+                Ok(None)
+            }
+            R::Exists(r) => self.exists(session, &r.path, r.watch),
+            R::GetData(r) => self.get_data(session, &r.path, r.watch),
+            R::GetChildren(r) => self
+                .children(session, &r.path, r.watch)
+                .and_then(|(children, _)| body(GetChildrenResponse { children })),
+            R::GetChildren2(r) => self
+                .children(session, &r.path, r.watch)
+                .and_then(|(children, stat)| body(GetChildren2Response { children, stat })),
+            R::GetAcl(r) => match self.tree.get(&r.path) {
+                Some(n) => body(GetAclResponse {
+                    acl: n.acl.clone(),
+                    stat: n.stat.clone(),
+                }),
+                None => Err(ErrorCode::NoNode),
+            },
+            R::Sync(r) => body(SyncResponse { path: r.path }),
+            R::GetEphemerals(r) => {
+                let prefix = r.prefix_path.trim();
+                let all = prefix.is_empty() || prefix == "/";
+                let ephemerals = self
+                    .tree
+                    .ephemerals()
+                    .filter(|(p, owner)| *owner == session && (all || p.starts_with(prefix)))
+                    .map(|(p, _)| p.to_owned())
+                    .collect();
+                body(GetEphemeralsResponse { ephemerals })
+            }
+            R::GetAllChildrenNumber(r) => match self.tree.get(&r.path) {
+                Some(_) => body(GetAllChildrenNumberResponse {
+                    total_number: i32::try_from(self.tree.descendants(&r.path)).unwrap_or(i32::MAX),
+                }),
+                None => Err(ErrorCode::NoNode),
+            },
+            R::MultiRead(m) => self.multi_read(session, &m),
+            R::Create(r) => self
+                .write(now, |t, zxid, time, ch| {
+                    create(t, &r, session, zxid, time, ch)
+                })
+                .and_then(|(path, _)| body(CreateResponse { path })),
+            R::Create2(r) | R::CreateContainer(r) => self
+                .write(now, |t, zxid, time, ch| {
+                    create(t, &r, session, zxid, time, ch)
+                })
+                .and_then(|(path, stat)| body(Create2Response { path, stat })),
+            R::Delete(r) => self
+                .write(now, |t, zxid, _, ch| t.delete(&r.path, r.version, zxid, ch))
+                .map(|()| None),
+            R::SetData(r) => self
+                .write(now, |t, zxid, time, ch| {
+                    t.set_data(&r.path, r.data.clone(), r.version, zxid, time, ch)
+                })
+                .and_then(|stat| body(SetDataResponse { stat })),
+            R::SetAcl(r) => self
+                .write(now, |t, _, _, _| t.set_acl(&r.path, &r.acl, r.version))
+                .and_then(|stat| body(SetAclResponse { stat })),
+            R::Check(r) => self
+                .write(now, |t, _, _, _| t.check(&r.path, r.version))
+                .and_then(|stat| body(SetDataResponse { stat })),
+            R::Multi(m) => self.multi(now, session, &m),
+            // createTTL, reconfig, persistent watches, watch removal, SASL, whoAmI.
+            _ => Err(ErrorCode::Unimplemented),
+        };
+        let zxid = self.zxid;
+        self.send_reply(conn, xid, zxid, answer);
+        self.sweep_containers(now);
+    }
+
+    /// Runs one write as a transaction: a zxid (taken even when it fails, as ZooKeeper logs
+    /// an error transaction), then the watches it fires.
+    fn write<T>(
+        &mut self,
+        now: Instant,
+        op: impl FnOnce(&mut DataTree, i64, i64, &mut Vec<Change>) -> Result<T, ErrorCode>,
+    ) -> Result<T, ErrorCode> {
+        let zxid = self.next_zxid();
+        let time = self.wall_ms(now);
+        let mut changes = Vec::new();
+        let result = op(&mut self.tree, zxid, time, &mut changes);
+        self.notify(zxid, &changes);
+        result
+    }
+
+    fn exists(&mut self, session: i64, path: &str, watch: bool) -> Result<Body, ErrorCode> {
+        zk_proto::validate_path(path, false).map_err(|_| ErrorCode::BadArguments)?;
+        if watch {
+            self.watches.add(WatchKind::Data, path, session);
+        }
+        match self.tree.get(path) {
+            Some(n) => body(ExistsResponse {
+                stat: n.stat.clone(),
+            }),
+            None => Err(ErrorCode::NoNode),
+        }
+    }
+
+    fn get_data(&mut self, session: i64, path: &str, watch: bool) -> Result<Body, ErrorCode> {
+        let n = self.tree.get(path).ok_or(ErrorCode::NoNode)?;
+        let reply = GetDataResponse {
+            data: n.data.clone(),
+            stat: n.stat.clone(),
+        };
+        if watch {
+            self.watches.add(WatchKind::Data, path, session);
+        }
+        body(reply)
+    }
+
+    fn children(
+        &mut self,
+        session: i64,
+        path: &str,
+        watch: bool,
+    ) -> Result<(Vec<String>, zk_proto::records::Stat), ErrorCode> {
+        let n = self.tree.get(path).ok_or(ErrorCode::NoNode)?;
+        let mut children: Vec<String> = n.children.iter().cloned().collect();
+        let stat = n.stat.clone();
+        if self.config.shuffle_children {
+            for i in (1..children.len()).rev() {
+                let j = self.rng.index(i + 1);
+                children.swap(i, j);
+            }
+        }
+        if watch {
+            self.watches.add(WatchKind::Child, path, session);
+        }
+        Ok((children, stat))
+    }
+
+    fn set_watches(&mut self, session: i64, relative_zxid: i64, lists: [&[String]; 3]) {
+        let mut fired = Vec::new();
+        self.watches
+            .set_watches(&self.tree, session, relative_zxid, lists, &mut fired);
+        let zxid = self.zxid;
+        self.send_notifications(zxid, &fired);
+    }
+
+    fn multi_read(&mut self, session: i64, m: &MultiRequest) -> Result<Body, ErrorCode> {
+        let mut results = Vec::with_capacity(m.ops.len());
+        for op in &m.ops {
+            let result = match op {
+                MultiOp::GetChildren(r) => {
+                    self.children(session, &r.path, r.watch)
+                        .map(|(children, _)| {
+                            MultiResult::GetChildren(GetChildrenResponse { children })
+                        })
+                }
+                MultiOp::GetData(r) => match self.tree.get(&r.path) {
+                    Some(n) => {
+                        let data = GetDataResponse {
+                            data: n.data.clone(),
+                            stat: n.stat.clone(),
+                        };
+                        if r.watch {
+                            self.watches.add(WatchKind::Data, &r.path, session);
+                        }
+                        Ok(MultiResult::GetData(data))
+                    }
+                    None => Err(ErrorCode::NoNode),
+                },
+                _ => Err(ErrorCode::BadArguments),
+            };
+            results.push(result.unwrap_or_else(MultiResult::Error));
+        }
+        body(MultiResponse { results })
+    }
+
+    /// A transaction: every op applies, under one zxid, or none does. On failure the ops
+    /// before the failing one answer `Ok`, it answers its code, the later ones
+    /// `RuntimeInconsistency` (ZooKeeper's `DataTree.processTxn`).
+    fn multi(&mut self, now: Instant, session: i64, m: &MultiRequest) -> Result<Body, ErrorCode> {
+        let zxid = self.next_zxid();
+        let time = self.wall_ms(now);
+        let mut scratch = self.tree.clone();
+        let mut changes = Vec::new();
+        let mut results = Vec::with_capacity(m.ops.len());
+        let mut failed = None;
+        for (i, op) in m.ops.iter().enumerate() {
+            let ch = &mut changes;
+            let result = match op {
+                MultiOp::Create(r) => create(&mut scratch, r, session, zxid, time, ch)
+                    .map(|(path, _)| MultiResult::Create(CreateResponse { path })),
+                MultiOp::Create2(r) | MultiOp::CreateContainer(r) => {
+                    create(&mut scratch, r, session, zxid, time, ch)
+                        .map(|(path, stat)| MultiResult::Create2(Create2Response { path, stat }))
+                }
+                MultiOp::Delete(r) => scratch
+                    .delete(&r.path, r.version, zxid, ch)
+                    .map(|()| MultiResult::Delete),
+                MultiOp::SetData(r) => scratch
+                    .set_data(&r.path, r.data.clone(), r.version, zxid, time, ch)
+                    .map(|stat| MultiResult::SetData(SetDataResponse { stat })),
+                MultiOp::Check(r) => scratch
+                    .check(&r.path, r.version)
+                    .map(|_| MultiResult::Check),
+                MultiOp::CreateTtl(_) => Err(ErrorCode::Unimplemented),
+                MultiOp::GetChildren(_) | MultiOp::GetData(_) => Err(ErrorCode::BadArguments),
+            };
+            match result {
+                Ok(r) => results.push(r),
+                Err(code) => {
+                    failed = Some((i, code));
+                    break;
+                }
+            }
+        }
+        let results = match failed {
+            None => {
+                self.tree = scratch;
+                self.notify(zxid, &changes);
+                results
+            }
+            Some((at, code)) => (0..m.ops.len())
+                .map(|i| {
+                    MultiResult::Error(match i.cmp(&at) {
+                        std::cmp::Ordering::Less => ErrorCode::Ok,
+                        std::cmp::Ordering::Equal => code,
+                        std::cmp::Ordering::Greater => ErrorCode::RuntimeInconsistency,
+                    })
+                })
+                .collect(),
+        };
+        body(MultiResponse { results })
+    }
+
+    /// Removes every container that had a child and has none now, each in its own
+    /// transaction (ZooKeeper's container manager sends `deleteContainer` for each). Done
+    /// right after the write that emptied it, not on a timer.
+    fn sweep_containers(&mut self, _now: Instant) {
+        loop {
+            let due = self.tree.empty_containers();
+            if due.is_empty() {
+                return;
+            }
+            for path in due {
+                let zxid = self.next_zxid();
+                let mut changes = Vec::new();
+                self.tree.delete_container(&path, zxid, &mut changes);
+                self.notify(zxid, &changes);
+            }
+        }
+    }
+
+    // ---- output --------------------------------------------------------------------------
+
+    fn notify(&mut self, zxid: i64, changes: &[Change]) {
+        let mut fired = Vec::new();
+        self.watches.fire(changes, &mut fired);
+        self.send_notifications(zxid, &fired);
+    }
+
+    fn send_notifications(&mut self, zxid: i64, fired: &[Notification]) {
+        for n in fired {
+            let Some(conn) = self.conn_of(n.session) else {
+                continue;
+            };
+            let header = ReplyHeader {
+                xid: xid::NOTIFICATION,
+                zxid,
+                err: ErrorCode::Ok,
+            };
+            let event = WatcherEvent {
+                event_type: n.event,
+                state: KeeperState::SyncConnected,
+                path: n.path.clone(),
+            };
+            self.send_parts(conn, &header, Some(&event));
+        }
+    }
+
+    fn send_reply(&mut self, conn: ConnId, xid: i32, zxid: i64, answer: Result<Body, ErrorCode>) {
+        let (err, body) = match answer {
+            Ok(body) => (ErrorCode::Ok, body),
+            Err(code) => (code, None),
+        };
+        let header = ReplyHeader { xid, zxid, err };
+        self.send_parts(conn, &header, body.as_deref());
+    }
+
+    fn send_record(&mut self, conn: ConnId, record: &dyn Encode) {
+        self.send_parts(conn, record, None);
+    }
+
+    /// Frames `head` and `tail` as one message to `conn`. Nothing the server builds is over
+    /// `i32::MAX` bytes; if it were, the connection would be cut rather than sent a lie.
+    fn send_parts(&mut self, conn: ConnId, head: &dyn Encode, tail: Option<&dyn Encode>) {
+        let len = head.encoded_len() + tail.map_or(0, Encode::encoded_len);
+        let mut frame = BytesMut::with_capacity(4 + len);
+        let encoded = i32::try_from(len).ok().and_then(|prefix| {
+            frame.put_i32(prefix);
+            head.encode(&mut frame).ok()?;
+            tail.map_or(Ok(()), |t| t.encode(&mut frame)).ok()
+        });
+        match encoded {
+            Some(()) => self.out.push_back(Output::Send(conn, frame.freeze())),
+            None => self.drop_conn(conn, Some(Output::Cut(conn))),
+        }
+    }
+}
+
+fn create(
+    tree: &mut DataTree,
+    r: &CreateRequest,
+    session: i64,
+    zxid: i64,
+    time: i64,
+    changes: &mut Vec<Change>,
+) -> Result<(String, zk_proto::records::Stat), ErrorCode> {
+    tree.create(
+        &r.path,
+        r.data.clone(),
+        &r.acl,
+        r.mode,
+        session,
+        zxid,
+        time,
+        changes,
+    )
+}
