@@ -209,13 +209,19 @@ impl ClientBuilder {
     ///
     /// # Examples
     ///
-    /// ```no_run
-    /// # async fn f() -> Result<(), zk_client::Error> {
+    /// A server in memory is `zk_sim::wire::SimServer` (its `client` method calls this).
+    /// With a dial that refuses, the first connect fails after one attempt per host:
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zk_client::Error> {
     /// use zk_client::Client;
     ///
-    /// // A stream to nowhere: every attempt is refused, so connecting fails.
-    /// let refused = |_addr| async { Err::<tokio::io::DuplexStream, _>(std::io::ErrorKind::ConnectionRefused.into()) };
-    /// let err = Client::builder().hosts("127.0.0.1:2181").connect_over(refused, 7).await.unwrap_err();
+    /// let refused = |_addr| async {
+    ///     Err::<tokio::io::DuplexStream, _>(std::io::ErrorKind::ConnectionRefused.into())
+    /// };
+    /// let builder = Client::builder().hosts("127.0.0.1:2181,127.0.0.2:2181");
+    /// let err = builder.connect_over(refused, 7).await.unwrap_err();
     /// assert!(matches!(err, zk_client::Error::Unreachable { .. }));
     /// # Ok(()) }
     /// ```
