@@ -377,3 +377,43 @@ async fn a_refused_first_connect_fails_and_an_expired_resume_is_told_so() {
         .await;
     assert_eq!(resumed.err(), Some(Error::SessionExpired));
 }
+
+/// A client writing while seeded chaos strikes (cuts, stalls, expiry): everything the client
+/// saw, every fault and the server's last zxid.
+async fn chaos_run(seed: u64) -> (Vec<zk_sim::wire::Fault>, Vec<String>, i64) {
+    let server = SimServer::new(WireConfig::new(seed));
+    let c = client(&server, seed).await;
+    c.create("/n", b"", &opts(CreateMode::Persistent))
+        .await
+        .unwrap();
+    let writer = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            let mut seen = Vec::new();
+            for i in 0..40u32 {
+                let result = c.set_data("/n", &i.to_be_bytes(), None).await;
+                seen.push(format!("{:?}", result.map(|stat| stat.version)));
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            seen
+        })
+    };
+    let mut rng = zk_sim::rng::Rng::new(seed);
+    let mut faults = Vec::new();
+    for _ in 0..6 {
+        tokio::time::sleep(Duration::from_millis(rng.below(400))).await;
+        faults.extend(server.chaos(&mut rng));
+    }
+    for session in server.sessions() {
+        server.stall(session.id, false);
+    }
+    let seen = tokio::time::timeout(BOUND, writer).await.unwrap().unwrap();
+    (faults, seen, server.zxid())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_seeded_run_with_chaos_replays_exactly() {
+    let first = chaos_run(9).await;
+    assert!(!first.0.is_empty());
+    assert_eq!(first, chaos_run(9).await);
+}
