@@ -32,6 +32,23 @@ pub enum Error {
     /// A multi-lock needs at least one member.
     #[error("a multi-lock needs at least one member")]
     NoMembers,
+    /// Two members name the same path: the second would wait for the first forever. Give
+    /// each path once.
+    #[error("multi-lock members name {path} twice")]
+    DuplicatePath {
+        /// The path.
+        path: String,
+    },
+    /// The read and the write lock of one read/write lock are both members: the second would
+    /// wait for the first forever (Curator grants [write, read] as a downgrade). To downgrade,
+    /// take the write lock and call `WriteGuard::downgrade()`.
+    #[error(
+        "multi-lock members hold the read and the write lock of {path}: use WriteGuard::downgrade() for a downgrade"
+    )]
+    ReadAndWrite {
+        /// The read/write lock's path.
+        path: String,
+    },
 }
 
 impl From<MemberError> for Error {

@@ -140,12 +140,4 @@ impl MultiGuard {
             false => Err(Error::Release(errors)),
         }
     }
-
-    /// Keeps every member's count without the guard (Curator-style `acquire`): released by the
-    /// multi-lock's `release()`.
-    pub fn keep(mut self) {
-        for (_, guard) in self.taken.members.drain(..) {
-            guard.keep();
-        }
-    }
 }

@@ -9,8 +9,8 @@
 //! other member by member.
 //!
 //! Beyond Curator:
-//! - **Deadlock-free among ours**: members are taken in one canonical order (by path, then
-//!   kind), whatever order the caller gave, so two multi-locks of ours over overlapping sets
+//! - **Deadlock-free among ours**: members are taken in one canonical order (by path),
+//!   whatever order the caller gave, so two multi-locks of ours over overlapping sets
 //!   cannot each hold what the other waits for. Curator takes members in the caller's order: a
 //!   Curator multi-lock over `{b, a}` against ours over `{a, b}` can still deadlock (ours holds
 //!   `a` and waits for `b`, Curator's holds `b` and waits for `a`) until one side's timeout.
@@ -21,6 +21,14 @@
 //!   exception, blocking if there is no timeout).
 //! - Release reports every member's error (Curator keeps only the first).
 //! - Never creates member k+1's node before member k is held.
+//! - Members that would wait for each other are refused at construction: a path given twice
+//!   (Curator's never completes) and a read and a write of one read/write lock (Curator grants
+//!   [write, read] as a downgrade; here a downgrade is `WriteGuard::downgrade`).
+//!
+//! Ownership is explicit: the [`MultiGuard`] is the ownership of every member. Coming from
+//! Curator: `acquire()` is `lock().await?`, `acquire(t, unit)` is `try_lock_for(t)`,
+//! `release()` is `guard.release().await?` (or drop the guard); code that re-entered a member
+//! in Curator takes the member's guard from [`MultiGuard::members`] and calls `reenter()`.
 //!
 //! # Examples
 //!

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use recipe_mutex::{InterProcessMutex, Lock, Owner};
+use recipe_mutex::{InterProcessMutex, Lock};
 use tokio::time::Instant;
 use zk_client::Client;
 
@@ -13,9 +13,14 @@ use crate::{Error, MemberError};
 /// Several locks taken as one: all or nothing, in one canonical order, released in reverse.
 /// See the crate docs for what it does beyond Curator's.
 ///
-/// Reentrancy and ownership come from the members: a member mutex taken twice by one task is
-/// re-entered. Cancel-safe: dropping an acquire releases the members already taken (in the
-/// background, in reverse order) and the member being taken leaves no node.
+/// Each member is its own lock, taken by its own recipe; every `lock()` of the multi-lock is
+/// its own participant on each member, whatever task asks (two multi-locks over shared
+/// members wait for each other, even in one task). Members must name distinct paths: a path
+/// given twice, or a read and a write of one read/write lock (a downgrade is
+/// `WriteGuard::downgrade`, not a member order), is refused at construction.
+///
+/// Cancel-safe: dropping an acquire releases the members already taken (in the background,
+/// in reverse order) and the member being taken leaves no node.
 #[derive(Debug, Clone)]
 pub struct InterProcessMultiLock {
     /// In canonical order.
@@ -42,13 +47,25 @@ impl InterProcessMultiLock {
         Self::from_locks(members)
     }
 
-    /// Any of our locks, taken in canonical order (by path, then kind), whatever the order
-    /// given.
+    /// Any of our locks, taken in canonical order (by path), whatever the order given. Two
+    /// members on one path are refused: [`Error::ReadAndWrite`] for a read and a write lock of
+    /// one read/write lock, [`Error::DuplicatePath`] otherwise (either would wait for itself).
     pub fn from_locks(mut members: Vec<Arc<dyn Lock>>) -> Result<Self, Error> {
         if members.is_empty() {
             return Err(Error::NoMembers);
         }
         members.sort_by(|a, b| (a.path(), a.kind()).cmp(&(b.path(), b.kind())));
+        for pair in members.windows(2) {
+            if let [a, b] = pair {
+                if a.path() == b.path() {
+                    let path = a.path().to_owned();
+                    return Err(match (a.kind(), b.kind()) {
+                        ("read", "write") => Error::ReadAndWrite { path },
+                        _ => Error::DuplicatePath { path },
+                    });
+                }
+            }
+        }
         Ok(Self { members })
     }
 
@@ -63,11 +80,12 @@ impl InterProcessMultiLock {
             match member.lock_until(deadline).await {
                 Ok(Some(guard)) => taken.push(member.clone(), guard),
                 Ok(None) => {
-                    taken.release_all().await;
+                    // Released in the background, last first: the deadline is kept.
+                    drop(taken);
                     return Ok(None);
                 }
                 Err(error) => {
-                    taken.release_all().await;
+                    drop(taken);
                     return Err(Error::Member(MemberError {
                         path: member.path().to_owned(),
                         kind: member.kind(),
@@ -85,49 +103,16 @@ impl InterProcessMultiLock {
             Error::Member(MemberError {
                 path: String::new(),
                 kind: "multi",
-                error: recipe_mutex::Error::SessionLost,
+                error: recipe_mutex::Error::TimedOut,
             })
         })
     }
 
     /// Takes every member within `timeout` in all (one deadline for the set); `None` if not,
-    /// with the members taken released first.
+    /// with the members taken released in the background (last first). Returns within one
+    /// short grace of the deadline, also on a dead connection.
     pub async fn try_lock_for(&self, timeout: Duration) -> Result<Option<MultiGuard>, Error> {
         self.take(Some(Instant::now() + timeout)).await
-    }
-
-    /// Curator's `acquire()`: takes every member for the calling task.
-    pub async fn acquire(&self) -> Result<(), Error> {
-        self.lock().await.map(MultiGuard::keep)
-    }
-
-    /// Curator's `acquire(time, unit)`: true if every member was taken within `timeout`.
-    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<bool, Error> {
-        Ok(self
-            .try_lock_for(timeout)
-            .await?
-            .map(MultiGuard::keep)
-            .is_some())
-    }
-
-    /// Curator's `release()`: one count of the calling task's hold of every member, in reverse
-    /// order; every member's error is reported.
-    pub async fn release(&self) -> Result<(), Error> {
-        let _owner = Owner::current();
-        let mut errors = Vec::new();
-        for member in self.members.iter().rev() {
-            if let Err(error) = member.release_current().await {
-                errors.push(MemberError {
-                    path: member.path().to_owned(),
-                    kind: member.kind(),
-                    error,
-                });
-            }
-        }
-        match errors.is_empty() {
-            true => Ok(()),
-            false => Err(Error::Release(errors)),
-        }
     }
 
     /// Whether every member is held in this process.

@@ -12,7 +12,6 @@
 //! the ops in flight (a create in flight is awaited, so its node is deleted by its exact path)
 //! and then runs the cleanups the machine owes, to the end.
 
-use std::any::Any;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
@@ -50,11 +49,10 @@ pub fn now() -> std::time::Instant {
     Instant::now().into_std()
 }
 
-/// Something kept alive until a driven machine is completely finished, background work
-/// included: the hold layer passes the owner's turn, so that an owner's next attempt waits for
-/// the cleanup of the one it abandoned (cancellations cannot pile up nodes faster than they are
-/// deleted).
-pub type Turn = Arc<dyn Any + Send + Sync>;
+/// An attempt's turn ([`crate::turns`]), kept until the driven machine is completely
+/// finished, background work included; marked abandoned when the machine is handed to the
+/// background, so that cancellations cannot pile up nodes faster than they are deleted.
+pub use crate::turns::Turn;
 
 /// Takes a fair lock: runs attempts of `predicate` on `base` until one holds, fails, or the
 /// deadline passes (`Ok(None)`). An attempt whose node vanished is retried with a new node.
@@ -74,11 +72,16 @@ where
     P: Predicate + Clone + Send + 'static,
 {
     let mut vanished = 0;
-    let deadline = deadline.map(Instant::into_std);
     loop {
         let uuid = crate::uuid::random_uuid();
-        let machine = AcquireMachine::new(base, predicate.clone(), &uuid, data.clone(), deadline);
-        match take_node(client, machine, turn.clone()).await {
+        let machine = AcquireMachine::new(
+            base,
+            predicate.clone(),
+            &uuid,
+            data.clone(),
+            deadline.map(Instant::into_std),
+        );
+        match take_node(client, machine, turn.clone(), deadline).await {
             Err(Error::NodeVanished) if vanished < VANISHED_RETRIES => vanished += 1,
             other => return other,
         }
@@ -86,16 +89,22 @@ where
 }
 
 /// Runs a machine whose outcome is a node to hold: `Ok(Some)` when held, `Ok(None)` when its
-/// deadline passed, the error otherwise. Cancel-safe as [`drive`].
+/// deadline (the machine's, given again as `deadline`) passed, the error otherwise.
+/// Cancel-safe as [`drive`].
 pub async fn take_node<M>(
     client: &Client,
     machine: M,
     turn: Option<Turn>,
+    deadline: Option<Instant>,
 ) -> Result<Option<Acquired>, Error>
 where
     M: Machine<Output = Held> + Send + 'static,
 {
-    let options = DriveOptions { turn, wake: None };
+    let options = DriveOptions {
+        turn,
+        wake: None,
+        deadline,
+    };
     let (outcome, error) = drive(client, machine, options).await;
     match outcome {
         Ok(Held { path, czxid }) => Ok(Some(Acquired {
@@ -116,6 +125,10 @@ pub struct DriveOptions {
     /// Gives the machine [`Input::Wake`] each time it is notified (`notify_one`): something
     /// outside ZooKeeper changed, such as a semaphore's shared lease count.
     pub wake: Option<Arc<Notify>>,
+    /// The machine's deadline: a machine that timed out waits for its cleanups until this
+    /// deadline and one [`recipes_core::DEADLINE_GRACE`] at most (the machine itself ends
+    /// within that too), so the whole attempt ends within its deadline and one grace.
+    pub deadline: Option<Instant>,
 }
 
 impl std::fmt::Debug for DriveOptions {
@@ -123,6 +136,7 @@ impl std::fmt::Debug for DriveOptions {
         f.debug_struct("DriveOptions")
             .field("turn", &self.turn.is_some())
             .field("wake", &self.wake.is_some())
+            .field("deadline", &self.deadline)
             .finish()
     }
 }
@@ -146,7 +160,6 @@ pub fn error_of(client: &Client, ended: Ended, error: Option<zk_client::Error>) 
         Ended::Stuck(stuck) => Error::Stuck(stuck),
         Ended::Failed(failure) => match failure {
             Failure::SessionExpired => session_error(client.state()),
-            Failure::SessionLost => Error::SessionLost,
             Failure::NodeVanished => Error::NodeVanished,
             Failure::ParentMissing => Error::ParentMissing,
             Failure::SequenceWrapped => Error::SequenceWrapped,
@@ -171,10 +184,10 @@ pub fn session_error(state: SessionState) -> Error {
 
 /// Runs `machine` until it has an outcome. If it holds, its output (and the deletes of what
 /// it [releases](Machine::releases) have been started); if not, the cleanups it
-/// owes have been started in the background (for a timeout, awaited for up to
-/// [`recipes_core::DEADLINE_GRACE`] first, so that an attempt that gave up has usually deleted
-/// its node when it returns, as in Curator). The client's error for the last op that failed
-/// comes with it.
+/// owes have been started in the background (for a timeout, awaited until the deadline and
+/// one [`recipes_core::DEADLINE_GRACE`] at most, so that an attempt that gave up has usually
+/// deleted its node when it returns, as in Curator, and still returns within its deadline and
+/// one grace). The client's error for the last op that failed comes with it.
 ///
 /// Cancel-safe, see the module docs.
 pub async fn drive<M>(
@@ -205,7 +218,12 @@ where
         }
         Err(Ended::TimedOut) => {
             let done = run.hand_off();
-            let grace = tokio::time::sleep(recipes_core::DEADLINE_GRACE);
+            let grace = Instant::now() + recipes_core::DEADLINE_GRACE;
+            let until = options
+                .deadline
+                .map_or(grace, |d| d + recipes_core::DEADLINE_GRACE)
+                .min(grace);
+            let grace = tokio::time::sleep_until(until);
             tokio::select! {
                 _ = done => {}
                 _ = grace => {}
@@ -271,23 +289,48 @@ pub async fn run_cleanups(client: &Client, cleanups: Vec<Cleanup>) -> Result<(),
 /// retried until done or the session ends. `done` is called with how it ended.
 ///
 /// The wait runs where the returned [`GuaranteedDelete`] is awaited (a release awaited by its
-/// caller costs no task); dropped before it ends, it goes on in a background task (or, without
-/// a runtime to run it on, `done` is called at once and the session's end removes the node).
+/// caller costs no task); dropped before it ends, it goes on in a background task on the
+/// current runtime (or, without one, `done` is called at once with [`Error::NoRuntime`] and
+/// only the session's end removes the node: use [`guaranteed_delete_on`] where the caller may
+/// be off the runtime).
+///
+/// A delete that fails because the session ended gives the session's error: the node went
+/// with it, but the caller no longer held anything when it asked.
 pub fn guaranteed_delete(
     client: &Client,
     path: String,
     done: impl FnOnce(Result<(), Error>) + Send + 'static,
 ) -> GuaranteedDelete {
+    guaranteed_delete_on(None, client, path, done)
+}
+
+/// [`guaranteed_delete`] whose background part runs on `runtime` (the runtime the node was
+/// taken on) when the caller is outside any runtime: a guard dropped on a plain thread, after
+/// the runtime's `block_on` returned, still has its node deleted, retried across an outage.
+pub fn guaranteed_delete_on(
+    runtime: Option<&tokio::runtime::Handle>,
+    client: &Client,
+    path: String,
+    done: impl FnOnce(Result<(), Error>) + Send + 'static,
+) -> GuaranteedDelete {
     let first = client.delete(&path, None);
-    let Ok(handle) = tokio::runtime::Handle::try_current() else {
-        done(Ok(()));
-        return GuaranteedDelete { wait: None };
+    let handle = match tokio::runtime::Handle::try_current() {
+        Ok(handle) => handle,
+        Err(_) => match runtime {
+            Some(handle) => handle.clone(),
+            None => {
+                done(Err(Error::NoRuntime));
+                return GuaranteedDelete { wait: None };
+            }
+        },
     };
     let client = client.clone();
     let task = async move {
         let result = match first.await {
             Ok(()) | Err(zk_client::Error::NoNode) => Ok(()),
-            Err(zk_client::Error::SessionExpired | zk_client::Error::Closed) => Ok(()),
+            Err(zk_client::Error::SessionExpired | zk_client::Error::Closed) => {
+                Err(session_error(client.state()))
+            }
             Err(e) if zk_error(&e) == ZkError::Other => Err(Error::Zk(e)),
             Err(_) => run_cleanups(&client, vec![Cleanup::Delete(path)]).await,
         };
@@ -332,20 +375,23 @@ impl Drop for GuaranteedDelete {
     }
 }
 
-/// Awaits a release's `delete` and its `done` result, unless the session is lost or ends
-/// first: then returns that reason at once (the node goes with the session; the delete
-/// goes on in the background meanwhile).
+/// Awaits a release's `delete` and its `done` result, unless the session ends first (or has
+/// already ended): then returns that reason at once (the node goes with the session; the
+/// delete goes on in the background meanwhile). A session locally lost (no server for its
+/// timeout) may still come back: the release waits on, and the next state decides.
 pub async fn finish_release(
     client: &Client,
     delete: GuaranteedDelete,
     done: oneshot::Receiver<Result<(), Error>>,
 ) -> Result<(), Error> {
     let mut states = client.state_watch();
+    let state = *states.borrow_and_update();
+    if state.is_terminal() {
+        drop(delete);
+        return Err(session_error(state));
+    }
     let ended = async {
-        match states
-            .wait_for(|s| s.is_terminal() || *s == SessionState::Lost)
-            .await
-        {
+        match states.wait_for(|s| s.is_terminal()).await {
             Ok(s) => session_error(*s),
             Err(_) => Error::Zk(zk_client::Error::Closed),
         }
@@ -361,12 +407,25 @@ pub async fn finish_release(
     }
 }
 
-fn spawn(task: impl Future<Output = ()> + Send + 'static) {
-    // Without a runtime there is nothing to run it on; the session's end (the process's)
-    // removes our ephemeral nodes.
-    if let Ok(handle) = tokio::runtime::Handle::try_current() {
-        handle.spawn(task);
+/// Spawns `task` on the current runtime, else on `runtime` (the one the work started on).
+fn spawn_on(
+    runtime: Option<&tokio::runtime::Handle>,
+    task: impl Future<Output = ()> + Send + 'static,
+) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => drop(handle.spawn(task)),
+        Err(_) => {
+            if let Some(handle) = runtime {
+                drop(handle.spawn(task));
+            }
+            // Else nothing can run it: the session's end (the process's) removes our
+            // ephemeral nodes.
+        }
     }
+}
+
+fn spawn(task: impl Future<Output = ()> + Send + 'static) {
+    spawn_on(None, task);
 }
 
 /// What an op's future gives: the reply, the watcher it left, the client's error.
@@ -398,6 +457,9 @@ struct Run<M: Machine + Send + 'static> {
     /// Kept until everything, background work included, is done.
     turn: Option<Turn>,
     wake: Option<Arc<Notify>>,
+    /// The runtime the run started on: where its background work goes if it is dropped off
+    /// any runtime.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl<M: Machine + Send + 'static> Run<M> {
@@ -414,6 +476,7 @@ impl<M: Machine + Send + 'static> Run<M> {
             abandon_on_drop: true,
             turn: None,
             wake: None,
+            runtime: tokio::runtime::Handle::try_current().ok(),
         }
     }
 
@@ -528,9 +591,13 @@ impl<M: Machine + Send + 'static> Run<M> {
             abandon_on_drop: false,
             turn: self.turn.take(),
             wake: None,
+            runtime: self.runtime.clone(),
         };
+        if let Some(turn) = &rest.turn {
+            turn.abandon();
+        }
         rest.feed(Input::Abandon);
-        spawn(async move {
+        spawn_on(self.runtime.as_ref(), async move {
             rest.drain().await;
             let cleanups = rest
                 .runner
@@ -561,7 +628,7 @@ impl<M: Machine + Send + 'static> Drop for Run<M> {
             // Ops still in flight whose replies nobody needs (a held attempt's stray deletes):
             // let them reach the server.
             let mut in_flight = std::mem::take(&mut self.in_flight);
-            spawn(async move {
+            spawn_on(self.runtime.as_ref(), async move {
                 while !in_flight.is_empty() {
                     next_reply(&mut in_flight).await;
                 }
@@ -629,7 +696,8 @@ async fn notified(wake: Option<&Notify>) {
     }
 }
 
-async fn sleep_until(deadline: Option<Instant>) {
+/// Sleeps until `deadline`, or forever without one.
+pub(crate) async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,

@@ -7,19 +7,13 @@ pub enum Error {
     /// The lock path is not a valid ZooKeeper path; nothing was sent.
     #[error(transparent)]
     InvalidPath(#[from] zk_proto::PathError),
-    /// `release` by a task that does not hold the lock (Curator's
-    /// `IllegalMonitorStateException`). Release through the guard, or from the owning task.
-    #[error("you do not own the lock: {path}")]
-    NotOwner {
-        /// The lock's path.
-        path: String,
-    },
     /// The session expired (or was closed) before the lock was taken: nothing of ours is left
     /// on the server. Build a new client to try again.
     #[error("session expired or closed")]
     SessionExpired,
-    /// No server answered for the whole session timeout while we waited: the session is
-    /// almost surely expired, so the attempt was given up.
+    /// No server answered for the whole session timeout: the session is almost surely
+    /// expired. (Waiters and releases wait on through this state, which the session may
+    /// survive; only calls that cannot wait report it.)
     #[error("session lost (no server for the session timeout)")]
     SessionLost,
     /// Our lock node kept vanishing under us (deleted by someone else, or the base container
@@ -36,36 +30,28 @@ pub enum Error {
         /// The lock's path.
         path: String,
     },
-    /// The calling task already holds this non-reentrant lock: asking again would wait
-    /// forever (Curator's `InterProcessSemaphoreMutex` does). Release it first.
-    #[error("this task already holds the non-reentrant lock {path}")]
-    AlreadyHeld {
-        /// The lock's path.
-        path: String,
-    },
-    /// The calling task holds the read lock and asked for the write lock of the same
-    /// read/write lock: an upgrade can never succeed (its write node would wait behind its own
-    /// read node forever; Curator hangs). Release the read lock first.
-    #[error("this task holds the read lock of {path}: upgrading to the write lock is refused")]
-    UpgradeRefused {
-        /// The lock's path.
-        path: String,
-    },
     /// The lock directory's 32-bit sequence counter wrapped (over 2^31 nodes were created
     /// under it while it was never empty): in Curator's order a new node would sort before
     /// older ones and two clients could hold. The attempt was given up and its node deleted;
     /// the counter resets once the directory (a container) is empty and removed.
     #[error("the lock directory's sequence counter wrapped; refusing to hold")]
     SequenceWrapped,
-    /// A semaphore was asked for no lease, or for more leases than it has (the wait could
-    /// never end). Nothing was sent.
-    #[error("cannot take {asked} leases of a semaphore of {max}")]
+    /// A semaphore was asked for no lease, or for more than `recipe_semaphore`'s
+    /// `MAX_LEASES_ASKED` at once. Nothing was sent. (Asking for more than the semaphore has
+    /// now is not an error: the ask waits, within its deadline, for the count to grow, as
+    /// Curator's does.)
+    #[error("cannot take {asked} leases at once (1 to {max})")]
     BadLeaseCount {
         /// The leases asked for.
         asked: u32,
-        /// The semaphore's maximum when asked.
+        /// The most that may be asked at once.
         max: u32,
     },
+    /// A guard or lease was dropped outside any tokio runtime and was taken outside one too,
+    /// so nothing can run its delete: its node goes only when the session ends. Drop guards
+    /// on the runtime, or take them on one (then their release runs there).
+    #[error("no tokio runtime to run the release on; the node goes with the session")]
+    NoRuntime,
     /// A deadline passed before the operation could finish.
     #[error("timed out")]
     TimedOut,

@@ -1,36 +1,32 @@
-//! The hold layer every lock kind shares: who holds what (reentrant per task, or not), the
-//! guard with its fencing token and lost-lock signal, guaranteed release, revocation.
+//! The hold layer every lock kind shares: the holds of a lock in this process, the guard that
+//! *is* the ownership (fencing token, lost-lock signal, nested holds, guaranteed release),
+//! revocation.
 //!
-//! Exported for the recipe crates (the read/write lock has one [`Holds`] per kind of lock, the
-//! semaphore mutex a non-reentrant one); users see it through [`LockGuard`].
+//! No ambient identity: who holds is decided by the guard in hand, never by the task or thread
+//! that asks. Every acquisition is its own participant and gets its own node; re-entering is
+//! [`LockGuard::reenter`], borrowed from the guard. Exported for the recipe crates; users see
+//! it through [`LockGuard`].
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard as StdGuard, PoisonError};
 
+use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use zk_client::{Client, SessionState};
 
 use crate::Error;
 use crate::driver::{self, Acquired, GuaranteedDelete, Turn};
-use crate::owner::{IdMap, Owner};
+use crate::ids::IdMap;
 use crate::revoke::{self, RevocationListener};
-
-/// One owner's hold.
-#[derive(Debug)]
-struct Hold {
-    /// Which hold this is: a guard releases only the hold it was given.
-    id: u64,
-    node: Acquired,
-    count: u32,
-    revocation: Option<JoinHandle<()>>,
-}
 
 #[derive(Debug, Default)]
 struct Table {
-    holds: IdMap<Owner, Hold>,
+    /// The holds whose guard is alive, by id: the revocation watch of each, if revocable.
+    held: IdMap<u64, Option<JoinHandle<()>>>,
     /// Holds whose node is being deleted: still ours on the server until the delete lands.
-    releasing: IdMap<u64, Acquired>,
+    releasing: IdMap<u64, ()>,
     next_id: u64,
 }
 
@@ -38,7 +34,6 @@ struct Table {
 pub struct Holds {
     client: Client,
     path: String,
-    reentrant: bool,
     table: Mutex<Table>,
     revocable: Mutex<Option<RevocationListener>>,
 }
@@ -47,7 +42,6 @@ impl std::fmt::Debug for Holds {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Holds")
             .field("path", &self.path)
-            .field("reentrant", &self.reentrant)
             .finish_non_exhaustive()
     }
 }
@@ -65,13 +59,11 @@ pub enum Loss {
 }
 
 impl Holds {
-    /// The holds of lock `path` on `client`. A reentrant lock lets the task that holds it take
-    /// it again (counted); a non-reentrant one answers [`Error::AlreadyHeld`].
-    pub fn new(client: Client, path: &str, reentrant: bool) -> Arc<Self> {
+    /// The holds of lock `path` on `client`.
+    pub fn new(client: Client, path: &str) -> Arc<Self> {
         Arc::new(Self {
             client,
             path: path.to_owned(),
-            reentrant,
             table: Mutex::new(Table::default()),
             revocable: Mutex::new(None),
         })
@@ -107,17 +99,14 @@ impl Holds {
             .is_some()
     }
 
-    /// Takes the lock for `owner`: re-enters its hold if it has one (reentrant locks), or runs
-    /// `acquire` (the driver) and records the node it gives. `Ok(None)`: `acquire` timed out,
-    /// or the owner's turn did not come by `deadline` and one grace.
+    /// Takes the lock: waits for a turn ([`crate::turns`]), runs `acquire` (the driver) with
+    /// it, and makes a guard of the node it gives. `Ok(None)`: `acquire` timed out, or the
+    /// turn did not come by `deadline` and one grace.
     ///
-    /// One acquisition at a time per owner on this session and path, whatever the handle
-    /// ([`crate::turns`]): futures joined in one task take turns (the second re-enters what the
-    /// first took), and an owner's next attempt waits until the background cleanup of one it
-    /// abandoned is done. `acquire` is given the turn to keep until then.
+    /// Every call is its own participant, whatever task or handle it comes from: two calls
+    /// joined in one task queue like two processes.
     pub async fn take<F, Fut>(
         self: &Arc<Self>,
-        owner: Owner,
         deadline: Option<tokio::time::Instant>,
         acquire: F,
     ) -> Result<Option<LockGuard>, Error>
@@ -125,37 +114,28 @@ impl Holds {
         F: FnOnce(Turn) -> Fut,
         Fut: Future<Output = Result<Option<Acquired>, Error>>,
     {
-        // One acquisition at a time per owner, so that futures joined in one task re-enter the
-        // hold the first one takes instead of queueing behind it, and an owner's next attempt
-        // waits for the cleanup of one it abandoned (see `turns`).
-        let Some(turn) = crate::turns::wait(&self.client, &self.path, owner, deadline).await else {
+        let Some(turn) = crate::turns::wait(&self.client, &self.path, deadline).await? else {
             return Ok(None);
         };
-        self.take_in_turn(owner, || acquire(turn)).await
+        let Some(node) = acquire(turn).await? else {
+            return Ok(None);
+        };
+        Ok(Some(self.adopt(node)))
     }
 
-    async fn take_in_turn<F, Fut>(
-        self: &Arc<Self>,
-        owner: Owner,
-        acquire: F,
-    ) -> Result<Option<LockGuard>, Error>
-    where
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Option<Acquired>, Error>>,
-    {
-        if let Some(guard) = self.reenter(owner)? {
-            return Ok(Some(guard));
-        }
-        let Some(node) = acquire().await? else {
-            return Ok(None);
-        };
+    /// Makes a guard of `node`, a lock node of this lock that the caller holds (taken by the
+    /// driver): from now on the guard owns it. The runtime this runs on is the one its release
+    /// will run on, wherever the guard is dropped.
+    pub fn adopt(self: &Arc<Self>, node: Acquired) -> LockGuard {
+        let runtime = Handle::try_current().ok();
         let revocation = self
             .revocable
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
-            .map(|listener| {
-                tokio::spawn(revoke::watch_own_node(
+            .zip(runtime.as_ref())
+            .map(|(listener, runtime)| {
+                runtime.spawn(revoke::watch_own_node(
                     self.client.clone(),
                     node.path.clone(),
                     listener,
@@ -164,127 +144,55 @@ impl Holds {
         let mut table = self.table();
         table.next_id += 1;
         let id = table.next_id;
-        table.holds.insert(
-            owner,
-            Hold {
-                id,
-                node: node.clone(),
-                count: 1,
-                revocation,
-            },
-        );
-        Ok(Some(self.guard(owner, id, node)))
-    }
-
-    /// One more count of `owner`'s hold, if it has one.
-    fn reenter(self: &Arc<Self>, owner: Owner) -> Result<Option<LockGuard>, Error> {
-        let mut table = self.table();
-        let Some(hold) = table.holds.get_mut(&owner) else {
-            return Ok(None);
-        };
-        if !self.reentrant {
-            return Err(Error::AlreadyHeld {
-                path: self.path.clone(),
-            });
-        }
-        hold.count += 1;
-        let (id, node) = (hold.id, hold.node.clone());
+        table.held.insert(id, revocation);
         drop(table);
-        Ok(Some(self.guard(owner, id, node)))
-    }
-
-    fn guard(self: &Arc<Self>, owner: Owner, id: u64, node: Acquired) -> LockGuard {
         LockGuard {
             holds: self.clone(),
-            owner,
             id,
             node,
+            nested: AtomicU32::new(0),
+            runtime,
             released: false,
         }
     }
 
-    /// Releases one count of `owner`'s current hold (Curator's `release()`); the last count
-    /// deletes the node. [`Error::NotOwner`] if it holds nothing.
-    pub async fn release(self: &Arc<Self>, owner: Owner) -> Result<(), Error> {
-        let id = self.table().holds.get(&owner).map(|h| h.id);
-        match id {
-            Some(id) => self.release_hold(owner, id).await,
-            None => Err(self.not_owner()),
-        }
-    }
-
-    fn not_owner(&self) -> Error {
-        Error::NotOwner {
-            path: self.path.clone(),
-        }
-    }
-
-    /// Releases one count of hold `id` of `owner`. Once started, the delete finishes in the
-    /// background whatever happens to this future; on a session already lost or ended it
-    /// returns at once with that reason.
-    async fn release_hold(self: &Arc<Self>, owner: Owner, id: u64) -> Result<(), Error> {
-        let Some((delete, done)) = self.drop_count(owner, id)? else {
-            return Ok(());
-        };
-        driver::finish_release(&self.client, delete, done).await
-    }
-
-    /// One count less on hold `id`; with the last, the node's delete is started (and
-    /// guaranteed): awaiting it waits here, dropping it leaves it to the background; the
-    /// receiver gives its result. `Ok(None)`: counts remain.
-    #[allow(clippy::type_complexity)]
-    fn drop_count(
+    /// Ends hold `id`: its node's delete is started (and guaranteed, on `runtime`): awaiting
+    /// it waits here, dropping it leaves it to the background; the receiver gives its result.
+    fn end(
         self: &Arc<Self>,
-        owner: Owner,
         id: u64,
-    ) -> Result<Option<(GuaranteedDelete, oneshot::Receiver<Result<(), Error>>)>, Error> {
+        node: &Acquired,
+        runtime: Option<&Handle>,
+    ) -> (GuaranteedDelete, oneshot::Receiver<Result<(), Error>>) {
         let mut table = self.table();
-        let Some(hold) = table.holds.get_mut(&owner).filter(|h| h.id == id) else {
-            return Err(self.not_owner());
-        };
-        hold.count = hold.count.saturating_sub(1);
-        if hold.count > 0 {
-            return Ok(None);
-        }
-        let Some(hold) = table.holds.remove(&owner) else {
-            return Ok(None);
-        };
-        if let Some(revocation) = hold.revocation {
+        if let Some(Some(revocation)) = table.held.remove(&id) {
             revocation.abort();
         }
-        table.releasing.insert(id, hold.node.clone());
+        table.releasing.insert(id, ());
         drop(table);
         // Sent now, so it keeps its place ahead of whatever the caller sends next.
         let (tx, rx) = oneshot::channel();
         let holds = self.clone();
-        let delete = driver::guaranteed_delete(&self.client, hold.node.path, move |result| {
-            holds.table().releasing.remove(&id);
-            let _ = tx.send(result);
-        });
-        Ok(Some((delete, rx)))
+        let delete =
+            driver::guaranteed_delete_on(runtime, &self.client, node.path.clone(), move |result| {
+                holds.table().releasing.remove(&id);
+                let _ = tx.send(result);
+            });
+        (delete, rx)
     }
 
-    /// Whether any owner in this process holds the lock (a hold being released counts until
+    /// Whether any guard in this process holds the lock (a hold being released counts until
     /// its node is deleted, unless the session is gone).
     pub fn is_acquired_in_this_process(&self) -> bool {
         let table = self.table();
         let state = self.client.state();
         let session_gone = state.is_terminal() || state == SessionState::Lost;
-        !table.holds.is_empty() || (!table.releasing.is_empty() && !session_gone)
+        !table.held.is_empty() || (!table.releasing.is_empty() && !session_gone)
     }
 
-    /// Whether `owner` holds the lock.
-    pub fn is_owned_by(&self, owner: Owner) -> bool {
-        self.table().holds.contains_key(&owner)
-    }
-
-    /// The node `owner` holds the lock through, if any.
-    pub fn node_of(&self, owner: Owner) -> Option<Acquired> {
-        self.table().holds.get(&owner).map(|h| h.node.clone())
-    }
-
-    fn is_current(&self, owner: Owner, id: u64) -> bool {
-        self.table().holds.get(&owner).is_some_and(|h| h.id == id)
+    /// How many guards of this lock are alive in this process (nested holds not counted).
+    pub fn held_count(&self) -> usize {
+        self.table().held.len()
     }
 }
 
@@ -306,24 +214,63 @@ pub async fn session_loss(client: &Client) -> Loss {
     }
 }
 
-/// Proof of holding a lock (one count of a reentrant hold).
+/// Proof of holding a lock: the ownership itself.
 ///
-/// Dropping it releases in the background; [`LockGuard::release`] releases now. Either way the
-/// delete, once started, finishes whatever happens to the caller. It is `Send`: it may be
-/// released from any task. A guard releases only the hold it was given: if that hold was
-/// already released (through the lock's Curator-style `release`), dropping the guard does
-/// nothing.
+/// Whoever has the guard holds the lock; no task or thread identity is consulted, so two
+/// futures of one task (`join!`, `select!`) cannot both hold one lock unless one was given
+/// the other's guard. Code that needs the lock again while holding it (Curator's reentrant
+/// `acquire()`) takes a nested hold from the guard in hand: [`LockGuard::reenter`], no round
+/// trip. The guard is `Send` and `Sync`: it may be moved to and released from any task or
+/// thread.
+///
+/// Dropping it releases in the background, even off the runtime (on a plain thread, after the
+/// runtime's `block_on` returned): the delete then runs on the runtime the hold was taken on.
+/// [`LockGuard::release`] releases now and reports errors. Either way the delete, once
+/// started, finishes whatever happens to the caller: it is retried across connection loss
+/// until done or the session ends.
 ///
 /// [`LockGuard::is_valid`] and [`LockGuard::lost`] are advisory: they say what this process
 /// knows of its session, and a paused process can learn it late. The fence is
 /// [`LockGuard::fencing_token`] (or [`LockGuard::check_op`] in a `multi`), checked by the
 /// resource you protect.
+///
+/// # Examples
+///
+/// ```no_run
+/// use recipe_mutex::{InterProcessMutex, LockGuard, Loss};
+///
+/// // Curator's reentrant style, explicit: the guard is passed down.
+/// fn audit(guard: &LockGuard) {
+///     let nested = guard.reenter(); // no round trip; ends when dropped
+///     assert_eq!(nested.hold_count(), 2);
+/// }
+///
+/// # async fn f(client: zk_client::Client) -> Result<(), recipe_mutex::Error> {
+/// let mutex = InterProcessMutex::new(client.clone(), "/app/locks/orders")?;
+/// let guard = mutex.lock().await?;
+/// audit(&guard);
+/// // Writes that must not land once the lock is lost: fence them in the same transaction.
+/// let ops = [guard.check_op(), zk_client::Op::set_data("/app/orders", "v2", None)];
+/// match client.multi(&ops).await {
+///     Ok(_) => {}
+///     Err(e) => eprintln!("not written, the lock may be gone: {e}"),
+/// }
+/// tokio::select! {
+///     loss = guard.lost() => eprintln!("stop: {loss:?}"), // Unsure on disconnect, Lost on expiry
+///     _ = tokio::time::sleep(std::time::Duration::from_millis(10)) => {}
+/// }
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct LockGuard {
     holds: Arc<Holds>,
-    owner: Owner,
     id: u64,
     node: Acquired,
+    /// Nested holds alive ([`LockGuard::reenter`]).
+    nested: AtomicU32,
+    /// The runtime the hold was taken on: where its release runs, wherever the guard drops.
+    runtime: Option<Handle>,
     released: bool,
 }
 
@@ -340,9 +287,29 @@ impl LockGuard {
         &self.node.path
     }
 
-    /// The owner (task) the hold belongs to.
-    pub fn owner(&self) -> Owner {
-        self.owner
+    /// The node held, with its session.
+    pub fn node(&self) -> &Acquired {
+        &self.node
+    }
+
+    /// The lock's path.
+    pub fn lock_path(&self) -> &str {
+        self.holds.path()
+    }
+
+    /// A nested hold of the same lock, for code that would re-enter it (Curator's reentrant
+    /// `acquire()` in a callee): no round trip, counted in [`LockGuard::hold_count`], ended
+    /// when dropped. It borrows this guard, so it cannot outlive it and the guard cannot be
+    /// released before it: holds end in order.
+    pub fn reenter(&self) -> NestedGuard<'_> {
+        self.nested.fetch_add(1, Ordering::AcqRel);
+        NestedGuard { guard: self }
+    }
+
+    /// How many holds this guard stands for: 1, plus its nested holds alive (Curator's
+    /// reentrancy count).
+    pub fn hold_count(&self) -> u32 {
+        1 + self.nested.load(Ordering::Acquire)
     }
 
     /// A `multi` op that holds only while our lock node exists: put it in a transaction with
@@ -354,14 +321,11 @@ impl LockGuard {
         }
     }
 
-    /// Whether the lock is surely still ours as far as this process knows: the hold was not
-    /// released, and the session that took it is connected to a read-write server. Advisory:
-    /// see the type's docs.
+    /// Whether the lock is surely still ours as far as this process knows: the session that
+    /// took it is connected to a read-write server. Advisory: see the type's docs.
     pub fn is_valid(&self) -> bool {
         let client = self.holds.client();
-        client.state() == SessionState::Connected
-            && client.session_id() == self.node.session_id
-            && self.holds.is_current(self.owner, self.id)
+        client.state() == SessionState::Connected && client.session_id() == self.node.session_id
     }
 
     /// Resolves when the lock can no longer be trusted: [`Loss::Unsure`] when the connection
@@ -372,29 +336,70 @@ impl LockGuard {
         session_loss(self.holds.client()).await
     }
 
-    /// Releases now (this count; the node goes with the last count) and reports errors. The
-    /// delete, once started, finishes in the background even if this future is dropped. On a
-    /// session already lost or ended, returns that at once ([`Error::SessionLost`],
-    /// [`Error::SessionExpired`]): the lock is gone with it.
+    /// Releases now and reports errors. The delete, once started, finishes in the background
+    /// even if this future is dropped. On a session already ended (expired, closed), returns
+    /// that at once ([`Error::SessionExpired`]): the lock went with it. During an outage it
+    /// waits for the session to come back (the delete is then sent) or to end; drop the future
+    /// to stop waiting, the delete goes on.
     pub async fn release(mut self) -> Result<(), Error> {
         self.released = true;
-        self.holds.clone().release_hold(self.owner, self.id).await
+        let (delete, done) = self
+            .holds
+            .clone()
+            .end(self.id, &self.node, self.runtime.as_ref());
+        driver::finish_release(self.holds.client(), delete, done).await
     }
-}
 
-impl LockGuard {
-    /// Keeps this count without the guard: the owner releases it with the lock's
-    /// Curator-style `release()` (how `acquire()` works).
-    pub fn keep(mut self) {
+    /// Ends the hold without deleting its node, for a recipe that deletes it otherwise (the
+    /// read/write lock's downgrade). The node is the caller's to delete.
+    pub fn forget(mut self) -> Acquired {
         self.released = true;
+        let mut table = self.holds.table();
+        if let Some(Some(revocation)) = table.held.remove(&self.id) {
+            revocation.abort();
+        }
+        drop(table);
+        self.node.clone()
+    }
+
+    /// The runtime the hold was taken on.
+    pub fn runtime(&self) -> Option<&Handle> {
+        self.runtime.as_ref()
     }
 }
 
 impl Drop for LockGuard {
     fn drop(&mut self) {
         if !self.released {
-            // A stale guard (its hold already released) changes nothing.
-            let _ = self.holds.drop_count(self.owner, self.id);
+            // Goes on in the background, on the hold's runtime.
+            drop(
+                self.holds
+                    .clone()
+                    .end(self.id, &self.node, self.runtime.as_ref()),
+            );
         }
+    }
+}
+
+/// A nested hold, from [`LockGuard::reenter`]: what a reentrant `acquire()` gives in Curator,
+/// made explicit. It dereferences to the guard (fencing token, `check_op`, `lost()`, and
+/// `reenter` again); dropping it ends this count only. The lock stays held until the guard
+/// itself is released or dropped.
+#[derive(Debug)]
+pub struct NestedGuard<'a> {
+    guard: &'a LockGuard,
+}
+
+impl std::ops::Deref for NestedGuard<'_> {
+    type Target = LockGuard;
+
+    fn deref(&self) -> &LockGuard {
+        self.guard
+    }
+}
+
+impl Drop for NestedGuard<'_> {
+    fn drop(&mut self) {
+        self.guard.nested.fetch_sub(1, Ordering::AcqRel);
     }
 }

@@ -3,31 +3,57 @@
 //! `recipe-semaphore`, `recipe-multilock`) reuse.
 //!
 //! It is not a ZooKeeper client (that is `zk-client`) and holds no lock logic of its own: the
-//! rules are `recipes-core`'s machines; this crate runs them against a session ([`driver`]),
-//! keeps who holds what ([`hold`]), and gives them a lock's API ([`InterProcessMutex`],
-//! [`MutexGuard`]).
+//! rules are `recipes-core`'s machines; this crate runs them against a session and gives them
+//! a lock's API ([`InterProcessMutex`], [`MutexGuard`]). The driver, the hold layer and the
+//! turns are public for the other recipe crates and hidden from these docs: they are not for
+//! users.
+//!
+//! Ownership is explicit, as with Rust's own locks: the guard is the ownership. Every `lock()`
+//! call is its own participant, whatever task or handle it comes from; re-entering is a
+//! nested hold borrowed from the guard ([`LockGuard::reenter`]); a guard may be released from
+//! any task or thread. Curator's per-thread reentrancy maps to "pass the guard down" (see
+//! [`InterProcessMutex`]'s table).
 //!
 //! Beyond Curator: one round trip to take a free lock, a fencing token, a lost-lock signal,
 //! cancel-safe acquires (dropping an acquire leaves no node), guaranteed releases (a release
-//! once started finishes in the background), and a revocation check that does not miss a
-//! revoke written before the watch.
+//! once started finishes in the background, even from a guard dropped off the runtime), and a
+//! revocation check that does not miss a revoke written before the watch.
+//!
+//! # Examples
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use recipe_mutex::InterProcessMutex;
+//!
+//! # async fn f() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = zk_client::Client::builder().hosts("127.0.0.1:2181").connect().await?;
+//! let mutex = InterProcessMutex::new(client, "/app/locks/orders")?;
+//! if let Some(guard) = mutex.try_lock_for(Duration::from_secs(2)).await? {
+//!     println!("holding, fencing token {}", guard.fencing_token());
+//!     guard.release().await?;
+//! }
+//! # Ok(()) }
+//! ```
 
+#[doc(hidden)]
 pub mod driver;
 mod error;
+#[doc(hidden)]
 pub mod hold;
+mod ids;
 mod lock;
 mod mutex;
-mod owner;
 mod revoke;
 #[doc(hidden)]
 pub mod surface;
+#[doc(hidden)]
 pub mod turns;
 mod uuid;
 
 pub use error::Error;
-pub use hold::{LockGuard, Loss};
+pub use hold::{LockGuard, Loss, NestedGuard};
 pub use lock::{Lock, LockFuture};
 pub use mutex::{InterProcessMutex, MutexGuard, participant_nodes, validate_lock_path};
-pub use owner::Owner;
 pub use revoke::{REVOKE_MESSAGE, RevocationListener, revoke};
+#[doc(hidden)]
 pub use uuid::random_uuid;

@@ -11,56 +11,70 @@ use zk_client::Client;
 use crate::Error;
 use crate::driver;
 use crate::hold::{Holds, LockGuard};
-use crate::owner::Owner;
 
 /// Proof of holding an [`InterProcessMutex`]: a [`LockGuard`].
 pub type MutexGuard = LockGuard;
 
-/// A fair, reentrant, revocable lock shared across processes, wire-compatible with Curator's
+/// A fair, revocable lock shared across processes, wire-compatible with Curator's
 /// `InterProcessMutex`: the same nodes (`<path>/_c_<uuid>-lock-<seq>`), the same order, the
 /// same watches, so Curator clients and ours exclude each other on the same path.
 ///
-/// Two ways to use it:
-/// - Rust-shaped: [`InterProcessMutex::lock`] returns a [`MutexGuard`]; dropping it releases
-///   in the background (retried across connection loss until done or the session ends);
-///   [`MutexGuard::release`] releases now and reports errors. The guard gives a fencing token
-///   and tells when the lock may be lost.
-/// - Curator-shaped: [`InterProcessMutex::acquire`], [`InterProcessMutex::acquire_timeout`],
-///   [`InterProcessMutex::release`].
-///
-/// Reentrant per tokio task, as Curator is per thread: the task holding the lock may take it
-/// again (counted, no ZooKeeper traffic), and must release as many times. Another task of the
-/// same process queues like any other client. Futures joined inside one task (`join!`,
-/// `select!`) are one owner: they take turns, so `join!(m.lock(), m.lock())` gives two guards
-/// of one hold (the second re-enters what the first took) instead of deadlocking. A guard is
-/// `Send`: releasing through it is allowed from any task, the guard being the proof of
-/// ownership.
+/// [`InterProcessMutex::lock`] returns a [`MutexGuard`], and the guard *is* the ownership, as
+/// with Rust's own locks: dropping it releases in the background (retried across connection
+/// loss until done or the session ends, also when dropped off the runtime);
+/// [`MutexGuard::release`] releases now and reports errors. The guard gives a fencing token
+/// and tells when the lock may be lost. No task or thread identity is consulted: every
+/// `lock()` call is its own participant, queued fairly like another process's, whatever task
+/// or handle it comes from. Two critical sections joined in one task (`join!`, `select!`) wait
+/// for each other, as two threads would.
 ///
 /// Cancel-safe: dropping an acquire at any point leaves no node behind (a create in flight is
-/// finished in the background and its node deleted by its exact path), and the task's next
-/// acquire of the same path on the same session, through this handle or any other, waits for
-/// that cleanup ([`crate::turns`]): a task cancelling in a loop cannot pile up nodes.
-/// Releases are guaranteed: once started, the delete is retried across connection loss and
-/// transient errors until done or the session ends, whatever happens to the caller's future.
+/// finished in the background and its node deleted by its exact path). Cancellation in a loop
+/// cannot pile up nodes: past a few pending cleanups per session and path, a new attempt waits
+/// for one to finish, within its deadline.
 ///
 /// Taking the lock costs one round trip when it is free (the create and the listing travel
 /// together; Curator needs two), and releasing one more. A waiter holds only after a listing
-/// shows its node first, as in Curator.
+/// shows its node first, as in Curator. A waiter keeps waiting through an outage the session
+/// survives (also past the client's local `Lost`); the session's expiry ends it.
+///
+/// # Coming from Curator
+///
+/// | Curator | here |
+/// | --- | --- |
+/// | `mutex.acquire()` | `let guard = mutex.lock().await?` |
+/// | `mutex.acquire(5, SECONDS)` | `if let Some(guard) = mutex.try_lock_for(Duration::from_secs(5)).await? { .. }` |
+/// | `mutex.release()` | `guard.release().await?` (or drop the guard) |
+/// | re-entering: `acquire()` again in a callee, in the holding thread | pass the guard down: `fn callee(guard: &MutexGuard)`, and `guard.reenter()` where Curator would count a re-entry |
+/// | `isOwnedByCurrentThread()` | holding a guard is owning: there is nothing to ask |
+/// | `isAcquiredInThisProcess()` | `mutex.is_acquired_in_this_process()` |
+/// | `getParticipantNodes()` | `mutex.participant_nodes().await?` |
+/// | `makeRevocable(listener)` | `mutex.make_revocable(listener)` |
+///
+/// A Curator program that re-enters by calling `acquire()` twice in one thread would, written
+/// as two `lock()` calls here, wait for itself, as with `std::sync::Mutex`: hand the guard to
+/// the code that needs the lock instead.
 ///
 /// # Examples
 ///
 /// ```no_run
-/// use recipe_mutex::InterProcessMutex;
+/// use std::time::Duration;
+/// use recipe_mutex::{InterProcessMutex, MutexGuard};
+///
+/// fn write_order(guard: &MutexGuard) {
+///     let _nested = guard.reenter(); // what a reentrant acquire() was in Curator
+///     println!("fencing token {}", guard.fencing_token());
+/// }
 ///
 /// # async fn f(client: zk_client::Client) -> Result<(), recipe_mutex::Error> {
 /// let mutex = InterProcessMutex::new(client, "/app/locks/orders")?;
 /// let guard = mutex.lock().await?;
-/// // Writes that must only happen while we hold the lock: fence them.
-/// println!("fencing token {}", guard.fencing_token());
+/// write_order(&guard);
 /// guard.release().await?;
 ///
-/// if let Some(guard) = mutex.try_lock_for(std::time::Duration::from_secs(1)).await? {
-///     drop(guard); // released in the background
+/// match mutex.try_lock_for(Duration::from_secs(1)).await? {
+///     Some(guard) => drop(guard), // released in the background
+///     None => println!("busy: someone else holds it"),
 /// }
 /// # Ok(()) }
 /// ```
@@ -81,7 +95,7 @@ impl InterProcessMutex {
     pub fn with_data(client: Client, path: &str, data: Bytes) -> Result<Self, Error> {
         validate_lock_path(path)?;
         Ok(Self {
-            holds: Holds::new(client, path, true),
+            holds: Holds::new(client, path),
             data,
         })
     }
@@ -102,6 +116,10 @@ impl InterProcessMutex {
         &self.holds
     }
 
+    fn wrap(&self, guard: LockGuard) -> LockGuard {
+        guard
+    }
+
     async fn take(&self, deadline: Option<Instant>) -> Result<Option<LockGuard>, Error> {
         let data = if self.holds.is_revocable() {
             Bytes::new()
@@ -111,7 +129,7 @@ impl InterProcessMutex {
         let client = self.holds.client();
         let path = self.holds.path();
         self.holds
-            .take(Owner::current(), deadline, |turn| {
+            .take(deadline, |turn| {
                 driver::acquire(client, path, Exclusive::mutex(), data, deadline, Some(turn))
             })
             .await
@@ -129,7 +147,12 @@ impl InterProcessMutex {
     }
 }
 
-crate::lock_surface!(InterProcessMutex, kind = "mutex", what = "the lock");
+crate::lock_surface!(
+    InterProcessMutex,
+    guard = LockGuard,
+    kind = "mutex",
+    what = "the lock"
+);
 
 /// Validates a lock path: a valid ZooKeeper path, not under `/zookeeper`.
 pub fn validate_lock_path(path: &str) -> Result<(), Error> {

@@ -1,36 +1,56 @@
-//! Turns: one acquisition at a time per owner, per session and lock path, and an owner's next
-//! attempt only once the background cleanup of one it abandoned is done ([`wait`]).
+//! Turns: how many abandoned attempts may still be cleaning up, per session and lock path,
+//! before a new attempt waits ([`wait`]).
 //!
 //! An acquire dropped mid-way (a `timeout` around it, a `select!` that went the other way)
-//! leaves its node to a background task to delete. Without turns, an owner that cancels in a
-//! loop starts attempt after attempt while the cleanups of the earlier ones are still in
+//! leaves its node to a background task to delete. Without a bound, a program that cancels in
+//! a loop starts attempt after attempt while the cleanups of the earlier ones are still in
 //! flight: its nodes pile up faster than they are deleted, every waiter's queue grows, and
-//! with enough such owners the server falls behind and nobody acquires at all. With turns,
-//! each owner has at most one attempt (or its cleanup) going per session and lock path.
+//! with enough such loops the server falls behind and nobody acquires at all.
 //!
-//! The turns are the process's, keyed by session, path and owner, not a lock handle's: an
-//! owner that makes a new handle for each attempt (a new `InterProcessMutex`, or a new
-//! `InterProcessMultiLock` over the same paths, as Curator's examples do) still waits for
-//! its cleanups. Tested against a server in recipe-mutex's `tests/safety.rs`
-//! (`an_owner_waits_for_the_cleanup_of_its_abandoned_attempt_on_any_handle`) and by xtask's
-//! stress test for every recipe.
+//! So each session and lock path has a gate that counts the attempts handed to the background
+//! ([`Ticket::abandon`]) whose cleanup is not finished. A new attempt starts at once while fewer
+//! than [`PENDING_CLEANUPS`] are pending, and otherwise waits for one to finish, within its
+//! deadline and one [`DEADLINE_GRACE`](recipes_core::DEADLINE_GRACE), and never past the end
+//! of the session. The nodes a session has under a lock path are then at most those of its
+//! live attempts plus those of [`PENDING_CLEANUPS`] cleanups (each attempt owning at most its
+//! recipe's few nodes), whatever the rate of cancellation.
+//!
+//! No identity is involved: not the task, not the handle. Every attempt counts alike, which is
+//! what lets each `lock()` call be its own participant (two futures of one task, joined, queue
+//! like two processes) while cancellation stays bounded. The gates are the process's, so a
+//! program that makes a new handle per attempt (a new `InterProcessMutex`, or a new
+//! `InterProcessMultiLock` over the same paths, as Curator's examples do) is bounded too.
+//! Tested against a server in recipe-mutex's `tests/safety.rs` and by xtask's stress test for
+//! every recipe.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use zk_client::Client;
 
-use crate::driver::Turn;
-use crate::owner::{IdHasher, Owner};
+use crate::Error;
+use crate::ids::IdHasher;
 
-/// A turn's key: the session, the lock's path, the owner.
-type Key = (i64, String, Owner);
+/// How many abandoned attempts per session and lock path may still be cleaning up before a
+/// new attempt waits for one of them.
+pub const PENDING_CLEANUPS: usize = 4;
 
-/// The gates: one per key with an attempt going or waiting.
+/// A gate's key: the session and the lock's path.
+type Key = (i64, String);
+
+/// One session and path's count of pending cleanups.
+#[derive(Debug, Default)]
+struct Gate {
+    pending: AtomicUsize,
+    done: Notify,
+}
+
 #[derive(Default)]
 struct Gates {
-    gates: HashMap<Key, Arc<tokio::sync::Mutex<()>>, std::hash::BuildHasherDefault<IdHasher>>,
+    gates: HashMap<Key, Arc<Gate>, std::hash::BuildHasherDefault<IdHasher>>,
     /// The size at which the next sweep of unused gates runs (amortized O(1) per wait).
     sweep_at: usize,
 }
@@ -40,36 +60,90 @@ const MIN_SWEEP: usize = 64;
 
 static GATES: LazyLock<Mutex<Gates>> = LazyLock::new(Mutex::default);
 
-/// Waits for `owner`'s turn on lock `path` of `client`'s session: until its earlier attempt
-/// there, background cleanup included, is done. The attempt keeps the [`Turn`] until it is
-/// completely finished (the driver's `DriveOptions::turn`). `None` when `deadline` and
-/// [`DEADLINE_GRACE`](recipes_core::DEADLINE_GRACE) pass first (a cleanup waiting for the
-/// connection): an attempt with a deadline ends within its deadline and one grace, as the
-/// machines do. Cancel-safe: dropped while waiting, nothing is taken.
+/// An attempt's ticket, kept by it until it is completely finished, background work
+/// included. If the attempt is handed to the background ([`Ticket::abandon`]), it counts as a
+/// pending cleanup on its gate until the last clone is dropped.
+#[derive(Debug)]
+pub struct Ticket {
+    gate: Arc<Gate>,
+    abandoned: AtomicBool,
+}
+
+/// What the driver keeps for an attempt (shared by its retries).
+pub type Turn = Arc<Ticket>;
+
+impl Ticket {
+    /// The attempt's cleanup goes on in the background: count it as pending until this ticket
+    /// is dropped. Idempotent.
+    pub fn abandon(&self) {
+        if !self.abandoned.swap(true, Ordering::AcqRel) {
+            self.gate.pending.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if *self.abandoned.get_mut() {
+            self.gate.pending.fetch_sub(1, Ordering::AcqRel);
+            self.gate.done.notify_waiters();
+        }
+    }
+}
+
+/// A turn for a new attempt on lock `path` of `client`'s session: at once while fewer than
+/// [`PENDING_CLEANUPS`] abandoned attempts there are still cleaning up, else once one is done.
+/// `Ok(None)` when `deadline` and one [`DEADLINE_GRACE`](recipes_core::DEADLINE_GRACE) pass
+/// first: an attempt with a deadline ends within its deadline and one grace, as the machines
+/// do. The session's end is reported at once (never hidden behind a cleanup). Cancel-safe:
+/// dropped while waiting, nothing is taken.
 pub async fn wait(
     client: &Client,
     path: &str,
-    owner: Owner,
     deadline: Option<Instant>,
-) -> Option<Turn> {
-    let key = (client.session_id(), path.to_owned(), owner);
+) -> Result<Option<Turn>, Error> {
+    let key = (client.session_id(), path.to_owned());
     let gate = {
         let mut g = GATES.lock().unwrap_or_else(PoisonError::into_inner);
         if g.gates.len() >= g.sweep_at.max(MIN_SWEEP) {
-            // Gates nobody holds or waits for any more (their owners are done).
+            // Gates nobody uses any more.
             g.gates.retain(|_, gate| Arc::strong_count(gate) > 1);
             g.sweep_at = 2 * g.gates.len();
         }
         g.gates.entry(key).or_default().clone()
     };
-    let turn = match deadline {
-        Some(deadline) => {
-            let until = deadline + recipes_core::DEADLINE_GRACE;
-            tokio::time::timeout_at(until, gate.lock_owned())
-                .await
-                .ok()?
+    let mut states = client.state_watch();
+    loop {
+        let done = gate.done.notified();
+        tokio::pin!(done);
+        done.as_mut().enable();
+        let state = *states.borrow_and_update();
+        if state.is_terminal() {
+            return Err(crate::driver::session_error(state));
         }
-        None => gate.lock_owned().await,
-    };
-    Some(Arc::new(turn))
+        if gate.pending.load(Ordering::Acquire) < PENDING_CLEANUPS {
+            return Ok(Some(Arc::new(Ticket {
+                gate: gate.clone(),
+                abandoned: AtomicBool::new(false),
+            })));
+        }
+        let until = deadline.map(|d| d + recipes_core::DEADLINE_GRACE);
+        tokio::select! {
+            _ = done => {}
+            changed = states.changed() => {
+                if changed.is_err() {
+                    return Err(Error::Zk(zk_client::Error::Closed));
+                }
+            }
+            _ = crate::driver::sleep_until(until) => return Ok(None),
+        }
+    }
+}
+
+/// How many abandoned attempts on lock `path` of `client`'s session are still cleaning up.
+pub fn pending(client: &Client, path: &str) -> usize {
+    let g = GATES.lock().unwrap_or_else(PoisonError::into_inner);
+    g.gates
+        .get(&(client.session_id(), path.to_owned()))
+        .map_or(0, |gate| gate.pending.load(Ordering::Acquire))
 }

@@ -1,17 +1,14 @@
 //! The driver and the hold layer as the other recipes use them, against a real server: any
 //! machine runs, a wake-up from outside reaches it, a stuck machine ends with an error instead
-//! of hanging, several cleanups run at once, a non-reentrant hold refuses its holder.
+//! of hanging, several cleanups run at once.
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::Bytes;
 use recipe_mutex::driver::{self, DriveOptions, Ended};
-use recipe_mutex::hold::Holds;
-use recipe_mutex::{Error, Owner};
-use recipes_core::{Cleanup, Exclusive, Input, Machine, Op, Outcome, Reply};
+use recipes_core::{Cleanup, Input, Machine, Op, Outcome, Reply};
 use tokio::sync::Notify;
 use zk_client::{CreateMode, CreateOptions};
 
@@ -141,33 +138,4 @@ async fn several_cleanups_run_at_once() {
     );
     assert_eq!(bounded(done).await.unwrap(), Ok(()));
     wait_children(&c, "/t/driver-cleanups", 0).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_non_reentrant_hold_refuses_its_holder_at_once() {
-    let c = client().await;
-    let path = "/t/non-reentrant";
-    let holds = Holds::new(c.clone(), path, false);
-    let take = |holds: Arc<Holds>| {
-        let c = c.clone();
-        async move {
-            holds
-                .take(Owner::current(), None, |turn| async move {
-                    driver::acquire(&c, path, Exclusive::mutex(), Bytes::new(), None, Some(turn))
-                        .await
-                })
-                .await
-        }
-    };
-    let g = take(holds.clone()).await.unwrap().unwrap();
-    let again = bounded(take(holds.clone())).await;
-    assert_eq!(
-        again.err(),
-        Some(Error::AlreadyHeld {
-            path: path.to_owned()
-        })
-    );
-    assert!(holds.is_owned_by(Owner::current()));
-    g.release().await.unwrap();
-    assert!(!holds.is_acquired_in_this_process());
 }

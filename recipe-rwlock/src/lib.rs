@@ -1,11 +1,27 @@
 //! Apache Curator's `InterProcessReadWriteLock` for Rust, wire-compatible with Curator 5.4 and
 //! 5.5: many readers or one writer, across processes, with a write-to-read downgrade that keeps
-//! a queued writer out (Curator 5.5's fix of CURATOR-621) and an upgrade that is refused at once
-//! instead of hanging.
+//! a queued writer out (Curator 5.5's fix of CURATOR-621).
 //!
 //! It holds no lock logic of its own: the predicates and the downgrade are
 //! `recipes_core::rwlock`'s, run by `recipe-mutex`'s driver and hold layer. It is not a
 //! ZooKeeper client (that is `zk-client`).
+//!
+//! Ownership is explicit, as with tokio's `RwLock`: the guard is the ownership. Every `lock()`
+//! is its own participant, whatever task asks; a downgrade is
+//! [`WriteGuard::downgrade`]`(self) -> ReadGuard`; there is no upgrade (a write `lock()` while
+//! the program holds a read queues behind that read, as with any read/write lock: release the
+//! read first, or give the write a deadline).
+//!
+//! # Coming from Curator
+//!
+//! | Curator | here |
+//! | --- | --- |
+//! | `rw.readLock().acquire()` | `let read = rw.read_lock().lock().await?` |
+//! | `rw.writeLock().acquire(5, SECONDS)` | `rw.write_lock().try_lock_for(Duration::from_secs(5)).await?` |
+//! | `...release()` | `guard.release().await?` (or drop the guard) |
+//! | a downgrade: `writeLock().acquire(); readLock().acquire(); writeLock().release()` | `let read = write.downgrade().await?` |
+//! | re-entering in the holding thread | pass the guard down; `guard.reenter()` |
+//! | an upgrade (read held, `writeLock().acquire()`): hangs forever | queues behind the read it holds: the same wait; use a deadline or release the read first |
 //!
 //! # Examples
 //!
@@ -19,22 +35,17 @@
 //! let read = lock.read_lock().lock().await?;
 //! read.release().await?;
 //!
-//! // One writer; then a downgrade: take the read lock while writing, release the write lock.
+//! // One writer; then a downgrade: readers may join, a queued writer still waits.
 //! let write = lock.write_lock().lock().await?;
-//! let read = lock.read_lock().lock().await?; // no wait: this task holds the write lock
-//! write.release().await?;                    // readers may join; writers still wait
+//! let token = write.fencing_token();
+//! let read = write.downgrade().await?;
+//! assert_eq!(read.fencing_token(), token); // the read hold continues the write hold
 //! read.release().await?;
-//!
-//! // An upgrade is refused at once (Curator hangs forever).
-//! let read = lock.read_lock().lock().await?;
-//! assert!(matches!(
-//!     lock.write_lock().lock().await,
-//!     Err(recipe_rwlock::Error::UpgradeRefused { .. })
-//! ));
 //! # Ok(()) }
 //! ```
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use recipe_mutex::driver;
@@ -43,7 +54,10 @@ use recipes_core::{DowngradeMachine, ReadPredicate, WritePredicate};
 use tokio::time::Instant;
 use zk_client::Client;
 
-pub use recipe_mutex::{Error, LockGuard, Loss, Owner};
+pub use recipe_mutex::{Error, LockGuard, Loss, NestedGuard};
+
+/// Proof of holding the read lock (a [`LockGuard`]).
+pub type ReadGuard = LockGuard;
 
 /// What both locks share.
 #[derive(Debug)]
@@ -59,25 +73,26 @@ struct Shared {
 /// Curator's order and watches, so Curator clients and ours exclude each other on the same
 /// path.
 ///
-/// - The **write lock** is held by one task at a time, when its node is first of all the
+/// - The **write lock** is held by one guard at a time, when its node is first of all the
 ///   children (readers included); a writer waits on the node just before its own.
 /// - The **read lock** is shared: a reader holds when no write node sorts before its own; it
 ///   waits on the first write node. So a writer is not starved: readers that arrive after it
 ///   queue behind it.
-/// - Each lock is **reentrant per tokio task**, as the mutex (a re-entered lock creates no
-///   node); futures joined in one task are one owner.
-/// - **Downgrade**: the task that holds the write lock may take the read lock (at once, with no
-///   listing), then release the write lock. The read node is created `EPHEMERAL` with the
-///   write node's sequence, so it sorts level with the write node and a writer queued behind
-///   stays blocked (Curator 5.4 lets that writer in while the downgraded reader still reads).
-///   Another task of the process is not given the read lock this way: it queues.
-/// - **Upgrade** (a reader asks for the write lock) is refused with
-///   [`Error::UpgradeRefused`], at once.
+/// - Every `lock()` is its own participant, whatever task or handle asks (no reentrancy by
+///   task: pass the guard down and [`LockGuard::reenter`]).
+/// - **Downgrade**: [`WriteGuard::downgrade`] turns the write hold into a read hold. The read
+///   node is created `EPHEMERAL` with the write node's sequence, so it sorts level with the
+///   write node and a writer queued behind stays blocked (Curator 5.4 lets that writer in
+///   while the downgraded reader still reads); the write node is deleted once the read node
+///   holds.
+/// - **No upgrade**: a write `lock()` while this program holds a read queues behind that
+///   read, as with any read/write lock (Curator's hangs the same way). Give it a deadline, or
+///   release the read first.
 ///
-/// Guards are [`LockGuard`]s: fencing token, `check_op`, `lost()`, `is_valid()`, release on
-/// drop. A reader's fencing token is its own node's creation zxid: it orders readers against
-/// writers (a reader that holds after a writer has a larger token than that writer's, a writer
-/// after a reader a larger one than the reader's), not readers among themselves, which hold
+/// Guards carry a fencing token, `check_op`, `lost()`, `is_valid()`, and release on drop. A
+/// reader's fencing token is its own node's creation zxid: it orders readers against writers
+/// (a reader that holds after a writer has a larger token than that writer's, a writer after
+/// a reader a larger one than the reader's), not readers among themselves, which hold
 /// together. A downgraded reader carries its write hold's token (its read node was created
 /// later, but it continues the write hold: the next writer's token is greater).
 ///
@@ -100,8 +115,8 @@ impl InterProcessReadWriteLock {
     pub fn with_data(client: Client, path: &str, data: Bytes) -> Result<Self, Error> {
         recipe_mutex::validate_lock_path(path)?;
         let shared = Arc::new(Shared {
-            read: Holds::new(client.clone(), path, true),
-            write: Holds::new(client, path, true),
+            read: Holds::new(client.clone(), path),
+            write: Holds::new(client, path),
             data,
         });
         Ok(Self {
@@ -147,12 +162,35 @@ impl Shared {
 }
 
 /// The shared side of an [`InterProcessReadWriteLock`].
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f(lock: recipe_rwlock::InterProcessReadWriteLock) -> Result<(), recipe_rwlock::Error> {
+/// let (a, b) = tokio::join!(lock.read_lock().lock(), lock.read_lock().lock());
+/// let (a, b) = (a?, b?); // two readers at once, in one task
+/// a.release().await?;
+/// b.release().await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct ReadLock {
     shared: Arc<Shared>,
 }
 
 /// The exclusive side of an [`InterProcessReadWriteLock`].
+///
+/// # Examples
+///
+/// ```no_run
+/// # use std::time::Duration;
+/// # async fn f(lock: recipe_rwlock::InterProcessReadWriteLock) -> Result<(), recipe_rwlock::Error> {
+/// match lock.write_lock().try_lock_for(Duration::from_millis(500)).await? {
+///     Some(write) => write.release().await?,
+///     None => println!("readers or a writer hold it"),
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct WriteLock {
     shared: Arc<Shared>,
@@ -161,61 +199,146 @@ pub struct WriteLock {
 impl ReadLock {
     async fn take(&self, deadline: Option<Instant>) -> Result<Option<LockGuard>, Error> {
         let shared = &self.shared;
-        let owner = Owner::current();
         let data = shared.data(&shared.read);
+        let (client, path) = (shared.client(), shared.path());
         shared
             .read
-            .take(owner, deadline, |turn| async move {
-                let client = shared.client();
-                let path = shared.path();
-                match shared.write.node_of(owner) {
-                    // A downgrade: this task holds the write lock.
-                    Some(write) => {
-                        let name = write.path.rsplit('/').next().unwrap_or_default();
-                        let uuid = recipe_mutex::random_uuid();
-                        let deadline = deadline.map(Instant::into_std);
-                        // The read hold carries the write hold's fencing token: it continues
-                        // the write hold, and the next writer's token is greater.
-                        let machine =
-                            DowngradeMachine::new(path, name, write.czxid, &uuid, data, deadline);
-                        let Some(machine) = machine else {
-                            return Err(Error::NodeVanished);
-                        };
-                        driver::take_node(client, machine, Some(turn)).await
-                    }
-                    None => {
-                        driver::acquire(client, path, ReadPredicate, data, deadline, Some(turn))
-                            .await
-                    }
-                }
+            .take(deadline, |turn| {
+                driver::acquire(client, path, ReadPredicate, data, deadline, Some(turn))
             })
             .await
+    }
+
+    fn wrap(&self, guard: LockGuard) -> ReadGuard {
+        guard
     }
 }
 
 impl WriteLock {
     async fn take(&self, deadline: Option<Instant>) -> Result<Option<LockGuard>, Error> {
         let shared = &self.shared;
-        let owner = Owner::current();
-        if shared.read.is_owned_by(owner) && !shared.write.is_owned_by(owner) {
-            return Err(Error::UpgradeRefused {
-                path: shared.path().to_owned(),
-            });
-        }
         let data = shared.data(&shared.write);
-        let client = shared.client();
-        let path = shared.path();
+        let (client, path) = (shared.client(), shared.path());
         shared
             .write
-            .take(owner, deadline, |turn| {
+            .take(deadline, |turn| {
                 driver::acquire(client, path, WritePredicate, data, deadline, Some(turn))
             })
             .await
     }
+
+    fn wrap(&self, guard: LockGuard) -> WriteGuard {
+        WriteGuard {
+            guard,
+            shared: self.shared.clone(),
+        }
+    }
 }
 
-recipe_mutex::lock_surface!(ReadLock, kind = "read", what = "the read lock");
-recipe_mutex::lock_surface!(WriteLock, kind = "write", what = "the write lock");
+recipe_mutex::lock_surface!(
+    ReadLock,
+    guard = ReadGuard,
+    kind = "read",
+    what = "the read lock"
+);
+recipe_mutex::lock_surface!(
+    WriteLock,
+    guard = WriteGuard,
+    kind = "write",
+    what = "the write lock"
+);
+
+/// Proof of holding the write lock: a [`LockGuard`] (it dereferences to one: fencing token,
+/// `check_op`, `lost()`, `reenter()`) that can also be [downgraded](WriteGuard::downgrade) to
+/// a read hold.
+#[derive(Debug)]
+pub struct WriteGuard {
+    guard: LockGuard,
+    shared: Arc<Shared>,
+}
+
+impl std::ops::Deref for WriteGuard {
+    type Target = LockGuard;
+
+    fn deref(&self) -> &LockGuard {
+        &self.guard
+    }
+}
+
+impl From<WriteGuard> for LockGuard {
+    fn from(write: WriteGuard) -> LockGuard {
+        write.guard
+    }
+}
+
+impl WriteGuard {
+    /// Releases the write lock now (see [`LockGuard::release`]).
+    pub async fn release(self) -> Result<(), Error> {
+        self.guard.release().await
+    }
+
+    /// Turns this write hold into a read hold, on Curator 5.5's scheme: a read node with the
+    /// write node's sequence (created `EPHEMERAL`), held once a listing shows both; then the
+    /// write node is deleted. A writer queued behind stays out; readers may join. The read
+    /// guard keeps the write hold's fencing token.
+    ///
+    /// On an error the write lock is released too (in the background, guaranteed) and nothing
+    /// of the downgrade is left. Waits as long as it takes (through outages the session
+    /// survives); see [`WriteGuard::try_downgrade_for`] for a deadline. Dropped before it
+    /// completes, it releases both: the read node in flight is cleaned up, the write lock
+    /// released.
+    pub async fn downgrade(self) -> Result<ReadGuard, Error> {
+        match self.downgrade_until(None).await? {
+            Ok(read) => Ok(read),
+            Err(_write) => Err(Error::TimedOut),
+        }
+    }
+
+    /// [`WriteGuard::downgrade`] within `timeout`: `Ok(Err(write))` gives the write hold back,
+    /// still held, when it did not complete in time (the read node it may have made is
+    /// deleted). Returns within one short grace of the deadline, also on a stalled
+    /// connection.
+    pub async fn try_downgrade_for(
+        self,
+        timeout: Duration,
+    ) -> Result<Result<ReadGuard, WriteGuard>, Error> {
+        self.downgrade_until(Some(Instant::now() + timeout)).await
+    }
+
+    async fn downgrade_until(
+        self,
+        deadline: Option<Instant>,
+    ) -> Result<Result<ReadGuard, WriteGuard>, Error> {
+        let shared = self.shared.clone();
+        let (client, path) = (shared.client(), shared.path());
+        let write = self.guard.node().clone();
+        let name = write.path.rsplit('/').next().unwrap_or_default();
+        let uuid = recipe_mutex::random_uuid();
+        let data = shared.data(&shared.read);
+        let machine = DowngradeMachine::new(
+            path,
+            name,
+            write.czxid,
+            &uuid,
+            data,
+            deadline.map(Instant::into_std),
+        )
+        .ok_or(Error::NodeVanished)?;
+        let Some(turn) = recipe_mutex::turns::wait(client, path, deadline).await? else {
+            return Ok(Err(self));
+        };
+        match driver::take_node(client, machine, Some(turn), deadline).await? {
+            Some(read) => {
+                let read = shared.read.adopt(read);
+                // The write node goes now (sent ahead of whatever the caller sends next),
+                // guaranteed; the read node keeps the writers out meanwhile.
+                drop(self.guard);
+                Ok(Ok(read))
+            }
+            None => Ok(Err(self)),
+        }
+    }
+}
 
 /// What differs between the two sides beyond `take`: their holds, their node prefix.
 macro_rules! side {

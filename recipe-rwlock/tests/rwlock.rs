@@ -1,5 +1,5 @@
 //! InterProcessReadWriteLock against real ZooKeeper servers started by the tests: Curator's
-//! TestInterProcessReadWriteLock behaviours (testGetParticipantNodes,
+//! TestInterProcessReadWriteLock behaviours, with explicit ownership (testGetParticipantNodes,
 //! testThatUpgradingIsDisallowed, testThatDowngradingRespectsThreads, testDowngrading,
 //! testContendingDowngrading from 5.5, testBasic, testSetNodeData, testReentrantSingleLock,
 //! testLockPath), writer fairness, faults and cancellation.
@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use recipe_rwlock::{Error, InterProcessReadWriteLock};
+use recipe_rwlock::{InterProcessReadWriteLock, LockGuard};
 use zk_client::{Client, SessionState};
 use zk_testkit::FaultProxy;
 
@@ -127,10 +127,10 @@ async fn participant_nodes_per_lock() {
     for i in 0..28 {
         let (lock, mut rx) = (lock.clone(), tx.subscribe());
         tasks.push(tokio::spawn(async move {
-            let g = if i < 20 {
+            let g: LockGuard = if i < 20 {
                 lock.read_lock().lock().await.unwrap()
             } else {
-                lock.write_lock().lock().await.unwrap()
+                lock.write_lock().lock().await.unwrap().into()
             };
             let _ = rx.recv().await;
             drop(g);
@@ -151,64 +151,153 @@ async fn participant_nodes_per_lock() {
     wait_children(&c, path, 0).await;
 }
 
-/// testThatUpgradingIsDisallowed: ours says so at once (Curator hangs, or times out).
+/// testThatUpgradingIsDisallowed: there is no upgrade. A write `lock()` while this program
+/// holds a read queues behind that read, as with any RwLock (Curator's hangs): with a
+/// deadline it times out, and the reader is left alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn upgrading_is_refused_at_once() {
+async fn a_write_while_reading_queues_behind_the_read() {
     let c = client().await;
-    let lock = rw(&c, "/t/rw-upgrade");
+    let path = "/t/rw-upgrade";
+    let lock = rw(&c, path);
     let r = lock.read_lock().lock().await.unwrap();
-    let refused = Error::UpgradeRefused {
-        path: "/t/rw-upgrade".into(),
-    };
-    assert_eq!(lock.write_lock().lock().await.err(), Some(refused.clone()));
-    assert_eq!(
-        lock.write_lock()
-            .acquire_timeout(Duration::from_secs(5))
-            .await,
-        Err(refused)
+    assert!(
+        bounded(lock.write_lock().try_lock_for(Duration::from_millis(300)))
+            .await
+            .unwrap()
+            .is_none()
     );
+    assert!(r.is_valid());
+    wait_children(&c, path, 1).await;
+    // Queued without a deadline, it gets the lock once the read goes.
+    let writer = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.write_lock().lock().await }
+    });
+    wait_children(&c, path, 2).await;
     r.release().await.unwrap();
-    wait_children(&c, "/t/rw-upgrade", 0).await;
+    bounded(writer)
+        .await
+        .unwrap()
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    wait_children(&c, path, 0).await;
 }
 
-/// testThatDowngradingRespectsThreads: the write holder's task may read; another task may not.
+/// Issue 23, defect 1: `join!(read.lock(), write.lock())` in one task hung, and kept the
+/// task's turn so its later acquires hung too. Now each is its own participant: the read
+/// holds, the write (with a deadline) queues behind it and times out, and the task's next
+/// acquisitions go through.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn downgrading_respects_tasks() {
+async fn a_joined_read_and_write_in_one_task_end() {
+    let c = client().await;
+    let path = "/t/rw-joined";
+    let lock = rw(&c, path);
+    let (read, write) = bounded(async {
+        tokio::join!(
+            lock.read_lock().lock(),
+            lock.write_lock().try_lock_for(Duration::from_millis(300))
+        )
+    })
+    .await;
+    let read = read.unwrap();
+    assert!(write.unwrap().is_none(), "a write beside a read");
+    read.release().await.unwrap();
+    let w = bounded(lock.write_lock().lock()).await.unwrap();
+    w.release().await.unwrap();
+    bounded(lock.read_lock().lock())
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    wait_children(&c, path, 0).await;
+}
+
+/// testThatDowngradingRespectsThreads: a read `lock()` while this program holds the write lock
+/// is its own participant and queues (only `downgrade()` turns the write hold into a read).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_downgrade_turns_a_write_into_a_read() {
     let c = client().await;
     let lock = rw(&c, "/t/rw-down-tasks");
     let w = lock.write_lock().lock().await.unwrap();
+    assert!(
+        bounded(lock.read_lock().try_lock_for(Duration::from_millis(300)))
+            .await
+            .unwrap()
+            .is_none()
+    );
     let other = lock.clone();
     let got = tokio::spawn(async move {
         other
             .read_lock()
-            .acquire_timeout(Duration::from_millis(300))
+            .try_lock_for(Duration::from_millis(300))
             .await
+            .map(|g| g.is_some())
     });
     assert_eq!(bounded(got).await.unwrap(), Ok(false));
     w.release().await.unwrap();
 }
 
-/// testDowngrading: write, read (at once), release write, release read. The read node carries
-/// the write node's sequence (Curator 5.5).
+/// testDowngrading: write, then `downgrade()`. The read node carries the write node's sequence
+/// (Curator 5.5) and the write hold's fencing token; the write node is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn downgrading() {
     let c = client().await;
     let path = "/t/rw-downgrade";
     let lock = rw(&c, path);
     let w = lock.write_lock().lock().await.unwrap();
-    let r = lock.read_lock().lock().await.unwrap();
+    let (w_node, w_token) = (w.node_path().to_owned(), w.fencing_token());
+    let r = bounded(w.downgrade()).await.unwrap();
     let seq = |p: &str| p[p.len() - 10..].to_owned();
-    assert_eq!(seq(r.node_path()), seq(w.node_path()));
+    assert_eq!(seq(r.node_path()), seq(&w_node));
     assert!(r.node_path().contains("__READ__"));
     assert_eq!(
         r.fencing_token(),
-        w.fencing_token(),
+        w_token,
         "a downgrade continues the write hold"
     );
-    w.release().await.unwrap();
-    assert!(lock.read_lock().is_owned_by_current_task());
+    support::wait_gone(&c, &w_node).await;
     assert!(r.is_valid());
+    assert!(lock.read_lock().is_acquired_in_this_process());
+    assert!(!lock.write_lock().is_acquired_in_this_process());
+    // Other readers join.
+    let other = rw(&client().await, path);
+    bounded(other.read_lock().lock())
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
     r.release().await.unwrap();
+    wait_children(&c, path, 0).await;
+}
+
+/// Issue 23, defect 5: a downgrade on a stalled connection ends within its deadline and one
+/// grace (it took 5.3 s for 200 ms), and gives the write hold back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_downgrade_on_a_stalled_connection_keeps_its_deadline() {
+    let path = "/t/rw-down-stalled";
+    let proxy = zk_testkit::FaultProxy::start(support::server().addr()).unwrap();
+    let pc = support::client_at(&proxy.addr().to_string(), Duration::from_secs(20)).await;
+    let lock = rw(&pc, path);
+    let w = lock.write_lock().lock().await.unwrap();
+    let node = w.node_path().to_owned();
+    proxy.stall();
+    let timeout = Duration::from_millis(200);
+    let started = std::time::Instant::now();
+    let back = bounded(w.try_downgrade_for(timeout)).await.unwrap();
+    let took = started.elapsed();
+    let bound = timeout + recipes_core::DEADLINE_GRACE + Duration::from_millis(250);
+    assert!(took < bound, "took {took:?}, bound {bound:?}");
+    let w = back.expect_err("downgraded through a stalled connection");
+    assert_eq!(w.node_path(), node, "the write hold is given back");
+    proxy.pass();
+    // The read node it may have made is deleted; the write node stays until released.
+    let c = client().await;
+    wait_children(&c, path, 1).await;
+    w.release().await.unwrap();
     wait_children(&c, path, 0).await;
 }
 
@@ -224,8 +313,7 @@ async fn a_queued_writer_stays_blocked_after_a_downgrade() {
     let other = rw(&client().await, path);
     let w2 = tokio::spawn(async move { other.write_lock().lock().await.map(|g| (g, other)) });
     wait_children(&c, path, 2).await;
-    let r1 = lock.read_lock().lock().await.unwrap();
-    w1.release().await.unwrap();
+    let r1 = bounded(w1.downgrade()).await.unwrap();
     wait_children(&c, path, 2).await; // the read node and the queued writer
     // Readers of other sessions are blocked too (a writer is ahead of them).
     assert!(
@@ -243,7 +331,7 @@ async fn a_queued_writer_stays_blocked_after_a_downgrade() {
     wait_children(&c, path, 0).await;
 }
 
-/// testSetNodeData and testReentrantSingleLock.
+/// testSetNodeData and testReentrantSingleLock (re-entering through the guard).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_data_and_reentrancy() {
     let c = client().await;
@@ -254,10 +342,11 @@ async fn node_data_and_reentrancy() {
     let w = lock.write_lock().lock().await.unwrap();
     let (data, _) = c.get_data(w.node_path()).await.unwrap();
     assert_eq!(&data[..], &[1, 2, 3, 4]);
-    lock.write_lock().acquire().await.unwrap();
-    wait_children(&c, path, 1).await;
-    lock.write_lock().release().await.unwrap();
-    assert!(lock.write_lock().is_owned_by_current_task());
+    {
+        let again = w.reenter();
+        assert_eq!(again.hold_count(), 2);
+        wait_children(&c, path, 1).await;
+    }
     w.release().await.unwrap();
     assert!(!lock.write_lock().is_acquired_in_this_process());
     let r = lock.read_lock().lock().await.unwrap();
@@ -299,7 +388,7 @@ async fn a_cut_during_the_downgrade_create_is_recovered() {
     let lock = rw(&pc, path);
     let w = lock.write_lock().lock().await.unwrap();
     // Send the downgrade's create (the first poll sends it), then cut the connection.
-    let mut downgrade = std::pin::pin!(lock.read_lock().lock());
+    let mut downgrade = std::pin::pin!(w.downgrade());
     std::future::poll_fn(|cx| {
         let _ = downgrade.as_mut().poll(cx);
         std::task::Poll::Ready(())
@@ -312,7 +401,6 @@ async fn a_cut_during_the_downgrade_create_is_recovered() {
         .await
         .unwrap();
     assert_eq!(lock.read_lock().participant_nodes().await.unwrap().len(), 1);
-    w.release().await.unwrap();
     r.release().await.unwrap();
     wait_children(&observer, path, 0).await;
 }
@@ -338,8 +426,7 @@ async fn cancelled_acquires_leave_no_node() {
                     let _ = tokio::time::timeout(wait, lock.read_lock().lock()).await;
                 } else if let Ok(Ok(w)) = tokio::time::timeout(wait, lock.write_lock().lock()).await
                 {
-                    let _ = tokio::time::timeout(wait, lock.read_lock().lock()).await;
-                    drop(w);
+                    let _ = tokio::time::timeout(wait, w.downgrade()).await;
                 }
             }
         }));
@@ -366,9 +453,9 @@ async fn both_locks_are_revocable() {
                 let _ = tx.send(());
             }
         };
-        let guard = if write {
+        let guard: LockGuard = if write {
             lock.write_lock().make_revocable(listener);
-            lock.write_lock().lock().await.unwrap()
+            lock.write_lock().lock().await.unwrap().into()
         } else {
             lock.read_lock().make_revocable(listener);
             lock.read_lock().lock().await.unwrap()

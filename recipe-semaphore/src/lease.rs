@@ -1,5 +1,7 @@
 //! [`Lease`]: one lease of a semaphore.
 
+use std::future::Future;
+
 use bytes::Bytes;
 use recipe_mutex::driver::{self, Acquired};
 use recipe_mutex::hold::session_loss;
@@ -10,9 +12,10 @@ use zk_client::{Client, SessionState};
 /// One lease of an [`InterProcessSemaphoreV2`](crate::InterProcessSemaphoreV2): its node
 /// `<path>/leases/_c_<uuid>-lease-<seq>`.
 ///
-/// Dropping it returns the lease in the background; [`Lease::release`] returns it now and
-/// reports errors. Either way the delete, once started, is retried across connection loss
-/// until done or the session ends. Any task may release it.
+/// Dropping it returns the lease in the background, even off the runtime (the delete then runs
+/// on the runtime the lease was taken on); [`Lease::release`] returns it now and reports
+/// errors. Either way the delete, once started, is retried across connection loss until done
+/// or the session ends. Any task or thread may release it: the lease is the ownership.
 ///
 /// [`Lease::is_valid`] and [`Lease::lost`] are advisory (what this process knows of its
 /// session); the fence is [`Lease::fencing_token`] or [`Lease::check_op`].
@@ -20,6 +23,8 @@ use zk_client::{Client, SessionState};
 pub struct Lease {
     client: Client,
     node: Acquired,
+    /// The runtime the lease was taken on: where its return runs, wherever it is dropped.
+    runtime: Option<tokio::runtime::Handle>,
     returned: bool,
 }
 
@@ -28,6 +33,7 @@ impl Lease {
         Self {
             client,
             node,
+            runtime: tokio::runtime::Handle::try_current().ok(),
             returned: false,
         }
     }
@@ -69,24 +75,32 @@ impl Lease {
         session_loss(&self.client).await
     }
 
-    /// Returns the lease now. The delete, once started, finishes in the background even if
-    /// this future is dropped. On a session already lost or ended, returns that at once: the
-    /// lease went with it.
-    pub async fn release(mut self) -> Result<(), Error> {
+    /// Returns the lease now: the delete is sent when this is called (so that several
+    /// returns started together travel in one flight), and the future reports how it ended.
+    /// The delete, once started, finishes in the background even if the future is dropped. On
+    /// a session already ended, returns that at once: the lease went with it.
+    pub fn release(mut self) -> impl Future<Output = Result<(), Error>> + Send + 'static {
         self.returned = true;
         let (tx, done) = oneshot::channel();
-        let delete = driver::guaranteed_delete(&self.client, self.node.path.clone(), move |r| {
-            let _ = tx.send(r);
-        });
-        driver::finish_release(&self.client, delete, done).await
+        let delete = driver::guaranteed_delete_on(
+            self.runtime.as_ref(),
+            &self.client,
+            self.node.path.clone(),
+            move |r| {
+                let _ = tx.send(r);
+            },
+        );
+        let client = self.client.clone();
+        async move { driver::finish_release(&client, delete, done).await }
     }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
         if !self.returned {
-            // Goes on in the background.
-            drop(driver::guaranteed_delete(
+            // Goes on in the background, on the lease's runtime.
+            drop(driver::guaranteed_delete_on(
+                self.runtime.as_ref(),
                 &self.client,
                 self.node.path.clone(),
                 |_| {},

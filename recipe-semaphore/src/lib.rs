@@ -5,9 +5,15 @@
 //! - [`InterProcessSemaphoreV2`]: up to N leases at once across processes, N fixed or read
 //!   from a [`SharedCount`] and followed as it changes. Each lease is a [`Lease`] (fencing
 //!   token, release, returned on drop).
-//! - [`InterProcessSemaphoreMutex`]: one lease of one, not reentrant; its guard is the
-//!   mutex's [`LockGuard`]. A task that asks again gets [`Error::AlreadyHeld`] at once
-//!   (Curator waits forever, holding everyone else out).
+//! - [`InterProcessSemaphoreMutex`]: one lease of one, not reentrant by construction: every
+//!   `lock()` queues until the guard that holds it is released, whatever task asks. Its guard
+//!   is the mutex's [`LockGuard`].
+//!
+//! Ownership is explicit: a [`Lease`] or a guard is the ownership, released from any task or
+//! thread. Coming from Curator: `acquire()` returns the lease as in Curator; `returnLease(l)`
+//! is `l.release().await` (or drop it); `returnAll(ls)` is
+//! [`InterProcessSemaphoreV2::return_all`]; the semaphore mutex's `acquire()`/`release()` are
+//! `lock()` and `guard.release()`, and code that needs it while holding it takes the guard.
 //!
 //! The layout is Curator's: `<path>/locks/` is an `InterProcessMutex` that serialises
 //! whoever is adding leases, `<path>/leases/_c_<uuid>-lease-<seq>` one node per lease, and a
@@ -38,10 +44,10 @@
 //! let two = pool.acquire_many(2).await?;
 //! InterProcessSemaphoreV2::return_all(two).await?;
 //!
-//! // A non-reentrant mutex.
+//! // A non-reentrant mutex: a second lock() queues behind this guard.
 //! let m = InterProcessSemaphoreMutex::new(client, "/app/locks/job")?;
 //! let guard = m.lock().await?;
-//! assert!(matches!(m.lock().await, Err(recipe_semaphore::Error::AlreadyHeld { .. })));
+//! assert!(m.try_lock_for(std::time::Duration::ZERO).await?.is_none());
 //! guard.release().await?;
 //! # Ok(()) }
 //! ```
@@ -56,4 +62,4 @@ pub use count::SharedCount;
 pub use lease::Lease;
 pub use mutex::InterProcessSemaphoreMutex;
 pub use recipe_mutex::{Error, LockGuard, Loss};
-pub use semaphore::InterProcessSemaphoreV2;
+pub use semaphore::{InterProcessSemaphoreV2, MAX_LEASES_ASKED};

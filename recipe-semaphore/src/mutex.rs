@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use recipe_mutex::hold::Holds;
-use recipe_mutex::{Error, LockGuard, Owner};
+use recipe_mutex::{Error, LockGuard};
 use recipes_core::MaxLeases;
 use tokio::time::Instant;
 use zk_client::Client;
@@ -16,16 +16,28 @@ use crate::take::{Ask, take_leases};
 /// under `<path>/locks` and `<path>/leases`), so Curator clients and ours exclude each other on
 /// the same path.
 ///
-/// Not reentrant, as Curator's, but without its trap: there, a holder that asks again waits
-/// forever while holding the inner lock, which blocks every other client. Here the task that
-/// holds it gets [`Error::AlreadyHeld`] at once. Another task of the process queues like any
-/// other client.
+/// Not reentrant, by construction: every `lock()` is its own participant and queues, whatever
+/// task or handle asks, until the guard that holds it is released. (Curator's also queues,
+/// but while holding its inner lock, which stops every other client; ours waits like any
+/// other client.) Code that needs the lock while holding it takes the guard in hand.
 ///
 /// The guard is a [`LockGuard`]: fencing token (the lease node's creation zxid, increasing
-/// across holders), `check_op`, `lost()`, `is_valid()`, release on drop. Cancel-safe, with
-/// guaranteed releases. [`InterProcessSemaphoreMutex::release`] (Curator's shape) must be
-/// called from the task that holds it (Curator lets any thread release; release through the
-/// guard from elsewhere).
+/// across holders), `check_op`, `lost()`, `is_valid()`, release on drop. It may be released
+/// from any task or thread (Curator lets any thread release, too). Cancel-safe, with
+/// guaranteed releases.
+///
+/// # Examples
+///
+/// ```no_run
+/// use recipe_semaphore::InterProcessSemaphoreMutex;
+///
+/// # async fn f(client: zk_client::Client) -> Result<(), recipe_semaphore::Error> {
+/// let job = InterProcessSemaphoreMutex::new(client, "/app/locks/job")?;
+/// let guard = job.lock().await?;
+/// // Released by another task: the guard is the ownership.
+/// tokio::spawn(async move { guard.release().await }).await.ok();
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct InterProcessSemaphoreMutex {
     holds: Arc<Holds>,
@@ -44,7 +56,7 @@ impl InterProcessSemaphoreMutex {
     pub fn with_data(client: Client, path: &str, data: Bytes) -> Result<Self, Error> {
         recipe_mutex::validate_lock_path(path)?;
         Ok(Self {
-            holds: Holds::new(client, path, false),
+            holds: Holds::new(client, path),
             max: MaxLeases::new(1),
             data,
         })
@@ -59,11 +71,14 @@ impl InterProcessSemaphoreMutex {
         &self.holds
     }
 
+    fn wrap(&self, guard: LockGuard) -> LockGuard {
+        guard
+    }
+
     async fn take(&self, deadline: Option<Instant>) -> Result<Option<LockGuard>, Error> {
-        let owner = Owner::current();
         let holds = &self.holds;
         holds
-            .take(owner, deadline, |turn| async move {
+            .take(deadline, |turn| async move {
                 let ask = Ask {
                     client: holds.client(),
                     base: holds.path(),
@@ -79,16 +94,17 @@ impl InterProcessSemaphoreMutex {
             .await
     }
 
-    /// The lease nodes under `<path>/leases` (full paths): who holds the lock or is about to
-    /// count.
+    /// The lease nodes' names under `<path>/leases` (child names, as Curator gives them): who
+    /// holds the lock or is about to count.
     pub async fn participant_nodes(&self) -> Result<Vec<String>, Error> {
         crate::semaphore::lease_nodes(self.holds.client(), self.holds.path()).await
     }
 }
 
-// `lock` and the others; a second `lock` by the holding task is `Error::AlreadyHeld`.
+// `lock` and the others; a second `lock` queues like any other participant.
 recipe_mutex::lock_surface!(
     InterProcessSemaphoreMutex,
+    guard = LockGuard,
     kind = "semaphore-mutex",
     what = "the lock"
 );

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
-use recipe_mutex::{Error, Owner};
+use recipe_mutex::Error;
 use recipes_core::MaxLeases;
 use recipes_core::acquire::child_path;
 use recipes_core::semaphore::LEASES_DIR;
@@ -29,14 +29,43 @@ use crate::take::{Ask, take_leases};
 /// Asking for several leases takes them all under one hold of the inner lock, all or none:
 /// two of our clients each asking for 2 of 2 cannot deadlock holding one each (Curator takes
 /// them one at a time; against Curator clients that do, the risk stays on their side). Asking
-/// for none, or for more than N, is refused at once ([`Error::BadLeaseCount`]) — also with a
-/// shared count, where N is the count's value at the time of asking: such an ask would wait
-/// holding the inner lock, and so stop every other client, until the count grew.
+/// for none, or for more than a fixed N, is refused at once ([`Error::BadLeaseCount`]). With a
+/// shared count, asking for more than the count now (a count of 0 pauses the semaphore, as in
+/// Curator) waits, within the deadline, for the count to grow: that wait happens before the
+/// inner lock is taken, so it stops no other client.
 ///
-/// Cancel-safe: dropping an acquire at any point leaves no lease and no inner-lock node (a
-/// background task finishes what was in flight and deletes what was created), and the
-/// task's next acquire on the same session and path waits for that cleanup
-/// ([`recipe_mutex::turns`]): a task cancelling in a loop cannot pile up nodes.
+/// Every `acquire` is its own participant, whatever task asks; each [`Lease`] is the
+/// ownership of one lease. Cancel-safe: dropping an acquire at any point leaves no lease and
+/// no inner-lock node (a background task finishes what was in flight and deletes what was
+/// created), and cancelling in a loop cannot pile up nodes (past a few pending cleanups per
+/// session and path, a new acquire waits for one to finish, within its deadline).
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use recipe_semaphore::InterProcessSemaphoreV2;
+///
+/// # async fn f(client: zk_client::Client) -> Result<(), recipe_semaphore::Error> {
+/// let pool = InterProcessSemaphoreV2::new(client, "/app/pools/db", 3)?;
+/// let mut tasks = Vec::new();
+/// for i in 0..10 {
+///     let pool = pool.clone();
+///     tasks.push(tokio::spawn(async move {
+///         let lease = pool.acquire().await?; // at most 3 at once, across every process
+///         println!("task {i} has {}", lease.node_path());
+///         lease.release().await
+///     }));
+/// }
+/// for task in tasks {
+///     task.await.expect("task panicked")?;
+/// }
+/// match pool.acquire_timeout(Duration::from_millis(100)).await? {
+///     Some(lease) => drop(lease), // returned in the background
+///     None => println!("all 3 taken"),
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct InterProcessSemaphoreV2 {
     shared: Arc<Shared>,
@@ -52,6 +81,8 @@ struct Shared {
     waiters: Mutex<Vec<Weak<Notify>>>,
     /// Whether the maximum follows a shared count (else nothing ever wakes a waiter).
     follows_count: bool,
+    /// Dropped with the last handle: ends the task that follows the shared count.
+    _follower: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl Shared {
@@ -85,26 +116,35 @@ impl InterProcessSemaphoreV2 {
             MaxLeases::new(max_leases),
             Bytes::new(),
             false,
+            None,
         )
     }
 
     /// A semaphore whose maximum is `count`'s value, followed as it changes (a negative
-    /// count is no lease). Called outside a tokio runtime, the maximum stays the count's
-    /// value now (following it needs a task).
+    /// count is no lease; 0 pauses the semaphore). Called outside a tokio runtime, the maximum
+    /// stays the count's value now (following it needs a task). The task that follows the
+    /// count ends with the semaphore's last handle.
     pub fn with_shared_count(
         client: Client,
         path: &str,
         count: &SharedCount,
     ) -> Result<Self, Error> {
         let max = MaxLeases::new(clamp(count.count()));
-        let semaphore = Self::build(client, path, max, Bytes::new(), true)?;
-        let weak = Arc::downgrade(&semaphore.shared);
         let mut values = count.subscribe();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return Ok(semaphore);
+            return Self::build(client, path, max, Bytes::new(), true, None);
         };
+        let (stop, mut stopped) = tokio::sync::oneshot::channel();
+        let semaphore = Self::build(client, path, max, Bytes::new(), true, Some(stop))?;
+        let weak = Arc::downgrade(&semaphore.shared);
         runtime.spawn(async move {
-            while values.changed().await.is_ok() {
+            loop {
+                tokio::select! {
+                    changed = values.changed() => if changed.is_err() {
+                        return;
+                    },
+                    _ = &mut stopped => return,
+                }
                 let Some(shared) = weak.upgrade() else {
                     return;
                 };
@@ -132,6 +172,7 @@ impl InterProcessSemaphoreV2 {
         max: MaxLeases,
         data: Bytes,
         follows_count: bool,
+        follower: Option<tokio::sync::oneshot::Sender<()>>,
     ) -> Result<Self, Error> {
         recipe_mutex::validate_lock_path(path)?;
         Ok(Self {
@@ -142,6 +183,7 @@ impl InterProcessSemaphoreV2 {
                 data: Mutex::new(data),
                 waiters: Mutex::new(Vec::new()),
                 follows_count,
+                _follower: follower,
             }),
         })
     }
@@ -157,15 +199,27 @@ impl InterProcessSemaphoreV2 {
     }
 
     async fn take(&self, qty: u32, deadline: Option<Instant>) -> Result<Option<Vec<Lease>>, Error> {
-        let max = self.shared.max.get();
-        if qty == 0 || qty > max {
-            return Err(Error::BadLeaseCount { asked: qty, max });
-        }
         let shared = &self.shared;
-        // After the cleanup of this task's abandoned attempt, if any (see `turns`).
-        let Some(turn) =
-            recipe_mutex::turns::wait(&shared.client, &shared.path, Owner::current(), deadline)
-                .await
+        let limit = match shared.follows_count {
+            true => MAX_LEASES_ASKED,
+            false => shared.max.get().min(MAX_LEASES_ASKED),
+        };
+        if qty == 0 || qty > limit {
+            return Err(Error::BadLeaseCount {
+                asked: qty,
+                max: limit,
+            });
+        }
+        let wake = shared.follows_count.then(|| shared.waiter());
+        if let Some(wake) = &wake {
+            // A shared count below the ask: wait for it to grow (before the inner lock, so no
+            // other client is stopped meanwhile).
+            if !self.wait_for_count(qty, wake, deadline).await? {
+                return Ok(None);
+            }
+        }
+        // A turn: past a few pending cleanups of abandoned attempts, wait for one.
+        let Some(turn) = recipe_mutex::turns::wait(&shared.client, &shared.path, deadline).await?
         else {
             return Ok(None);
         };
@@ -181,7 +235,7 @@ impl InterProcessSemaphoreV2 {
                 .clone(),
             deadline,
             turn: Some(turn),
-            wake: shared.follows_count.then(|| shared.waiter()),
+            wake,
         };
         let Some(nodes) = take_leases(ask).await? else {
             return Ok(None);
@@ -192,6 +246,42 @@ impl InterProcessSemaphoreV2 {
                 .map(|n| Lease::new(shared.client.clone(), n))
                 .collect(),
         ))
+    }
+
+    /// Waits until the shared count allows `qty` leases: `Ok(false)` if `deadline` passes
+    /// first, the session's error if it ends first.
+    async fn wait_for_count(
+        &self,
+        qty: u32,
+        wake: &Notify,
+        deadline: Option<Instant>,
+    ) -> Result<bool, Error> {
+        let mut states = self.shared.client.state_watch();
+        loop {
+            let woken = wake.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            if self.shared.max.get() >= qty {
+                return Ok(true);
+            }
+            let state = *states.borrow_and_update();
+            if state.is_terminal() {
+                return Err(recipe_mutex::driver::session_error(state));
+            }
+            let until = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = woken => {}
+                changed = states.changed() => if changed.is_err() {
+                    return Err(Error::Zk(zk_client::Error::Closed));
+                },
+                _ = until => return Ok(false),
+            }
+        }
     }
 
     /// Takes one lease, waiting as long as it takes.
@@ -222,9 +312,11 @@ impl InterProcessSemaphoreV2 {
         self.take(qty, Some(Instant::now() + timeout)).await
     }
 
-    /// Returns every lease given (Curator's `returnAll`): all deletes are started at once;
-    /// the first error, if any, once all are done.
+    /// Returns every lease given (Curator's `returnAll`): every delete is sent at once, in one
+    /// flight (one round trip in all, where Curator spends one per lease); the first error, if
+    /// any, once all are done.
     pub async fn return_all(leases: impl IntoIterator<Item = Lease>) -> Result<(), Error> {
+        // `Lease::release` sends its delete when called: all leave now.
         let releases: Vec<_> = leases.into_iter().map(Lease::release).collect();
         let mut first = Ok(());
         for release in releases {
@@ -237,18 +329,23 @@ impl InterProcessSemaphoreV2 {
         first
     }
 
-    /// The lease nodes under `<path>/leases` (full paths, in no particular order): every
-    /// lease held, and those about to be counted.
+    /// The lease nodes' names under `<path>/leases` (child names, in no particular order, as
+    /// Curator's `getParticipantNodes` gives them): every lease held, and those about to be
+    /// counted.
     pub async fn participant_nodes(&self) -> Result<Vec<String>, Error> {
         lease_nodes(&self.shared.client, &self.shared.path).await
     }
 }
 
-/// The children of `<path>/leases`, as full paths (none if it does not exist).
+/// The most leases one acquire may ask for (a bound on the nodes one ask creates in one
+/// flight).
+pub const MAX_LEASES_ASKED: u32 = 1024;
+
+/// The children of `<path>/leases`, as child names (none if it does not exist).
 pub(crate) async fn lease_nodes(client: &Client, path: &str) -> Result<Vec<String>, Error> {
     let dir = child_path(path, LEASES_DIR);
     match client.get_children(&dir).await {
-        Ok(children) => Ok(children.iter().map(|c| child_path(&dir, c)).collect()),
+        Ok(children) => Ok(children),
         Err(zk_client::Error::NoNode) => Ok(Vec::new()),
         Err(e) => Err(e.into()),
     }

@@ -46,6 +46,7 @@ pub(crate) async fn take_leases(ask: Ask<'_>) -> Result<Option<Vec<Acquired>>, E
         let options = DriveOptions {
             turn: ask.turn.clone(),
             wake: ask.wake.clone(),
+            deadline: ask.deadline,
         };
         let (outcome, error) = driver::drive(client, machine, options).await;
         match outcome {

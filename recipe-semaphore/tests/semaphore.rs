@@ -84,9 +84,11 @@ async fn participants_data_and_a_release_from_another_task() {
         .unwrap();
     assert_ne!(a.fencing_token(), b.fencing_token());
     assert_eq!(a.data().await.unwrap(), Bytes::from_static(b"worker-7"));
+    // Child names, as Curator gives them (issue 23, defect 15).
     let mut nodes = s.participant_nodes().await.unwrap();
     nodes.sort();
-    let mut ours = vec![a.node_path().to_owned(), b.node_path().to_owned()];
+    let name = |p: &str| p.rsplit('/').next().unwrap().to_owned();
+    let mut ours = vec![name(a.node_path()), name(b.node_path())];
     ours.sort();
     assert_eq!(nodes, ours);
     assert!(a.node_path().starts_with("/t/sem-basic/leases/_c_"));
@@ -102,8 +104,8 @@ async fn participants_data_and_a_release_from_another_task() {
     wait_children(&c, &leases(path), 0).await;
 }
 
-/// testNoOrphans / timeouts: a full semaphore times out, leaving nothing; `qty` 0 or over the
-/// maximum is refused at once; returnAll frees the leases for the next.
+/// testNoOrphans / timeouts: a full semaphore times out, leaving nothing; `qty` 0 or over a
+/// fixed maximum is refused at once; returnAll frees the leases for the next.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timeouts_bad_counts_and_return_all() {
     let path = "/t/sem-timeout";
@@ -182,6 +184,115 @@ async fn the_maximum_follows_a_shared_count() {
     wait_children(&c, &leases(path), 0).await;
 }
 
+/// Issue 23, defect 11: a shared count of 0 (paused) or below the quantity asked waits, within
+/// the deadline, as Curator's does (it used to fail at once with `BadLeaseCount`), and grants
+/// when the count rises; the wait takes no inner lock, so it stops no other client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_count_below_the_ask_waits_for_it_to_grow() {
+    let path = "/t/sem-count-zero";
+    let c = client().await;
+    let count = SharedCount::start(c.clone(), "/t/sem-count-zero-max", 0)
+        .await
+        .unwrap();
+    let s = InterProcessSemaphoreV2::with_shared_count(c.clone(), path, &count).unwrap();
+    assert_eq!(
+        s.acquire_many(0)
+            .await
+            .err()
+            .map(|e| matches!(e, Error::BadLeaseCount { .. })),
+        Some(true)
+    );
+    assert!(
+        bounded(s.acquire_timeout(Duration::from_millis(200)))
+            .await
+            .unwrap()
+            .is_none(),
+        "granted by a paused semaphore"
+    );
+    let waiter = {
+        let s = s.clone();
+        tokio::spawn(async move { s.acquire_many(2).await })
+    };
+    // Nothing taken meanwhile: no inner-lock node, no lease.
+    wait_children(&c, &locks(path), 0).await;
+    wait_children(&c, &leases(path), 0).await;
+    count.set_count(1).await.unwrap();
+    assert!(!waiter.is_finished());
+    count.set_count(2).await.unwrap();
+    let two = bounded(waiter).await.unwrap().unwrap();
+    assert_eq!(two.len(), 2);
+    InterProcessSemaphoreV2::return_all(two).await.unwrap();
+    wait_children(&c, &leases(path), 0).await;
+}
+
+/// Issue 23, defect 9: the task that follows a semaphore's shared count ends with its last
+/// handle (1,000 semaphores made and dropped left 1,000 tasks until the count changed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_semaphore_stops_following_its_count() {
+    let c = client().await;
+    let count = SharedCount::start(c.clone(), "/t/sem-count-tasks", 1)
+        .await
+        .unwrap();
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let before = metrics.num_alive_tasks();
+    for _ in 0..1000 {
+        let s =
+            InterProcessSemaphoreV2::with_shared_count(c.clone(), "/t/sem-tasks", &count).unwrap();
+        drop(s);
+    }
+    bounded(async {
+        while metrics.num_alive_tasks() > before {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+}
+
+/// Issue 23, defect 12: `return_all` sends every delete at once (4 leases took 4 round trips
+/// one after another: 914 ms at 100 ms each way). Counted in round trips: through a proxy that
+/// delays each direction by 300 ms, all four returns take one round trip (600 ms), well short
+/// of the two and a half that would mean they were not in one flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn return_all_sends_every_delete_in_one_flight() {
+    let path = "/t/sem-return-all";
+    let c = client().await;
+    let proxy = FaultProxy::start(server().addr()).unwrap();
+    let pc = client_at(&proxy.addr().to_string(), Duration::from_secs(20)).await;
+    let s = sem(&pc, path, 4);
+    let four = s.acquire_many(4).await.unwrap();
+    wait_children(&c, &leases(path), 4).await;
+    let one_way = Duration::from_millis(300);
+    proxy.delay(one_way);
+    let started = std::time::Instant::now();
+    bounded(InterProcessSemaphoreV2::return_all(four))
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    assert!(took < one_way * 5, "took {took:?}: not one flight");
+    wait_children(&c, &leases(path), 0).await;
+}
+
+/// Issue 23, defect 2: a lease dropped outside the runtime (on a plain thread) while
+/// disconnected is still returned once the connection is back, on the runtime it was taken on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_dropped_off_the_runtime_while_disconnected_is_still_returned() {
+    let path = "/t/sem-off-runtime";
+    let c = client().await;
+    let proxy = FaultProxy::start(server().addr()).unwrap();
+    let pc = client_at(&proxy.addr().to_string(), Duration::from_secs(20)).await;
+    let session = pc.session_id();
+    let lease = sem(&pc, path, 1).acquire().await.unwrap();
+    let node = lease.node_path().to_owned();
+    proxy.refuse(true);
+    proxy.cut();
+    wait_state(&pc, |s| s == SessionState::Disconnected).await;
+    std::thread::spawn(move || drop(lease)).join().unwrap();
+    proxy.refuse(false);
+    support::wait_gone(&c, &node).await;
+    assert_eq!(pc.state(), SessionState::Connected);
+    assert_eq!(pc.session_id(), session, "returned by us, not by an expiry");
+}
+
 /// Two clients each asking for 2 of 2 leases, over and over with no timeout: Curator's
 /// one-at-a-time acquisition can leave each holding one for ever; ours takes both under one
 /// hold of the inner lock, so they all finish.
@@ -204,53 +315,61 @@ async fn multi_lease_acquisitions_do_not_deadlock() {
     }
 }
 
-/// The semaphore mutex is not reentrant, and says so at once (Curator waits forever holding
-/// the inner lock); other tasks queue.
+/// The semaphore mutex is not reentrant, by construction (issue 23, defect 6): a second
+/// `lock()` in the holding task, on this handle or another, queues like any other client and
+/// is granted once the guard is released, from another task (Curator lets any thread release).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_semaphore_mutex_refuses_reentry_at_once_and_others_queue() {
+async fn the_semaphore_mutex_queues_a_second_lock_and_releases_from_anywhere() {
     let path = "/t/semmutex";
     let c = client().await;
     let m = InterProcessSemaphoreMutex::new(c.clone(), path).unwrap();
     let g = m.lock().await.unwrap();
-    assert!(m.is_owned_by_current_task());
-    assert_eq!(
-        bounded(m.lock()).await.err(),
-        Some(Error::AlreadyHeld { path: path.into() })
-    );
-    // The refusal left nothing: one lease, no inner lock node.
-    wait_children(&c, &leases(path), 1).await;
-    wait_children(&c, &locks(path), 0).await;
-    let other = {
-        let m = m.clone();
-        tokio::spawn(async move {
-            let g = m.lock().await.unwrap();
-            let token = g.fencing_token();
-            g.release().await.unwrap();
-            token
-        })
-    };
-    let remote = InterProcessSemaphoreMutex::new(client().await, path).unwrap();
     assert!(
-        !remote
-            .acquire_timeout(Duration::from_millis(200))
+        bounded(m.try_lock_for(Duration::from_millis(200)))
             .await
             .unwrap()
+            .is_none()
     );
-    let first = g.fencing_token();
-    g.release().await.unwrap();
-    let second = bounded(other).await.unwrap();
+    let second_handle = InterProcessSemaphoreMutex::new(c.clone(), path).unwrap();
     assert!(
-        second > first,
-        "fencing tokens increase: {first} then {second}"
+        bounded(second_handle.try_lock_for(Duration::from_millis(200)))
+            .await
+            .unwrap()
+            .is_none()
     );
-    // Curator's shape.
-    remote.acquire().await.unwrap();
-    assert!(remote.is_acquired_in_this_process());
-    remote.release().await.unwrap();
-    assert_eq!(
-        remote.release().await.err(),
-        Some(Error::NotOwner { path: path.into() })
+    // What timed out left nothing: one lease.
+    wait_children(&c, &leases(path), 1).await;
+    let queued = {
+        let m = second_handle.clone();
+        tokio::spawn(async move { m.lock().await })
+    };
+    let first = g.fencing_token();
+    bounded(tokio::spawn(async move { g.release().await }))
+        .await
+        .unwrap()
+        .unwrap();
+    let g2 = bounded(queued).await.unwrap().unwrap();
+    assert!(
+        g2.fencing_token() > first,
+        "fencing tokens increase: {first} then {}",
+        g2.fencing_token()
     );
+    let remote = InterProcessSemaphoreMutex::new(client().await, path).unwrap();
+    assert!(
+        remote
+            .try_lock_for(Duration::from_millis(200))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(second_handle.is_acquired_in_this_process());
+    std::thread::spawn(move || drop(g2)).join().unwrap();
+    bounded(remote.lock())
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
     wait_children(&c, &leases(path), 0).await;
 }
 
@@ -323,9 +442,11 @@ async fn an_expired_holder_gives_its_lease_to_a_waiter() {
     assert!(next.fencing_token() > token);
     wait_state(&doomed, |s| s == SessionState::Lost).await;
     assert!(!lease.is_valid());
-    assert_eq!(bounded(lease.release()).await, Err(Error::SessionLost));
+    // The release waits through Lost, and ends with the verdict: expired.
+    let release = tokio::spawn(lease.release());
     next.release().await.unwrap();
     proxy.pass();
+    assert_eq!(bounded(release).await.unwrap(), Err(Error::SessionExpired));
 }
 
 /// A connection cut while the waiter holds the inner lock with its lease created (between the

@@ -433,8 +433,11 @@ impl<P: Predicate> AcquireMachine<P> {
                 self.forget_everything();
                 self.finish(Outcome::Failed(Failure::SessionExpired));
             }
-            Connection::Lost => self.finish(Outcome::Failed(Failure::SessionLost)),
-            Connection::Disconnected | Connection::ReadOnly => {
+            // Lost (no server for the session timeout) is not the end: the session may have
+            // survived (a server back just in time), so wait on as for a disconnect and let the
+            // next `Connected` or `Expired` decide, within the deadline (Curator's waiter keeps
+            // going too). A holder's `lost()` reports it at once; that is not this machine.
+            Connection::Lost | Connection::Disconnected | Connection::ReadOnly => {
                 // Replies in flight fail with a connection loss; wait for the session to come
                 // back to a read-write server. Past the deadline, give up now.
                 if let Some(step) = self.schedule.on_disconnect(now) {

@@ -30,9 +30,11 @@ enum Sent {
 ///
 /// A lost connection waits for the session to come back and tries again; a transient failure
 /// (session moved, throttled, timed out on the server, read-only server) tries again after a
-/// back-off; the session's expiry ends everything (our ephemeral nodes went with it). Any
-/// other error (no permission, say) gives that cleanup up and goes on with the next; the
-/// outcome is then `Failed` with it. `Held(())` means everything was deleted.
+/// back-off; the session's expiry ends everything (our ephemeral nodes went with it; the
+/// outcome is `Failed(SessionExpired)`, so that a release can tell its caller the lock went
+/// with the session rather than by its delete). Any other error (no permission, say) gives
+/// that cleanup up and goes on with the next; the outcome is then `Failed` with it. `Held(())`
+/// means everything was deleted by us.
 ///
 /// # Examples
 ///
@@ -158,7 +160,7 @@ impl CleanupMachine {
         self.sent.clear();
         self.outbox.clear();
         if self.outcome.is_none() {
-            self.outcome = Some(Outcome::Held(()));
+            self.outcome = Some(Outcome::Failed(Failure::SessionExpired));
         }
     }
 

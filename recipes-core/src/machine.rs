@@ -50,8 +50,6 @@ pub enum Outcome<T> {
 pub enum Failure {
     /// The session expired; nothing of ours is left.
     SessionExpired,
-    /// The session is locally lost (no server for its whole timeout).
-    SessionLost,
     /// Our node vanished (deleted under us, or the base container was removed); Curator then
     /// retries with a new node, and so does the driver, within the same deadline.
     NodeVanished,

@@ -16,6 +16,7 @@ use crate::machine::{Cleanup, Failure, Input, Machine, Outcome};
 use crate::name::{PROTECTED_PREFIX, java_cmp, sort_key};
 use crate::op::{Connection, NodeMode, Op, Reply, ZkError};
 use crate::predicate::{NodeMissing, Predicate, Verdict};
+use crate::schedule::DEADLINE_GRACE;
 
 /// The read lock's node name.
 pub const READ_LOCK_NAME: &str = "__READ__";
@@ -380,13 +381,15 @@ impl Machine for DowngradeMachine {
                         self.maybe_created = false;
                         self.finish(Outcome::Failed(Failure::SessionExpired));
                     }
-                    Connection::Lost => self.finish(Outcome::Failed(Failure::SessionLost)),
                     Connection::Connected => {
                         if let Some(next) = self.next.filter(|_| self.sent.is_empty()) {
                             self.go(now, next);
                         }
                     }
-                    Connection::Disconnected | Connection::ReadOnly => self.retry_at = None,
+                    // Lost is not the end: see the fair lock's attempt.
+                    Connection::Lost | Connection::Disconnected | Connection::ReadOnly => {
+                        self.retry_at = None
+                    }
                 }
             }
             Input::Timeout => {
@@ -399,6 +402,12 @@ impl Machine for DowngradeMachine {
                     } else if self.deadline.is_some_and(|d| now >= d) {
                         self.finish(Outcome::TimedOut);
                     }
+                } else if !self.sent.is_empty()
+                    && self.deadline.is_some_and(|d| now >= d + DEADLINE_GRACE)
+                {
+                    // Replies that do not come (a stalled connection): the attempt ends within
+                    // its deadline and one grace, its cleanups owed.
+                    self.finish(Outcome::TimedOut);
                 }
             }
             Input::Abandon => self.finish(Outcome::Failed(Failure::Abandoned)),
@@ -414,8 +423,15 @@ impl Machine for DowngradeMachine {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        if self.outcome.is_some() || self.next.is_none() {
+        if self.outcome.is_some() {
             return None;
+        }
+        if self.next.is_none() {
+            // Replies in flight: they may come within a grace past the deadline.
+            return match self.sent.is_empty() {
+                true => None,
+                false => self.deadline.map(|d| d + DEADLINE_GRACE),
+            };
         }
         [self.retry_at, self.deadline].into_iter().flatten().min()
     }

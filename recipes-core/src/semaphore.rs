@@ -614,8 +614,8 @@ impl SemaphoreMachine {
                 self.forget_everything();
                 self.finish(Outcome::Failed(Failure::SessionExpired));
             }
-            Connection::Lost => self.finish(Outcome::Failed(Failure::SessionLost)),
-            Connection::Disconnected | Connection::ReadOnly => {
+            // Not the end: see the fair lock's attempt.
+            Connection::Lost | Connection::Disconnected | Connection::ReadOnly => {
                 if let Some(step) = self.schedule.on_disconnect(now) {
                     self.step(step);
                 }

@@ -500,15 +500,46 @@ fn expiry_and_local_loss_end_the_attempt() {
         Some(&Outcome::Failed(Failure::SessionExpired))
     );
     assert_eq!(s.m().cleanups(), [], "ephemerals went with the session");
+}
 
+/// Defect 10 of issue 23: `Lost` (no server for the session timeout) is not the end. The
+/// session may have survived; the waiter goes on and the next `Connected` or `Expired`
+/// decides (Curator's waiter keeps going too).
+#[test]
+fn local_loss_does_not_end_a_waiter() {
+    let t0 = Instant::now();
+    let (a, ours) = (name(UA, 1), name(U1, 2));
+    // The session survives: the waiter lists again, its node still there, and holds.
+    let mut s = attempt(None);
+    waiting_behind(&mut s, t0, &ours, &[&a, &ours], &a);
+    s.conn(t0, Connection::Disconnected);
+    assert_eq!(s.conn(t0, Connection::Lost), []);
+    assert_eq!(s.m().outcome(), None);
+    // Its watch was restored with the session: the predecessor's deletion reaches it.
+    assert_eq!(s.conn(t0, Connection::Connected), []);
+    assert_eq!(s.feed(t0, deleted(&a)), [children_op()]);
+    s.reply(t0, kids(&[&ours]));
+    assert!(matches!(s.m().outcome(), Some(Outcome::Held(_))));
+
+    // It does not: the expiry ends it, nothing to delete.
     let mut s = attempt(None);
     waiting_behind(&mut s, t0, &ours, &[&a, &ours], &a);
     s.conn(t0, Connection::Disconnected);
     s.conn(t0, Connection::Lost);
+    s.conn(t0, Connection::Expired);
     assert_eq!(
         s.m().outcome(),
-        Some(&Outcome::Failed(Failure::SessionLost))
+        Some(&Outcome::Failed(Failure::SessionExpired))
     );
+    assert_eq!(s.m().cleanups(), []);
+
+    // With a deadline, the deadline ends it.
+    let mut s = attempt(Some(t0 + Duration::from_secs(1)));
+    waiting_behind(&mut s, t0, &ours, &[&a, &ours], &a);
+    s.conn(t0, Connection::Disconnected);
+    s.conn(t0, Connection::Lost);
+    s.feed(t0 + Duration::from_secs(2), Input::Timeout);
+    assert_eq!(s.m().outcome(), Some(&Outcome::TimedOut));
     assert_eq!(s.m().cleanups(), [Cleanup::Delete(path(&ours))]);
 }
 
@@ -618,8 +649,12 @@ fn find_and_delete_syncs_first_and_deletes_every_node_with_the_prefix() {
         s.reply(t0, failed(ZkError::NoNode)),
         [Op::Delete { path: "/x".into() }]
     );
+    // The session's end ends the rest (the nodes went with it), and says so.
     s.reply(t0, failed(ZkError::SessionExpired));
-    assert_eq!(s.m().outcome(), Some(&Outcome::Held(())));
+    assert_eq!(
+        s.m().outcome(),
+        Some(&Outcome::Failed(Failure::SessionExpired))
+    );
 }
 
 #[test]
@@ -830,6 +865,26 @@ mod rw {
             s.m().outcome(),
             Some(&Outcome::Failed(Failure::NodeVanished))
         );
+        assert_eq!(s.m().cleanups(), [Cleanup::Delete(down_path())]);
+    }
+
+    /// Defect 5 of issue 23: a downgrade whose replies do not come (a stalled connection)
+    /// ended only when they did; it now ends within its deadline and one grace, and owes
+    /// the delete of the read node it may have made.
+    #[test]
+    fn a_downgrade_with_replies_stalled_ends_one_grace_past_its_deadline() {
+        let t0 = Instant::now();
+        let mut s = downgrade(Some(t0 + ms(200)));
+        assert_eq!(s.start(t0), create_down());
+        assert_eq!(s.m().poll_timeout(), Some(t0 + ms(200) + DEADLINE_GRACE));
+        assert_eq!(s.timeout(t0 + ms(200)), []);
+        assert_eq!(
+            s.m().outcome(),
+            None,
+            "replies may still come within the grace"
+        );
+        s.timeout(t0 + ms(200) + DEADLINE_GRACE);
+        assert_eq!(s.m().outcome(), Some(&Outcome::TimedOut));
         assert_eq!(s.m().cleanups(), [Cleanup::Delete(down_path())]);
     }
 

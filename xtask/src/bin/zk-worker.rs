@@ -442,7 +442,7 @@ impl Taker {
                 let guard = if *rng % 100 < *read_pct {
                     lock.read_lock().lock().await?
                 } else {
-                    lock.write_lock().lock().await?
+                    lock.write_lock().lock().await?.into()
                 };
                 guard.release().await?;
             }

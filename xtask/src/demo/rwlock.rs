@@ -1,10 +1,10 @@
-//! The demo's read/write lock part: readers share, a writer waits, a downgrade, an upgrade refused.
+//! The demo's read/write lock part: readers share, a writer waits, a downgrade, no upgrade.
 
 use super::*;
 
-/// The read/write lock: readers share, a writer waits, a downgrade, an upgrade refused.
+/// The read/write lock: readers share, a writer waits, a downgrade, no upgrade.
 pub(super) async fn rwlock_demo(server: &ZkServer) -> Result<(), Box<dyn std::error::Error>> {
-    use recipe_rwlock::{Error, InterProcessReadWriteLock};
+    use recipe_rwlock::InterProcessReadWriteLock;
     use zk_client::Client;
 
     let path = "/demo/rwlock";
@@ -51,9 +51,11 @@ pub(super) async fn rwlock_demo(server: &ZkServer) -> Result<(), Box<dyn std::er
     w.release().await?;
 
     step(
-        "a downgrade: alice writes, takes the read lock, releases the write lock; bob's queued writer stays out",
+        "a downgrade: alice writes, then downgrade() turns her write hold into a read hold; bob's queued writer stays out",
     );
     let wa = la.write_lock().lock().await?;
+    let write_node = wa.node_path().rsplit('/').next().unwrap_or("").to_owned();
+    let token = wa.fencing_token();
     let queued = {
         let lb = lb.clone();
         tokio::spawn(async move { lb.write_lock().lock().await })
@@ -61,22 +63,23 @@ pub(super) async fn rwlock_demo(server: &ZkServer) -> Result<(), Box<dyn std::er
     while la.write_lock().participant_nodes().await?.len() < 2 {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let ra = la.read_lock().lock().await?;
+    let ra = wa.downgrade().await?;
     println!(
-        "alice's read node sorts level with her write node: {} / {}",
+        "alice's read node sorts level with her write node ({} / {}), keeps its fencing token ({} = {token}); bob's writer holds? {}",
         ra.node_path().rsplit('/').next().unwrap_or(""),
-        wa.node_path().rsplit('/').next().unwrap_or("")
-    );
-    wa.release().await?;
-    println!(
-        "alice released the write lock and still reads; bob's writer holds? {}",
+        write_node,
+        ra.fencing_token(),
         queued.is_finished()
     );
-    match la.write_lock().try_lock_for(Duration::ZERO).await {
-        Err(Error::UpgradeRefused { .. }) => {
-            println!("alice (a reader) asking for the write lock: refused at once (Curator hangs)")
-        }
-        other => return Err(format!("upgrade should be refused, got {other:?}").into()),
+    match la
+        .write_lock()
+        .try_lock_for(Duration::from_millis(300))
+        .await?
+    {
+        None => println!(
+            "alice (a reader) asking for the write lock queues behind her own read, as with any RwLock: none within 300 ms (Curator hangs for ever)"
+        ),
+        Some(_) => return Err("a write lock granted beside a read".into()),
     }
     ra.release().await?;
     let wb = queued.await??;

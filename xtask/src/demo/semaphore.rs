@@ -7,7 +7,7 @@ pub(super) async fn semaphore_demo(server: &ZkServer) -> Result<(), Box<dyn std:
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use recipe_semaphore::{Error, InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
+    use recipe_semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
     use zk_client::Client;
 
     step(
@@ -39,7 +39,7 @@ pub(super) async fn semaphore_demo(server: &ZkServer) -> Result<(), Box<dyn std:
                 tokio::time::sleep(std::time::Duration::from_millis(40)).await;
                 in_use.fetch_sub(1, Ordering::SeqCst);
                 lease.release().await?;
-                Ok::<(), Error>(())
+                Ok::<(), recipe_semaphore::Error>(())
             }));
         }
     }
@@ -51,18 +51,24 @@ pub(super) async fn semaphore_demo(server: &ZkServer) -> Result<(), Box<dyn std:
         peak.load(Ordering::SeqCst)
     );
 
-    step("recipe-semaphore: a non-reentrant mutex refuses a second acquire by its holder at once");
+    step(
+        "recipe-semaphore: a non-reentrant mutex: a second lock() queues until the guard is released, from another task",
+    );
     let client = clients.first().cloned().ok_or("no client")?;
     let mutex = InterProcessSemaphoreMutex::new(client, "/demo/job")?;
     let guard = mutex.lock().await?;
-    match mutex.lock().await {
-        Err(e @ Error::AlreadyHeld { .. }) => {
-            println!("asked again: {e} (Curator's would wait for ever, holding everyone out)");
-        }
-        other => println!("unexpected: {other:?}"),
-    }
-    println!("fencing token {}", guard.fencing_token());
-    guard.release().await?;
+    println!("held, fencing token {}", guard.fencing_token());
+    let releaser = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        guard.release().await
+    });
+    let second = mutex.lock().await?;
+    println!(
+        "asked again: granted once another task released the first guard, fencing token {}",
+        second.fencing_token()
+    );
+    releaser.await??;
+    second.release().await?;
     for client in clients {
         client.close().await?;
     }

@@ -1,8 +1,7 @@
 //! The read/write lock: 70% reads, 30% writes (`on=lock mode=r|w`); one write in ten
-//! downgrades: it takes the read lock while writing, lets the write lock go and reads on.
+//! downgrades (`WriteGuard::downgrade`) and reads on.
 //! Curator's side never downgrades (its 5.4 downgrade lets a queued writer in: CURATOR-621).
 
-use recipe_mutex::Lock;
 use recipe_rwlock::InterProcessReadWriteLock;
 
 use super::{Contender, Taken};
@@ -15,40 +14,52 @@ pub(super) async fn run(c: &mut Contender) {
     };
     while let Some(left) = c.left() {
         let roll = c.roll(10);
-        let (side, mode): (&dyn Lock, _) = if roll >= 3 {
-            (lock.read_lock(), Mode::Read)
-        } else {
-            (lock.write_lock(), Mode::Write)
-        };
-        let guard = match c.take("acquire", side.try_lock_for(left)).await {
+        if roll >= 3 {
+            let read = match c.take("acquire", lock.read_lock().try_lock_for(left)).await {
+                Taken::Held(guard) => guard,
+                Taken::Over => return,
+                Taken::Failed => continue,
+            };
+            let (n, (from, to)) = c.hold().await;
+            let (node, token) = (read.node_path().to_owned(), read.fencing_token());
+            c.record(n, "lock".into(), Mode::Read, (from, to), &node, token);
+            c.release("release", read.release()).await;
+            continue;
+        }
+        let write = match c
+            .take("acquire", lock.write_lock().try_lock_for(left))
+            .await
+        {
             Taken::Held(guard) => guard,
             Taken::Over => return,
             Taken::Failed => continue,
         };
         let (n, (from, to)) = c.hold().await;
-        let (node, token) = (guard.node_path().to_owned(), guard.fencing_token());
+        let (node, token) = (write.node_path().to_owned(), write.fencing_token());
         if roll != 0 {
-            c.record(n, "lock".into(), mode, (from, to), &node, token);
-            c.release("release", guard.release()).await;
+            c.record(n, "lock".into(), Mode::Write, (from, to), &node, token);
+            c.release("release", write.release()).await;
             continue;
         }
-        // A downgrade: read, then let the write lock go while still reading.
+        // A downgrade: the write hold becomes a read hold, and reads on.
         let read = match c
-            .take("downgrade", async {
-                lock.read_lock().lock().await.map(Some)
-            })
+            .take("downgrade", async { write.downgrade().await.map(Some) })
             .await
         {
             Taken::Held(read) => read,
             Taken::Over | Taken::Failed => {
-                c.record(n, "lock".into(), mode, (from, c.now()), &node, token);
-                c.release("release", guard.release()).await;
+                // The write lock was released with the failed downgrade.
+                c.record(n, "lock".into(), Mode::Write, (from, to), &node, token);
                 continue;
             }
         };
+        // `downgrade` returned once the read hold was taken, having just sent the write
+        // node's delete (a write, applied after an fsync): both stamps are taken now, the read
+        // first, so the recorded write hold ends after the recorded read begins and both lie
+        // inside the real holds.
         let r_from = c.now();
-        c.record(n, "lock".into(), mode, (from, c.now()), &node, token);
-        c.release("write release", guard.release()).await;
+        let w_to = c.now().max(r_from + 1);
+        c.record(n, "lock".into(), Mode::Write, (from, w_to), &node, token);
         c.pause().await;
         let r_to = c.now();
         let (r_node, r_token) = (read.node_path().to_owned(), read.fencing_token());

@@ -1,26 +1,6 @@
-//! [`Owner`]: who re-enters a lock. Curator counts per thread; we count per tokio task.
+//! [`IdHasher`]: a fast hasher for the tables keyed by our own ids (hold ids, sessions).
 
-/// The owner of a reentrant hold: the current tokio task, or the current thread outside
-/// any task. Futures joined inside one task (`join!`, `select!`) are one owner.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Owner {
-    /// A tokio task.
-    Task(tokio::task::Id),
-    /// A thread outside any task.
-    Thread(std::thread::ThreadId),
-}
-
-impl Owner {
-    /// The caller.
-    pub fn current() -> Owner {
-        match tokio::task::try_id() {
-            Some(id) => Owner::Task(id),
-            None => Owner::Thread(std::thread::current().id()),
-        }
-    }
-}
-
-/// A hasher for the ids that key the hold tables (task ids, thread ids, hold counters). They
+/// A hasher for the ids that key our tables (hold counters, session ids and paths). They
 /// are not chosen by an attacker, so SipHash's protection buys nothing, and a lock cycle does
 /// half a dozen lookups: a multiply-rotate mix (FxHash's) instead.
 #[derive(Debug, Default, Clone, Copy)]
@@ -60,11 +40,8 @@ mod tests {
     fn owners_hash_apart() {
         use std::hash::BuildHasher;
         let build = std::hash::BuildHasherDefault::<IdHasher>::default();
-        let here = Owner::Thread(std::thread::current().id());
-        let there = std::thread::spawn(|| Owner::Thread(std::thread::current().id()))
-            .join()
-            .unwrap_or(here);
-        assert_ne!(build.hash_one(here), build.hash_one(there));
+        assert_ne!(build.hash_one(1u64), build.hash_one(2u64));
+        assert_ne!(build.hash_one((7i64, "/a")), build.hash_one((7i64, "/b")));
         let mut map: IdMap<u64, u64> = IdMap::default();
         for i in 0..1000 {
             map.insert(i, i * 2);
