@@ -314,6 +314,7 @@ pub fn guaranteed_delete_on(
     done: impl FnOnce(Result<(), Error>) + Send + 'static,
 ) -> GuaranteedDelete {
     let first = client.delete(&path, None);
+    let runtime = runtime.filter(|_| !crate::plant::active(crate::plant::Plant::NoRuntimeRetry));
     let handle = match tokio::runtime::Handle::try_current() {
         Ok(handle) => handle,
         Err(_) => match runtime {
@@ -709,6 +710,9 @@ pub fn connection(state: SessionState) -> Connection {
     match state {
         SessionState::Connected => Connection::Connected,
         SessionState::ConnectedReadOnly => Connection::ReadOnly,
+        SessionState::Lost if crate::plant::active(crate::plant::Plant::LostEndsWaiters) => {
+            Connection::Expired
+        }
         SessionState::Lost => Connection::Lost,
         SessionState::Connecting | SessionState::Disconnected => Connection::Disconnected,
         _ => Connection::Expired,

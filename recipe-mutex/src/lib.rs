@@ -43,6 +43,8 @@ pub mod hold;
 mod ids;
 mod lock;
 mod mutex;
+#[doc(hidden)]
+pub mod plant;
 mod revoke;
 #[doc(hidden)]
 pub mod surface;

@@ -39,7 +39,9 @@ pub enum Command {
     Interop(Interop),
     /// Many processes of tasks that cancel their acquires at random points.
     Stress(Stress),
-    /// The recipes' machines in the seeded ZooKeeper simulator (release build).
+    /// The seeded simulator (release build): the recipes' machines (`--layer machines`), or
+    /// the real recipe crates over real sessions to an in-memory server on tokio's paused
+    /// clock (`--layer async`).
     Sim(Sim),
     /// Install what the demo, tests and benchmarks need (Debian packages).
     Deps,
@@ -210,9 +212,22 @@ pub struct Stress {
     pub tasks: u16,
 }
 
+/// Which layer the simulator runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SimLayer {
+    /// recipes-core's machines against the modelled server.
+    Machines,
+    /// The recipe crates, the driver and the hold layer, over zk-client sessions to the
+    /// in-memory wire server.
+    Async,
+}
+
 /// `sim [FLAGS]`: passed on to the `zk-sim` binary.
 #[derive(Debug, Args)]
 pub struct Sim {
+    /// The layer: the machines, or the async layer above them.
+    #[arg(long, value_enum, default_value = "machines")]
+    pub layer: SimLayer,
     /// One recipe (default: every one).
     #[arg(long, value_enum)]
     pub recipe: Option<Recipe>,
@@ -222,8 +237,8 @@ pub struct Sim {
     /// The first seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// The faults: all, none, or a list of disconnect,expire,lost,meddle,foreign,wrap,
-    /// abandon,deadlines.
+    /// The faults: all, none, or (machines only) a list of disconnect,expire,lost,meddle,
+    /// foreign,wrap,abandon,deadlines.
     #[arg(long, default_value = "all")]
     pub faults: String,
 }

@@ -66,6 +66,11 @@ fn sim(args: &Sim) -> Result {
         &args.seed.to_string(),
         "--faults",
         &args.faults,
+        "--layer",
+        match args.layer {
+            xtask::cli::SimLayer::Machines => "machines",
+            xtask::cli::SimLayer::Async => "async",
+        },
     ]);
     if let Some(recipe) = args.recipe {
         cmd.args(["--recipe", recipe.name()]);

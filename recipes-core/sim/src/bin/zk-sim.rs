@@ -1,10 +1,14 @@
-//! `zk-sim [--recipe R] [--schedules N] [--seed S] [--faults LIST]`: runs the simulator
-//! (`cargo xtask sim` runs this). One line per recipe, then `sim: N schedules, V violations`;
-//! a failing schedule prints its seed and its trace, and `--seed S --schedules 1` replays it.
+//! `zk-sim [--layer machines|async] [--recipe R] [--schedules N] [--seed S] [--faults LIST]`:
+//! runs the simulator (`cargo xtask sim` runs this). `--layer machines` (the default) runs the
+//! recipes-core machines against the modelled server; `--layer async` runs the real recipe
+//! crates over real sessions to the in-memory wire server on tokio's paused clock. One line
+//! per recipe, then `sim: N schedules, V violations`; a failing schedule prints its seed (and
+//! for the machines its trace), and `--seed S --schedules 1` replays it.
 
 use std::process::ExitCode;
 use std::time::Instant;
 
+use zk_sim::layer::{self, LayerConfig};
 use zk_sim::{Config, Faults, Recipe, sweep};
 
 fn main() -> ExitCode {
@@ -12,6 +16,7 @@ fn main() -> ExitCode {
     let mut schedules: u64 = 10_000;
     let mut seed: u64 = 1;
     let mut faults = Faults::ALL;
+    let mut async_layer = false;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while let Some(arg) = args.get(i) {
@@ -29,7 +34,7 @@ fn main() -> ExitCode {
         };
         let bad = |what: &str| -> ExitCode {
             eprintln!(
-                "zk-sim: bad {what}; usage: zk-sim [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex] [--schedules N] [--seed S] [--faults all|none|disconnect,expire,lost,meddle,foreign,wrap,abandon,deadlines]"
+                "zk-sim: bad {what}; usage: zk-sim [--layer machines|async] [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex] [--schedules N] [--seed S] [--faults all|none|disconnect,expire,lost,meddle,foreign,wrap,abandon,deadlines]"
             );
             ExitCode::from(2)
         };
@@ -46,13 +51,18 @@ fn main() -> ExitCode {
                 Ok(n) => seed = n,
                 Err(_) => return bad("--seed"),
             },
+            ("--layer", Some(v)) => match v.as_str() {
+                "machines" => async_layer = false,
+                "async" => async_layer = true,
+                _ => return bad("--layer"),
+            },
             ("--faults", Some(v)) => match Faults::parse(&v) {
                 Some(f) => faults = f,
                 None => return bad("--faults"),
             },
             ("--help", _) => {
                 println!(
-                    "zk-sim [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex] [--schedules N] [--seed S] [--faults LIST]"
+                    "zk-sim [--layer machines|async] [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex] [--schedules N] [--seed S] [--faults LIST]"
                 );
                 return ExitCode::SUCCESS;
             }
@@ -62,6 +72,40 @@ fn main() -> ExitCode {
     }
     let mut violations = 0;
     let mut total = 0;
+    if async_layer {
+        for recipe in recipes {
+            let config = LayerConfig {
+                faults: faults != Faults::NONE,
+                ..LayerConfig::new(recipe)
+            };
+            let start = Instant::now();
+            match layer::sweep(schedules, seed, config) {
+                Ok(stats) => println!(
+                    "{:<15} async layer, {schedules} schedules from seed {seed}: 0 violations; {} holds, {} faults, {:.1} s",
+                    recipe.name(),
+                    stats.holds,
+                    stats.faults,
+                    start.elapsed().as_secs_f64()
+                ),
+                Err(failure) => {
+                    violations += 1;
+                    println!("{:<15} VIOLATION at {failure}", recipe.name());
+                    println!(
+                        "replay: zk-sim --layer async --recipe {} --seed {} --schedules 1",
+                        recipe.name(),
+                        failure.seed
+                    );
+                }
+            }
+            total += schedules;
+        }
+        println!("sim: {total} schedules, {violations} violations");
+        return if violations == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
     for recipe in recipes {
         let config = Config {
             faults,

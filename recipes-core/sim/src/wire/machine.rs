@@ -57,6 +57,10 @@ pub struct WireConfig {
     pub shuffle_children: bool,
     /// The longest request frame accepted; a longer one closes the connection.
     pub max_frame_len: usize,
+    /// The longest a request takes to reach the server (each one a seeded time in
+    /// `0..=latency`, in order per connection); zero: at once. A request still on its way
+    /// when its connection drops never arrives.
+    pub latency: Duration,
 }
 
 impl WireConfig {
@@ -69,6 +73,7 @@ impl WireConfig {
             first_cversion: 0,
             shuffle_children: false,
             max_frame_len: zk_proto::DEFAULT_MAX_FRAME_LEN,
+            latency: Duration::ZERO,
         }
     }
 }
@@ -270,6 +275,15 @@ impl ServerMachine {
                 true
             }
             None => false,
+        }
+    }
+
+    /// Sets every session's deadline to `at` (a stopped server expires nobody: `at` far
+    /// ahead), or, with `None`, to `now` plus its timeout (a server that starts gives every
+    /// session it loads its whole timeout again, as ZooKeeper does).
+    pub fn set_deadlines(&mut self, now: Instant, at: Option<Instant>) {
+        for s in self.sessions.values_mut() {
+            s.deadline = at.unwrap_or_else(|| now.checked_add(s.timeout).unwrap_or(now));
         }
     }
 

@@ -63,6 +63,7 @@ mod watches;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
@@ -302,6 +303,30 @@ impl SimServer {
         self.shared.with(|s| s.down = false);
     }
 
+    /// The server process stops: as [`SimServer::down`], but no session expires while it is
+    /// stopped (there is no server to expire it); [`SimServer::start`] gives every session
+    /// its whole timeout again, as a restarted ZooKeeper does with the sessions it loads. A
+    /// client whose session timeout runs out meanwhile says `Lost`, yet its session survives
+    /// if it reconnects within that timeout of the start.
+    pub fn stop(&self) {
+        self.down();
+        let now = Instant::now().into_std();
+        let far = now.checked_add(std::time::Duration::from_secs(365 * 24 * 3600));
+        self.shared
+            .with(|s| s.machine.set_deadlines(now, far.or(Some(now))));
+        self.shared.timer.notify_one();
+    }
+
+    /// The stopped server starts again: every session gets its whole timeout from now.
+    pub fn start(&self) {
+        let now = Instant::now().into_std();
+        self.shared.with(|s| {
+            s.machine.set_deadlines(now, None);
+            s.down = false;
+        });
+        self.shared.timer.notify_one();
+    }
+
     /// Picks a fault with `rng` against the live sessions ([`Fault::pick`]) and applies it.
     pub fn chaos(&self, rng: &mut crate::rng::Rng) -> Option<Fault> {
         let sessions: Vec<i64> = self.sessions().iter().map(|s| s.id).collect();
@@ -388,7 +413,14 @@ async fn serve(
     mut frames: mpsc::UnboundedReceiver<Outgoing>,
     mut switches: watch::Receiver<Switches>,
 ) {
-    let max_frame_len = shared.with(|s| s.machine.config().max_frame_len);
+    let (max_frame_len, latency, seed) = shared.with(|s| {
+        let config = s.machine.config();
+        (config.max_frame_len, config.latency, config.seed)
+    });
+    let mut rng = crate::rng::Rng::new(seed ^ conn.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let latency_ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX);
+    // Requests on their way to the server, with when each arrives (in order).
+    let mut arriving: std::collections::VecDeque<(Instant, BytesMut)> = Default::default();
     let (mut rd, mut wr) = tokio::io::split(stream);
     let mut buf = BytesMut::new();
     'run: loop {
@@ -402,11 +434,20 @@ async fn serve(
             }
             continue;
         }
+        let next_arrival = arriving.front().map(|(at, _)| *at);
         tokio::select! {
             biased;
             changed = switches.changed() => {
                 if changed.is_err() {
                     break;
+                }
+            }
+            () = sleep_until(next_arrival) => {
+                while arriving.front().is_some_and(|(at, _)| *at <= Instant::now()) {
+                    if let Some((_, frame)) = arriving.pop_front() {
+                        let now = Instant::now().into_std();
+                        shared.with(|s| s.machine.handle_frame(now, conn, &frame));
+                    }
                 }
             }
             out = frames.recv() => match out {
@@ -426,9 +467,15 @@ async fn serve(
                 }
                 loop {
                     match zk_proto::split_frame(&mut buf, max_frame_len) {
-                        Ok(Some(frame)) => {
+                        Ok(Some(frame)) if latency_ms == 0 && arriving.is_empty() => {
                             let now = Instant::now().into_std();
                             shared.with(|s| s.machine.handle_frame(now, conn, &frame));
+                        }
+                        Ok(Some(frame)) => {
+                            let delay = Duration::from_millis(rng.below(latency_ms + 1));
+                            let after = arriving.back().map(|(at, _)| *at);
+                            let at = (Instant::now() + delay).max(after.unwrap_or_else(Instant::now));
+                            arriving.push_back((at, frame));
                         }
                         Ok(None) => break,
                         Err(_) => break 'run,
@@ -441,6 +488,14 @@ async fn serve(
         s.machine.handle_disconnect(conn);
         s.links.remove(&conn);
     });
+}
+
+/// Sleeps until `at`, or forever without one.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Sleeps until the machine's next session deadline, then lets it expire what is due; ends
