@@ -5,7 +5,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 
-use recipe_mutex::{Lock, LockGuard, Loss};
+use recipe_mutex::{Guard, Lock, LockGuard, Loss};
 
 use crate::{Error, MemberError};
 
@@ -13,11 +13,11 @@ use crate::{Error, MemberError};
 /// background, guaranteed).
 #[derive(Debug, Default)]
 pub(crate) struct Taken {
-    members: Vec<(Arc<dyn Lock>, LockGuard)>,
+    members: Vec<(Arc<dyn Lock>, Box<dyn Guard>)>,
 }
 
 impl Taken {
-    pub(crate) fn push(&mut self, member: Arc<dyn Lock>, guard: LockGuard) {
+    pub(crate) fn push(&mut self, member: Arc<dyn Lock>, guard: Box<dyn Guard>) {
         self.members.push((member, guard));
     }
 
@@ -29,7 +29,7 @@ impl Taken {
     pub(crate) async fn release_all(&mut self) -> Vec<MemberError> {
         let mut releasing = Vec::new();
         while let Some((member, guard)) = self.members.pop() {
-            releasing.push((member, Box::pin(guard.release())));
+            releasing.push((member, guard.release()));
         }
         // Every future is polled in order before any is awaited again: the first poll of each
         // sends its delete.
@@ -92,9 +92,9 @@ impl MultiGuard {
         Self { taken }
     }
 
-    /// Each member's guard, in the order they were taken.
+    /// Each member's hold, in the order they were taken.
     pub fn members(&self) -> impl Iterator<Item = &LockGuard> {
-        self.taken.members.iter().map(|(_, g)| g)
+        self.taken.members.iter().flat_map(|(_, g)| g.holds())
     }
 
     /// Each member's fencing token (its lock node's creation zxid), in the order taken.
@@ -139,5 +139,24 @@ impl MultiGuard {
             true => Ok(()),
             false => Err(Error::Release(errors)),
         }
+    }
+}
+
+impl Guard for MultiGuard {
+    fn holds(&self) -> Vec<&LockGuard> {
+        self.members().collect()
+    }
+
+    fn release(self: Box<Self>) -> recipe_mutex::LockFuture<'static, ()> {
+        Box::pin(async move {
+            match MultiGuard::release(*self).await {
+                Ok(()) => Ok(()),
+                Err(Error::Release(errors)) => match errors.into_iter().next() {
+                    Some(first) => Err(first.error),
+                    None => Ok(()),
+                },
+                Err(_) => Ok(()),
+            }
+        })
     }
 }

@@ -2,7 +2,8 @@
 //! nothing, released in reverse order.
 //!
 //! Members are any of our locks through the [`Lock`] trait (`InterProcessMutex`, a read/write
-//! lock's `ReadLock` or `WriteLock`, `InterProcessSemaphoreMutex`); this crate depends on
+//! lock's `ReadLock` or `WriteLock`, `InterProcessSemaphoreMutex`, another multi-lock, whose
+//! members join the set); this crate depends on
 //! `recipe-mutex` alone, so a user of multi-locks over mutexes compiles no read/write or
 //! semaphore crate. It holds no lock logic of its own: each member is taken by its own recipe,
 //! on its own nodes, exactly as Curator's members are, so Curator clients and ours exclude each
@@ -58,4 +59,4 @@ mod multi;
 pub use error::{Error, MemberError};
 pub use guard::MultiGuard;
 pub use multi::InterProcessMultiLock;
-pub use recipe_mutex::{Lock, LockGuard, Loss};
+pub use recipe_mutex::{Guard, Lock, LockGuard, Loss};

@@ -11,7 +11,8 @@ use crate::guard::{MultiGuard, Taken};
 use crate::{Error, MemberError};
 
 /// Several locks taken as one: all or nothing, in one canonical order, released in reverse.
-/// See the crate docs for what it does beyond Curator's.
+/// See the crate docs for what it does beyond Curator's. It is a [`Lock`] itself, so
+/// multi-locks nest (their members are then taken in one canonical order).
 ///
 /// Each member is its own lock, taken by its own recipe; every `lock()` of the multi-lock is
 /// its own participant on each member, whatever task asks (two multi-locks over shared
@@ -47,10 +48,20 @@ impl InterProcessMultiLock {
         Self::from_locks(members)
     }
 
-    /// Any of our locks, taken in canonical order (by path), whatever the order given. Two
+    /// Any of our locks, taken in canonical order (by path), whatever the order given. A
+    /// member that is itself a multi-lock gives its members, each taken in the one canonical
+    /// order of the whole set (so nested multi-locks stay deadlock-free among ours). Two
     /// members on one path are refused: [`Error::ReadAndWrite`] for a read and a write lock of
     /// one read/write lock, [`Error::DuplicatePath`] otherwise (either would wait for itself).
-    pub fn from_locks(mut members: Vec<Arc<dyn Lock>>) -> Result<Self, Error> {
+    pub fn from_locks(given: Vec<Arc<dyn Lock>>) -> Result<Self, Error> {
+        let mut members = Vec::with_capacity(given.len());
+        for member in given {
+            let parts = member.parts();
+            match parts.is_empty() {
+                true => members.push(member),
+                false => members.extend(parts),
+            }
+        }
         if members.is_empty() {
             return Err(Error::NoMembers);
         }
@@ -118,5 +129,38 @@ impl InterProcessMultiLock {
     /// Whether every member is held in this process.
     pub fn is_acquired_in_this_process(&self) -> bool {
         self.members.iter().all(|m| m.is_acquired_in_this_process())
+    }
+}
+
+impl Lock for InterProcessMultiLock {
+    fn path(&self) -> &str {
+        self.members.first().map_or("", |m| m.path())
+    }
+
+    fn kind(&self) -> &'static str {
+        "multi"
+    }
+
+    /// Takes every member (see [`InterProcessMultiLock::try_lock_for`]); a member's failure
+    /// is its error (the member is named in [`InterProcessMultiLock::lock`]'s).
+    fn lock_until(
+        &self,
+        deadline: Option<Instant>,
+    ) -> recipe_mutex::LockFuture<'_, Option<Box<dyn recipe_mutex::Guard>>> {
+        Box::pin(async move {
+            match self.take(deadline).await {
+                Ok(taken) => Ok(taken.map(|g| Box::new(g) as Box<dyn recipe_mutex::Guard>)),
+                Err(Error::Member(member)) => Err(member.error),
+                Err(_) => Err(recipe_mutex::Error::TimedOut),
+            }
+        })
+    }
+
+    fn is_acquired_in_this_process(&self) -> bool {
+        InterProcessMultiLock::is_acquired_in_this_process(self)
+    }
+
+    fn parts(&self) -> Vec<Arc<dyn Lock>> {
+        self.members.clone()
     }
 }

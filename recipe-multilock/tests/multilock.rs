@@ -147,6 +147,52 @@ async fn members_that_would_wait_for_each_other_are_refused() {
     ));
 }
 
+/// Issue 23: a multi-lock is a `Lock` itself, so multi-locks nest. An outer multi-lock over
+/// a multi-lock {a, c} and b takes a, b, c in one canonical order (the inner one's members
+/// join the set, so nesting cannot reintroduce a deadlock between ours), refuses a path the
+/// inner one already has, and code generic over `dyn Lock` takes and releases a multi-lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_locks_nest() {
+    let c = client().await;
+    let (a, b, d) = ("/t/ml-nest/a", "/t/ml-nest/b", "/t/ml-nest/c");
+    let inner = Arc::new(InterProcessMultiLock::new(c.clone(), &[d, a]).unwrap());
+    let b_lock: Arc<dyn Lock> = Arc::new(InterProcessMutex::new(c.clone(), b).unwrap());
+    let outer =
+        InterProcessMultiLock::from_locks(vec![inner.clone() as Arc<dyn Lock>, b_lock]).unwrap();
+    let paths: Vec<&str> = outer.members().iter().map(|m| m.path()).collect();
+    assert_eq!(paths, [a, b, d]);
+    let g = bounded(outer.lock()).await.unwrap();
+    let tokens = g.fencing_tokens();
+    assert!(
+        tokens.windows(2).all(|w| w[0] < w[1]),
+        "taken in order: {tokens:?}"
+    );
+    // The inner multi-lock queues behind the outer's hold of its members.
+    assert!(
+        bounded(inner.try_lock_for(Duration::from_millis(200)))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    g.release().await.unwrap();
+    // A path the inner multi-lock has, given again: refused.
+    let again: Arc<dyn Lock> = Arc::new(InterProcessMutex::new(c.clone(), a).unwrap());
+    assert_eq!(
+        InterProcessMultiLock::from_locks(vec![inner.clone() as Arc<dyn Lock>, again]).err(),
+        Some(Error::DuplicatePath { path: a.into() })
+    );
+    // Through `dyn Lock`: a guard of every member, released together.
+    let generic: &dyn Lock = inner.as_ref();
+    assert_eq!(generic.kind(), "multi");
+    let g = bounded(generic.lock()).await.unwrap();
+    assert_eq!(g.holds().len(), 2);
+    assert!(g.is_valid());
+    g.release().await.unwrap();
+    for path in [a, b, d] {
+        wait_children(&c, path, 0).await;
+    }
+}
+
 /// Issue 23, defect 4: a timed multi-lock on a connection that dies while it waits returns
 /// within its deadline and one grace (it took 8 s for 1.5 s: the members taken were released
 /// one awaited delete after another); their deletes go on in the background.

@@ -54,7 +54,7 @@ mod uuid;
 
 pub use error::Error;
 pub use hold::{LockGuard, Loss, NestedGuard};
-pub use lock::{Lock, LockFuture};
+pub use lock::{Guard, Lock, LockFuture};
 pub use mutex::{InterProcessMutex, MutexGuard, participant_nodes, validate_lock_path};
 pub use revoke::{REVOKE_MESSAGE, RevocationListener, revoke};
 #[doc(hidden)]

@@ -1,45 +1,134 @@
-//! [`Lock`]: what every lock of ours offers, so that a multi-lock (or any code generic over
-//! locks) can take a mutex, a read lock, a write lock or a semaphore mutex alike.
+//! [`Lock`] and [`Guard`]: what every lock of ours and every guard offers, so that a
+//! multi-lock (or any code generic over locks) can take a mutex, a read lock, a write lock, a
+//! semaphore mutex or another multi-lock alike.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::{Error, LockGuard};
+use crate::{Error, LockGuard, Loss};
 
-/// A boxed future, as the trait's methods return.
+/// A boxed future, as the traits' methods return.
 pub type LockFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, Error>> + Send + 'a>>;
 
 /// A lock of ours, whatever its kind. Implemented by `InterProcessMutex`, the read/write lock's
-/// `ReadLock` and `WriteLock`, and `InterProcessSemaphoreMutex`; object-safe, so a multi-lock
-/// holds `Arc<dyn Lock>`s.
+/// `ReadLock` and `WriteLock`, `InterProcessSemaphoreMutex` and `InterProcessMultiLock`;
+/// object-safe, so a multi-lock holds `Arc<dyn Lock>`s, multi-locks among them (Curator's
+/// multi-lock is an `InterProcessLock` too).
 ///
 /// Every call to [`Lock::lock_until`] is its own participant: it queues like another
 /// process's, whatever task or handle it comes from, and its guard is the ownership.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use recipe_mutex::{InterProcessMutex, Lock};
+///
+/// // Code generic over locks: any of ours, a multi-lock included.
+/// async fn with_lock(lock: &dyn Lock) -> Result<(), recipe_mutex::Error> {
+///     let Some(guard) = lock.try_lock_for(Duration::from_secs(1)).await? else {
+///         return Ok(()); // busy
+///     };
+///     println!("{} holds, tokens {:?}", lock.path(), guard.fencing_tokens());
+///     guard.release().await
+/// }
+///
+/// # async fn f(client: zk_client::Client) -> Result<(), recipe_mutex::Error> {
+/// let mutex: Arc<dyn Lock> = Arc::new(InterProcessMutex::new(client, "/app/locks/a")?);
+/// with_lock(mutex.as_ref()).await
+/// # }
+/// ```
 pub trait Lock: Send + Sync + std::fmt::Debug {
-    /// The lock's path.
+    /// The lock's path (a multi-lock's: its first member's).
     fn path(&self) -> &str;
 
-    /// The kind of lock (`"mutex"`, `"read"`, `"write"`, `"semaphore-mutex"`).
+    /// The kind of lock (`"mutex"`, `"read"`, `"write"`, `"semaphore-mutex"`, `"multi"`).
     fn kind(&self) -> &'static str;
 
     /// Takes the lock, by `deadline` if one is given (`Ok(None)` when it passes, within one
     /// short grace). Cancel-safe, as every acquire of ours.
-    fn lock_until(&self, deadline: Option<Instant>) -> LockFuture<'_, Option<LockGuard>>;
+    fn lock_until(&self, deadline: Option<Instant>) -> LockFuture<'_, Option<Box<dyn Guard>>>;
 
     /// Whether a guard taken through this handle (or a clone) holds the lock.
     fn is_acquired_in_this_process(&self) -> bool;
 
+    /// The single locks this one is made of (a multi-lock's members), so that a multi-lock
+    /// over it takes them one by one in its own canonical order; empty for a single lock.
+    fn parts(&self) -> Vec<Arc<dyn Lock>> {
+        Vec::new()
+    }
+
     /// Takes the lock, waiting as long as it takes.
-    fn lock(&self) -> LockFuture<'_, LockGuard> {
+    fn lock(&self) -> LockFuture<'_, Box<dyn Guard>> {
         let taking = self.lock_until(None);
         Box::pin(async move { taking.await?.ok_or(Error::TimedOut) })
     }
 
     /// Takes the lock if it can within `timeout`.
-    fn try_lock_for(&self, timeout: Duration) -> LockFuture<'_, Option<LockGuard>> {
+    fn try_lock_for(&self, timeout: Duration) -> LockFuture<'_, Option<Box<dyn Guard>>> {
         self.lock_until(Some(Instant::now() + timeout))
+    }
+}
+
+/// A guard of any of our locks, as [`Lock`] gives it: one or more holds ([`LockGuard`]s),
+/// owned together and released together. The hold of a single lock is one `LockGuard`; a
+/// multi-lock's guard is one per member.
+pub trait Guard: Send + Sync + std::fmt::Debug {
+    /// The holds, in the order they were taken.
+    fn holds(&self) -> Vec<&LockGuard>;
+
+    /// Releases every hold now, the last taken first, and reports the first error. Each
+    /// delete, once started, finishes in the background even if the future is dropped.
+    fn release(self: Box<Self>) -> LockFuture<'static, ()>;
+
+    /// Each hold's fencing token, in the order taken.
+    fn fencing_tokens(&self) -> Vec<i64> {
+        self.holds().iter().map(|h| h.fencing_token()).collect()
+    }
+
+    /// `multi` ops that hold only while every hold's node exists.
+    fn check_ops(&self) -> Vec<zk_client::Op> {
+        self.holds().iter().map(|h| h.check_op()).collect()
+    }
+
+    /// Whether every hold is surely still ours, as far as this process knows (advisory).
+    fn is_valid(&self) -> bool {
+        self.holds().iter().all(|h| h.is_valid())
+    }
+
+    /// Resolves when any hold can no longer be trusted (advisory; see [`LockGuard::lost`]).
+    fn lost(&self) -> Pin<Box<dyn Future<Output = Loss> + Send + '_>> {
+        let losses: Vec<_> = self
+            .holds()
+            .into_iter()
+            .map(|h| Box::pin(h.lost()))
+            .collect();
+        Box::pin(async move {
+            let mut losses = losses;
+            std::future::poll_fn(|cx| {
+                for loss in losses.iter_mut() {
+                    if let std::task::Poll::Ready(l) = loss.as_mut().poll(cx) {
+                        return std::task::Poll::Ready(l);
+                    }
+                }
+                std::task::Poll::Pending
+            })
+            .await
+        })
+    }
+}
+
+impl Guard for LockGuard {
+    fn holds(&self) -> Vec<&LockGuard> {
+        vec![self]
+    }
+
+    fn release(self: Box<Self>) -> LockFuture<'static, ()> {
+        Box::pin(LockGuard::release(*self))
     }
 }

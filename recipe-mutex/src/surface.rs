@@ -17,7 +17,8 @@ pub mod __private {
 ///   itself, or a wrapper such as the write lock's).
 ///
 /// It adds `lock`, `try_lock_for` and `is_acquired_in_this_process`, and implements
-/// [`Lock`](crate::Lock) (so multi-locks take the kind, with plain `LockGuard`s). `kind` is [`Lock::kind`]; `what` names the lock in the docs ("the lock", "the
+/// [`Lock`](crate::Lock) (so multi-locks take the kind; `G` must implement
+/// [`Guard`](crate::Guard)). `kind` is [`Lock::kind`]; `what` names the lock in the docs ("the lock", "the
 /// read lock").
 ///
 /// [`Lock::kind`]: crate::Lock::kind
@@ -61,8 +62,17 @@ macro_rules! lock_surface {
             fn lock_until(
                 &self,
                 deadline: ::std::option::Option<$crate::surface::__private::Instant>,
-            ) -> $crate::LockFuture<'_, ::std::option::Option<$crate::LockGuard>> {
-                ::std::boxed::Box::pin(self.take(deadline))
+            ) -> $crate::LockFuture<
+                '_,
+                ::std::option::Option<::std::boxed::Box<dyn $crate::Guard>>,
+            > {
+                ::std::boxed::Box::pin(async move {
+                    let taken = self.take(deadline).await?;
+                    ::std::result::Result::Ok(taken.map(|guard| {
+                        ::std::boxed::Box::new(self.wrap(guard))
+                            as ::std::boxed::Box<dyn $crate::Guard>
+                    }))
+                })
             }
 
             fn is_acquired_in_this_process(&self) -> bool {

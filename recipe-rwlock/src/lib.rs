@@ -265,6 +265,16 @@ impl std::ops::Deref for WriteGuard {
     }
 }
 
+impl recipe_mutex::Guard for WriteGuard {
+    fn holds(&self) -> Vec<&LockGuard> {
+        vec![&self.guard]
+    }
+
+    fn release(self: Box<Self>) -> recipe_mutex::LockFuture<'static, ()> {
+        Box::pin(WriteGuard::release(*self))
+    }
+}
+
 impl From<WriteGuard> for LockGuard {
     fn from(write: WriteGuard) -> LockGuard {
         write.guard

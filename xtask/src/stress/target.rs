@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use recipe_multilock::{InterProcessMultiLock, MultiGuard};
-use recipe_mutex::{InterProcessMutex, Lock, LockGuard};
+use recipe_mutex::{Guard, InterProcessMutex, Lock};
 use recipe_rwlock::InterProcessReadWriteLock;
 use recipe_semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease};
 use zk_client::Client;
@@ -41,7 +41,7 @@ pub struct Taken {
 #[derive(Debug)]
 pub enum Held {
     /// A lock's guard.
-    Guard(LockGuard),
+    Guard(Box<dyn Guard>),
     /// A multi-lock's guard.
     Multi(MultiGuard),
     /// A semaphore's leases.

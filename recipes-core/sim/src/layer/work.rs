@@ -350,13 +350,45 @@ pub async fn task(scene: Scene, client: Client, mut rng: Rng, rounds: u32) {
     }
 }
 
-/// `lock.lock_until(deadline)` through the `Lock` trait.
-async fn lock_until(
-    lock: &dyn recipe_mutex::Lock,
-    deadline: Option<Instant>,
-) -> Result<Option<LockGuard>, Error> {
-    lock.lock_until(deadline).await
+/// Takes `lock`, by `deadline` if one is given, as `LockGuard` (the kinds whose guard is one).
+async fn lock_until<L>(lock: &L, deadline: Option<Instant>) -> Result<Option<LockGuard>, Error>
+where
+    L: Surface,
+{
+    match deadline {
+        Some(d) => {
+            lock.try_for(d.saturating_duration_since(Instant::now()))
+                .await
+        }
+        None => lock.wait().await.map(Some),
+    }
 }
+
+/// The inherent `lock`/`try_lock_for` of the kinds whose guard is a `LockGuard`.
+trait Surface {
+    fn wait(&self) -> impl Future<Output = Result<LockGuard, Error>> + Send;
+    fn try_for(&self, d: Duration)
+    -> impl Future<Output = Result<Option<LockGuard>, Error>> + Send;
+}
+
+macro_rules! surface {
+    ($($ty:ty),*) => {$(
+        impl Surface for $ty {
+            fn wait(&self) -> impl Future<Output = Result<LockGuard, Error>> + Send {
+                self.lock()
+            }
+            fn try_for(&self, d: Duration) -> impl Future<Output = Result<Option<LockGuard>, Error>> + Send {
+                self.try_lock_for(d)
+            }
+        }
+    )*};
+}
+
+surface!(
+    InterProcessMutex,
+    InterProcessSemaphoreMutex,
+    recipe_rwlock::ReadLock
+);
 
 /// One mutex round: take, hold (maybe re-entering), let go.
 async fn mutex_round(scene: &Scene, client: &Client, m: &InterProcessMutex, mut rng: Rng) {
