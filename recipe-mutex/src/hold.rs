@@ -190,10 +190,6 @@ impl Holds {
         !table.held.is_empty() || (!table.releasing.is_empty() && !session_gone)
     }
 
-    /// How many guards of this lock are alive in this process (nested holds not counted).
-    pub fn held_count(&self) -> usize {
-        self.table().held.len()
-    }
 }
 
 /// Resolves when what `client`'s session holds can no longer be trusted: [`Loss::Unsure`]
@@ -287,7 +283,8 @@ impl LockGuard {
         &self.node.path
     }
 
-    /// The node held, with its session.
+    /// The node held, with its session (for the recipe crates).
+    #[doc(hidden)]
     pub fn node(&self) -> &Acquired {
         &self.node
     }
@@ -350,22 +347,6 @@ impl LockGuard {
         driver::finish_release(self.holds.client(), delete, done).await
     }
 
-    /// Ends the hold without deleting its node, for a recipe that deletes it otherwise (the
-    /// read/write lock's downgrade). The node is the caller's to delete.
-    pub fn forget(mut self) -> Acquired {
-        self.released = true;
-        let mut table = self.holds.table();
-        if let Some(Some(revocation)) = table.held.remove(&self.id) {
-            revocation.abort();
-        }
-        drop(table);
-        self.node.clone()
-    }
-
-    /// The runtime the hold was taken on.
-    pub fn runtime(&self) -> Option<&Handle> {
-        self.runtime.as_ref()
-    }
 }
 
 impl Drop for LockGuard {
