@@ -72,62 +72,49 @@ fn main() -> ExitCode {
     }
     let mut violations = 0;
     let mut total = 0;
-    if async_layer {
-        for recipe in recipes {
+    let layer_flag = if async_layer { "--layer async " } else { "" };
+    for recipe in recipes {
+        let start = Instant::now();
+        // The sweep's totals as text, or the failing seed and what broke.
+        let outcome: Result<String, (u64, String)> = if async_layer {
             let config = LayerConfig {
                 faults: faults != Faults::NONE,
                 ..LayerConfig::new(recipe)
             };
-            let start = Instant::now();
-            match layer::sweep(schedules, seed, config) {
-                Ok(stats) => println!(
-                    "{:<15} async layer, {schedules} schedules from seed {seed}: 0 violations; {} holds, {} faults, {:.1} s",
-                    recipe.name(),
-                    stats.holds,
-                    stats.faults,
-                    start.elapsed().as_secs_f64()
-                ),
-                Err(failure) => {
-                    violations += 1;
-                    println!("{:<15} VIOLATION at {failure}", recipe.name());
-                    println!(
-                        "replay: zk-sim --layer async --recipe {} --seed {} --schedules 1",
-                        recipe.name(),
-                        failure.seed
-                    );
-                }
-            }
-            total += schedules;
-        }
-        println!("sim: {total} schedules, {violations} violations");
-        return if violations == 0 {
-            ExitCode::SUCCESS
+            layer::sweep(schedules, seed, config)
+                .map(|stats| {
+                    format!(
+                        "async layer, {} holds, {} faults",
+                        stats.holds, stats.faults
+                    )
+                })
+                .map_err(|failure| (failure.seed, failure.to_string()))
         } else {
-            ExitCode::FAILURE
+            let config = Config {
+                faults,
+                ..Config::new(recipe)
+            };
+            sweep(schedules, seed, config, recipe.factory())
+                .map(|stats| {
+                    format!(
+                        "{} holds, {} faults, {} steps",
+                        stats.holds, stats.faults, stats.steps
+                    )
+                })
+                .map_err(|failure| (failure.seed, failure.to_string()))
         };
-    }
-    for recipe in recipes {
-        let config = Config {
-            faults,
-            ..Config::new(recipe)
-        };
-        let start = Instant::now();
-        match sweep(schedules, seed, config, recipe.factory()) {
-            Ok(stats) => println!(
-                "{:<10} {schedules} schedules from seed {seed}: 0 violations; {} holds, {} faults, {} steps, {:.1} s",
+        match outcome {
+            Ok(totals) => println!(
+                "{:<15} {schedules} schedules from seed {seed}: 0 violations; {totals}, {:.1} s",
                 recipe.name(),
-                stats.holds,
-                stats.faults,
-                stats.steps,
                 start.elapsed().as_secs_f64()
             ),
-            Err(failure) => {
+            Err((failed, failure)) => {
                 violations += 1;
-                println!("{:<10} VIOLATION at {failure}", recipe.name());
+                println!("{:<15} VIOLATION at {failure}", recipe.name());
                 println!(
-                    "replay: zk-sim --recipe {} --seed {} --schedules 1",
+                    "replay: zk-sim {layer_flag}--recipe {} --seed {failed} --schedules 1",
                     recipe.name(),
-                    failure.seed
                 );
             }
         }
