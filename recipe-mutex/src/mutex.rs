@@ -165,6 +165,7 @@ pub fn validate_lock_path(path: &str) -> Result<(), Error> {
     Ok(())
 }
 
+#[doc(hidden)]
 /// The full paths of the children of `base`, sorted by `predicate`'s order; only those whose
 /// name contains its lock name if `only_its_own` (Curator's read/write lock filters; its mutex
 /// does not).
