@@ -82,6 +82,26 @@ impl Drop for Taken {
 /// [`MultiGuard::release`] does it now and reports every member's error. Like a member's guard,
 /// [`MultiGuard::is_valid`] and [`MultiGuard::lost`] are advisory: the fence is
 /// [`MultiGuard::check_ops`] in a `multi` (or the fencing tokens, checked by the resource).
+///
+/// # Examples
+///
+/// ```no_run
+/// use recipe_multilock::{InterProcessMultiLock, Loss};
+///
+/// # async fn f(client: zk_client::Client) -> Result<(), Box<dyn std::error::Error>> {
+/// let both = InterProcessMultiLock::new(client.clone(), &["/bank/acct/3", "/bank/acct/7"])?;
+/// let guard = both.lock().await?;
+/// // A transfer that commits only while both accounts are still held.
+/// let mut ops = guard.check_ops();
+/// ops.push(zk_client::Op::set_data("/bank/acct/3/balance", "90", None));
+/// ops.push(zk_client::Op::set_data("/bank/acct/7/balance", "110", None));
+/// tokio::select! {
+///     done = client.multi(&ops) => { done?; }
+///     Loss::Lost = guard.lost() => eprintln!("a member's session is gone: nothing written"),
+/// }
+/// guard.release().await?; // /bank/acct/7, then /bank/acct/3
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct MultiGuard {
     taken: Taken,

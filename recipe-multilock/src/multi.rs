@@ -22,6 +22,34 @@ use crate::{Error, MemberError};
 ///
 /// Cancel-safe: dropping an acquire releases the members already taken (in the background,
 /// in reverse order) and the member being taken leaves no node.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use recipe_multilock::{Error, InterProcessMultiLock, Lock};
+///
+/// # async fn f(client: zk_client::Client) -> Result<(), Box<dyn std::error::Error>> {
+/// // Mutexes on two accounts, taken as one within 2 s in all.
+/// let both = InterProcessMultiLock::new(client.clone(), &["/bank/acct/7", "/bank/acct/3"])?;
+/// match both.try_lock_for(Duration::from_secs(2)).await? {
+///     Some(guard) => guard.release().await?,
+///     None => println!("one of them is busy; nothing is held"),
+/// }
+///
+/// // Any of our locks; a path twice is refused before anything is sent.
+/// let rw = recipe_rwlock::InterProcessReadWriteLock::new(client.clone(), "/catalog")?;
+/// let members: Vec<Arc<dyn Lock>> = vec![
+///     Arc::new(rw.read_lock().clone()),
+///     Arc::new(rw.write_lock().clone()),
+/// ];
+/// assert!(matches!(
+///     InterProcessMultiLock::from_locks(members),
+///     Err(Error::ReadAndWrite { .. })
+/// ));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct InterProcessMultiLock {
     /// In canonical order.

@@ -47,6 +47,26 @@ impl std::fmt::Debug for Holds {
 }
 
 /// How a held lock may have been lost, from [`LockGuard::lost`].
+///
+/// # Examples
+///
+/// ```no_run
+/// use recipe_mutex::{InterProcessMutex, Loss};
+///
+/// # async fn work(_token: i64) {}
+/// # async fn f(client: zk_client::Client) -> Result<(), recipe_mutex::Error> {
+/// let guard = InterProcessMutex::new(client, "/app/locks/job")?.lock().await?;
+/// tokio::select! {
+///     () = work(guard.fencing_token()) => guard.release().await?,
+///     loss = guard.lost() => match loss {
+///         // The connection dropped: the lock may still be ours, but stop acting on it.
+///         Loss::Unsure => eprintln!("paused: not sure we still hold the lock"),
+///         // The session is gone: so is the lock; another client may hold it now.
+///         Loss::Lost => eprintln!("lost the lock"),
+///     },
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Loss {
     /// The connection is down, or only a read-only server answers: the lock may still be ours
@@ -189,7 +209,6 @@ impl Holds {
         let session_gone = state.is_terminal() || state == SessionState::Lost;
         !table.held.is_empty() || (!table.releasing.is_empty() && !session_gone)
     }
-
 }
 
 /// Resolves when what `client`'s session holds can no longer be trusted: [`Loss::Unsure`]
@@ -346,7 +365,6 @@ impl LockGuard {
             .end(self.id, &self.node, self.runtime.as_ref());
         driver::finish_release(self.holds.client(), delete, done).await
     }
-
 }
 
 impl Drop for LockGuard {

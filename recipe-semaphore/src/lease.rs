@@ -19,6 +19,22 @@ use zk_client::{Client, SessionState};
 ///
 /// [`Lease::is_valid`] and [`Lease::lost`] are advisory (what this process knows of its
 /// session); the fence is [`Lease::fencing_token`] or [`Lease::check_op`].
+///
+/// # Examples
+///
+/// ```no_run
+/// use recipe_semaphore::InterProcessSemaphoreV2;
+///
+/// # async fn f(client: zk_client::Client) -> Result<(), recipe_semaphore::Error> {
+/// let pool = InterProcessSemaphoreV2::new(client.clone(), "/app/pools/db", 3)?;
+/// let lease = pool.acquire().await?;
+/// // A write fenced by the lease: it commits only while the lease node exists.
+/// let ops = [lease.check_op(), zk_client::Op::set_data("/app/pools/db/owner", "me", None)];
+/// client.multi(&ops).await?;
+/// // Returned from another task: the lease is the ownership.
+/// tokio::spawn(lease.release()).await.expect("returned")?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct Lease {
     client: Client,
