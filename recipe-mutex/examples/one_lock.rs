@@ -1,7 +1,6 @@
 //! The smallest useful program: connect, take a lock, print its fencing token, release,
 //! close. `cargo run --release --example one_lock -- 127.0.0.1:2181 /app/locks/job`; its
-//! stripped size is what a user pays for the lock (issue 17 compares it with the same program
-//! on the `zookeeper-client` crate).
+//! stripped size is what a program pays for the lock.
 
 use recipe_mutex::InterProcessMutex;
 use zk_client::Client;
