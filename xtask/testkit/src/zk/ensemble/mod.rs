@@ -171,8 +171,21 @@ impl Ensemble {
         if NEXT.load(Ordering::Relaxed) == 0 {
             remove_stale_roots(&std::env::temp_dir());
         }
+        if let Some(port) = opts.port {
+            // Another server on the fixed port would answer for ours, which would die of a
+            // BindException unseen: say so now.
+            if let Err(e) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+                return Err(io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    format!(
+                        "port {port} is taken ({e}): another server listens there; stop it, or choose another port"
+                    ),
+                ));
+            }
+        }
         let root = std::env::temp_dir().join(format!(
-            "xtask-zk-{}-{}",
+            "{}{}-{}",
+            root_prefix(launch),
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
@@ -383,9 +396,21 @@ fn out_of_range(i: usize, len: usize) -> io::Error {
     )
 }
 
+/// The start of an ensemble directory's name: `xtask-zk-<pid>-<n>` for servers tied to their
+/// process, `xtask-zk-detached-<pid>-<n>` for those of `cargo xtask zk start`, which outlive
+/// the process that started them (and are removed by `zk stop`, never by the sweep).
+fn root_prefix(launch: Launch) -> &'static str {
+    match launch {
+        Launch::Watched => "xtask-zk-",
+        Launch::Detached => "xtask-zk-detached-",
+    }
+}
+
 /// Removes the ensembles' directories (`xtask-zk-<pid>-<n>`) in `temp` whose process is gone:
 /// a test binary's shared server lives in a `static`, which is never dropped, and a killed
 /// test drops nothing; its JVMs die with it (the stdin watch), its files stay until here.
+/// Detached ensembles' directories (`xtask-zk-detached-...`) are left alone: their servers
+/// run on after the process that started them.
 fn remove_stale_roots(temp: &Path) {
     let Ok(entries) = fs::read_dir(temp) else {
         return;
@@ -428,4 +453,53 @@ fn ensure_deps() -> io::Result<()> {
         *checked = true;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 26, item 1: the sweep removed the directory of a server from `zk start` (whose
+    /// starting process had exited), and the server died at its next connection.
+    #[test]
+    fn the_sweep_leaves_detached_servers_alone() {
+        let temp = std::env::temp_dir().join(format!("xtask-sweep-test-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&temp);
+        // A pid that is not running: above the kernel's largest.
+        let gone = 4_194_304 + 7;
+        let stale = temp.join(format!("{}{gone}-0", root_prefix(Launch::Watched)));
+        let detached = temp.join(format!("{}{gone}-0", root_prefix(Launch::Detached)));
+        fs::create_dir_all(&stale).unwrap();
+        fs::create_dir_all(&detached).unwrap();
+        remove_stale_roots(&temp);
+        assert!(!stale.exists(), "a dead process's directory stays");
+        assert!(
+            detached.exists(),
+            "a detached server's directory was removed"
+        );
+        fs::remove_dir_all(&temp).unwrap();
+    }
+
+    /// Issue 26, item 2: a fixed port another server already listens on is refused before
+    /// anything starts (the other server used to answer for ours).
+    #[test]
+    fn a_taken_fixed_port_is_refused() {
+        let taken = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let port = taken.local_addr().unwrap().port();
+        let opts = ZkOptions::default().port(port);
+        let jvm = Jvm {
+            launcher_dir: PathBuf::new(),
+            main_class: STANDALONE_MAIN,
+            heap_mb: opts.jvm_heap_mb,
+            system_properties: Vec::new(),
+        };
+        let err = Ensemble::create(1, opts, jvm, Launch::Detached)
+            .err()
+            .unwrap();
+        assert_eq!(err.kind(), io::ErrorKind::AddrInUse);
+        assert!(
+            err.to_string().contains(&format!("port {port} is taken")),
+            "{err}"
+        );
+    }
 }
