@@ -51,11 +51,14 @@ pub enum Error {
     /// been applied. Check, then retry if needed.
     #[error("connection lost; the operation may or may not have been applied")]
     ConnectionLoss,
-    /// The session is not connected to a server (it is reconnecting): the request was not
-    /// sent, so it was surely not applied. Retry once connected.
+    /// The session is not connected to a server (it is reconnecting), or the connection was
+    /// lost before any byte of the request was written: the request was not sent, so it was
+    /// surely not applied. Retry once connected.
     #[error("not connected to a server; the request was not sent")]
     NotConnected,
-    /// The client was closed (or dropped); nothing was sent.
+    /// The client was closed (or dropped), or its close gave up on the server, before any
+    /// byte of the request was written: it was not sent. (A request written before a close
+    /// that could not reach a server fails with [`Error::ConnectionLoss`].)
     #[error("client is closed")]
     Closed,
     /// The session moved to another server; retry.
@@ -112,7 +115,9 @@ pub enum Error {
     /// TTL, reads and writes mixed in one multi); nothing was sent.
     #[error("invalid argument: {0}")]
     InvalidArgument(&'static str),
-    /// The server sent something that breaks the protocol; the connection was closed.
+    /// The server sent something that breaks the protocol; the connection was closed. A
+    /// request that gets this was answered with a reply that cannot be read: it may have
+    /// been applied ([`Error::is_uncertain`]).
     #[error(transparent)]
     Protocol(#[from] ProtocolError),
     /// No server answered within the connect timeout.
@@ -270,10 +275,12 @@ impl Error {
         })
     }
 
-    /// Whether the operation may have been applied on the server even though it failed
-    /// (the reply was lost with the connection).
+    /// Whether the operation may have been applied on the server even though it failed:
+    /// it was written and its reply was lost with the connection ([`Error::ConnectionLoss`]),
+    /// or the server answered with a reply that cannot be read ([`Error::Protocol`]). Every
+    /// other error says the operation was not applied.
     pub fn is_uncertain(&self) -> bool {
-        matches!(self, Error::ConnectionLoss)
+        matches!(self, Error::ConnectionLoss | Error::Protocol(_))
     }
 }
 

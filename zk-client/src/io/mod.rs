@@ -81,6 +81,11 @@ const COMMAND_BATCH: usize = 256;
 /// The read buffer's initial size.
 const READ_BUFFER: usize = 64 * 1024;
 
+/// How long a connection's teardown (the last bytes of a session that ended, then the
+/// shutdown: a TLS `close_notify`) may wait for a peer that does not read. It runs in the
+/// background: the session goes on (reconnects, answers calls, closes) meanwhile.
+const TEARDOWN: Duration = Duration::from_secs(1);
+
 pub(crate) struct SessionTask<C: Connect = Tcp> {
     session: Session<Token>,
     /// Which server next, and when.
@@ -504,7 +509,14 @@ impl<C: Connect> SessionTask<C> {
         update(&self.link, |l| l.server = Some(addr));
         let (mut reader, mut writer) = tokio::io::split(stream);
         self.session.handle_connected(Instant::now().into_std());
-        let mut ended = self.pump(&mut reader, &mut writer, addr).await;
+        let mut wbuf = BytesMut::new();
+        let mut ended = self.pump(&mut reader, &mut writer, addr, &mut wbuf).await;
+        // Bytes still unwritten are flushed only when the session ended on its own (they
+        // count as written); otherwise their requests fail as never sent.
+        if !self.session.state().is_terminal() {
+            self.session.handle_unsent(wbuf.len());
+            wbuf.clear();
+        }
         if let Ended::Lost { handshaken, cause } = &mut ended {
             *handshaken = self.session.state().is_connected();
             if !*handshaken {
@@ -520,7 +532,18 @@ impl<C: Connect> SessionTask<C> {
         update(&self.link, |l| l.server = None);
         self.session.handle_disconnect(Instant::now().into_std());
         self.drain_events();
-        let _ = writer.shutdown().await;
+        // A peer that does not read would hold a flush or a TLS shutdown forever: close in
+        // the background, within a budget.
+        tokio::spawn(async move {
+            let teardown = async {
+                if !wbuf.is_empty() {
+                    let _ = writer.write_all(&wbuf).await;
+                }
+                let _ = writer.shutdown().await;
+            };
+            let _ = tokio::time::timeout(TEARDOWN, teardown).await;
+            drop(reader);
+        });
         ended
     }
 
@@ -529,12 +552,12 @@ impl<C: Connect> SessionTask<C> {
         reader: &mut ReadHalf<C::Stream>,
         writer: &mut WriteHalf<C::Stream>,
         peer: SocketAddr,
+        wbuf: &mut BytesMut,
     ) -> Ended {
         let mut codec = ZkFrames {
             max: self.session.config().max_frame_len,
         };
         let mut rbuf = BytesMut::with_capacity(READ_BUFFER);
-        let mut wbuf = BytesMut::new();
         let mut rw_search = RwSearch::new();
         let addr = peer;
         let peer = Some(peer);
@@ -547,14 +570,13 @@ impl<C: Connect> SessionTask<C> {
             self.drain_events();
             if let Some(bytes) = self.session.poll_transmit() {
                 if wbuf.is_empty() {
-                    wbuf = bytes;
+                    *wbuf = bytes;
                 } else {
                     wbuf.extend_from_slice(&bytes);
                 }
             }
             if self.session.state().is_terminal() {
-                // Flush what is queued (the closeSession reply is in), then stop.
-                let _ = writer.write_all(&wbuf).await;
+                // What is queued is flushed by the teardown.
                 return Ended::Done;
             }
             let deadline = self.session.poll_timeout().map(Instant::from_std);
@@ -593,7 +615,7 @@ impl<C: Connect> SessionTask<C> {
                         }
                     },
                 },
-                written = writer.write(&wbuf), if !wbuf.is_empty() => match written {
+                written = writer.write(wbuf), if !wbuf.is_empty() => match written {
                     Ok(0) => return Ended::Lost { handshaken: false, cause: None },
                     Err(e) => {
                         let cause = self.connector.explain(&e, addr);
@@ -604,9 +626,9 @@ impl<C: Connect> SessionTask<C> {
                         // once all is written the buffer is dropped, so the session's own
                         // buffer is unique again and its next frames reuse the allocation.
                         let n = n.min(wbuf.len());
-                        bytes::Buf::advance(&mut wbuf, n);
+                        bytes::Buf::advance(wbuf, n);
                         if wbuf.is_empty() {
-                            wbuf = BytesMut::new();
+                            *wbuf = BytesMut::new();
                         }
                     }
                 },
@@ -623,6 +645,9 @@ impl<C: Connect> SessionTask<C> {
                     None => self.every_client_gone(),
                 },
                 _ = sleep_until(close_at) => {
+                    // What sits unwritten is never sent: its requests fail as not sent.
+                    self.session.handle_unsent(wbuf.len());
+                    wbuf.clear();
                     self.close_here();
                     return Ended::Done;
                 },

@@ -348,3 +348,54 @@ async fn the_first_connect_tries_every_server_once_without_pausing() {
         "{err:?}"
     );
 }
+
+/// Issue 24, item 2: a close that cannot reach the server (it stopped reading) gives up at
+/// its close timeout, and then a request the server read fails as uncertain
+/// (`ConnectionLoss`: it may still be applied), one partly written too, and one still in the
+/// client's buffer as `Closed` (surely not sent). The same when the last handle is dropped.
+#[tokio::test(start_paused = true)]
+async fn a_close_that_times_out_fails_written_requests_as_uncertain() {
+    for drop_instead in [false, true] {
+        let (mem, mut h) = harness();
+        let connecting = tokio::spawn(
+            mem_builder("s1:2181")
+                .close_timeout(Duration::from_secs(2))
+                .connect_via(numbered_hosts(), mem, 7),
+        );
+        let mut conn = h.next().await;
+        conn.read_connect().await;
+        conn.grant(6000, 0x51).await;
+        let c = connecting.await.unwrap().unwrap();
+        let read = tokio::spawn(c.delete("/read", None));
+        let (header, _) = conn.read_request().await.unwrap();
+        assert_eq!(header.xid, 1, "the server read the first request");
+        // The server reads no more: long deletes fill the 64 KiB pipe, the last stays in the
+        // client's buffer.
+        let long = format!("/{}", "n".repeat(20_000));
+        let partly = tokio::spawn(c.delete(&long, None));
+        let stuck: Vec<_> = (0..5)
+            .map(|_| tokio::spawn(c.delete(&long, None)))
+            .collect();
+        let unsent = tokio::spawn(c.delete("/unsent", None));
+        tokio::task::yield_now().await;
+        let t0 = Instant::now();
+        if drop_instead {
+            drop(c);
+        } else {
+            c.close().await.unwrap();
+            assert_eq!(t0.elapsed(), Duration::from_secs(2), "the close timeout");
+        }
+        let read = read.await.unwrap().unwrap_err();
+        assert_eq!(t0.elapsed(), Duration::from_secs(2), "the close timeout");
+        assert_eq!(read, Error::ConnectionLoss);
+        assert!(read.is_uncertain());
+        assert_eq!(partly.await.unwrap(), Err(Error::ConnectionLoss));
+        for s in stuck {
+            assert!(s.await.unwrap().is_err());
+        }
+        let unsent = unsent.await.unwrap().unwrap_err();
+        assert_eq!(unsent, Error::Closed, "drop: {drop_instead}");
+        assert!(!unsent.is_uncertain());
+        drop(conn);
+    }
+}

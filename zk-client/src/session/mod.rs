@@ -192,6 +192,9 @@ enum Phase {
 /// - [`Session::handle_frame`] for every frame read (without its length prefix);
 /// - [`Session::handle_timeout`] when [`Session::poll_timeout`]'s instant has passed
 ///   (a spurious call does nothing);
+/// - [`Session::handle_unsent`] when the connection is going away with bytes handed out by
+///   `poll_transmit` that were never written (before `handle_disconnect` or
+///   [`Session::close_locally`]);
 /// - [`Session::handle_disconnect`] when the connection is gone, including after an input
 ///   returned an error;
 /// - commands: [`Session::submit`] a request with a caller's token `T`, [`Session::forget_watch`].
@@ -206,6 +209,16 @@ enum Phase {
 ///
 /// Replies to normal requests arrive in the order the requests were sent: each reply is
 /// matched to the oldest pending request, and a reply whose xid differs is a protocol error.
+///
+/// # Sent or not
+///
+/// A request that fails without a reply fails with an error that says whether it may have
+/// been applied. Every byte handed out by `poll_transmit` counts as written unless the driver
+/// says otherwise with `handle_unsent`. A request any byte of which was written fails with
+/// [`Error::ConnectionLoss`] (uncertain: the server may apply it), whatever ended the
+/// connection or the session; a request none of which was written fails with a certain
+/// error: [`Error::NotConnected`] when the connection is lost, the session's end
+/// ([`Error::Closed`], [`Error::AuthFailed`], ...) when it ended.
 #[derive(Debug)]
 pub struct Session<T> {
     cfg: SessionConfig,
@@ -217,8 +230,9 @@ pub struct Session<T> {
     last_zxid: i64,
     xids: Xids,
     pending: VecDeque<Pending<T>>,
-    /// Callers of auth packets in flight; `None` for the session's own replays.
-    auths: VecDeque<Option<T>>,
+    /// Auth packets in flight: where each starts in the connection's output, and its
+    /// caller (`None` for the session's own replays).
+    auths: VecDeque<(u64, Option<T>)>,
     /// Every credential added, sent again on each new connection (the server keeps
     /// authentication per connection).
     auth_info: Vec<AuthPacket>,
@@ -239,6 +253,10 @@ pub struct Session<T> {
     exchange: Option<SaslRun>,
     /// Why the session ended, when more is known than its state says.
     ended_by: Option<Error>,
+    /// Bytes of this connection handed out by [`Session::poll_transmit`].
+    handed: u64,
+    /// Of those, how many the driver reported never written ([`Session::handle_unsent`]).
+    unsent: u64,
 }
 
 /// A SASL exchange under way on the current connection.
@@ -282,6 +300,8 @@ impl<T> Session<T> {
             sasl: None,
             exchange: None,
             ended_by: None,
+            handed: 0,
+            unsent: 0,
         }
     }
 
@@ -372,8 +392,9 @@ impl<T> Session<T> {
     }
 
     /// Ends the session here and now, without telling the server (which expires it after its
-    /// timeout): pending requests fail with [`Error::Closed`] and every watcher gets its final
-    /// event. For a close that could not reach a server in time.
+    /// timeout): pending requests fail, with [`Error::Closed`] if they were never written and
+    /// [`Error::ConnectionLoss`] if they were (the server may still apply them), and every
+    /// watcher gets its final event. For a close that could not reach a server in time.
     pub fn close_locally(&mut self) {
         self.closing = true;
         self.phase = Phase::Down;
@@ -403,6 +424,8 @@ impl<T> Session<T> {
             read_only: Some(self.cfg.can_be_read_only),
         };
         self.out.clear();
+        self.handed = 0;
+        self.unsent = 0;
         // A handshake is a few dozen bytes: it always fits the frame limit.
         let _ = encode_frame(&request, &mut self.out, usize::MAX);
         self.phase = Phase::Handshaking;
@@ -437,6 +460,7 @@ impl<T> Session<T> {
             Err(e) => return Err((token, e)),
         };
         let xids_before = self.xids.clone();
+        let at = self.next_offset();
         let xid = match request {
             Request::Auth(_) => xid::AUTH,
             Request::Ping | Request::SetWatches(_) | Request::SetWatches2(_) => {
@@ -452,7 +476,7 @@ impl<T> Session<T> {
             return Err((token, e.into()));
         }
         if xid == xid::AUTH {
-            self.auths.push_back(Some(token));
+            self.auths.push_back((at, Some(token)));
             if let Request::Auth(packet) = request {
                 self.auth_info.push(packet);
             }
@@ -465,6 +489,7 @@ impl<T> Session<T> {
                 op: request.op_code(),
                 token,
                 effect,
+                at,
             });
         }
         self.sent(now);
@@ -631,12 +656,13 @@ impl<T> Session<T> {
     fn replay_auths(&mut self) {
         for packet in &self.auth_info {
             // An auth packet was within the frame limit when it was first sent.
+            let at = self.next_offset();
             let request = Request::Auth(packet.clone());
             if request
                 .encode_frame(xid::AUTH, &mut self.out, usize::MAX)
                 .is_ok()
             {
-                self.auths.push_back(None);
+                self.auths.push_back((at, None));
             }
         }
     }
@@ -700,6 +726,8 @@ impl<T> Session<T> {
         if header.err == ErrorCode::SessionClosedRequireSaslAuth {
             // The server requires SASL (`enforce.auth`) and closes the session, whichever
             // request (a ping too) it answers so: every connection would end the same way.
+            // The request it answers was refused; the others fail as the session's end says.
+            self.refused(header.xid, Error::AuthRequired);
             return Err(self.end_with(SessionState::AuthFailed, Error::AuthRequired));
         }
         match header.xid {
@@ -717,7 +745,7 @@ impl<T> Session<T> {
             }
             xid::PING | xid::SET_WATCHES => Ok(()),
             xid::AUTH => {
-                let token = self.auths.pop_front().ok_or(ProtocolError::UnexpectedXid {
+                let (_, token) = self.auths.pop_front().ok_or(ProtocolError::UnexpectedXid {
                     expected: None,
                     got: header.xid,
                 })?;
@@ -909,8 +937,9 @@ impl<T> Session<T> {
         }
     }
 
-    /// The connection is gone. Every request sent on it fails with `ConnectionLoss` (it may
-    /// or may not have been applied); watches stay registered for a later reconnect.
+    /// The connection is gone. Every request written on it fails with `ConnectionLoss` (it
+    /// may or may not have been applied), every request never written with `NotConnected`
+    /// (see [`Session::handle_unsent`]); watches stay registered for a later reconnect.
     ///
     /// From then on, if no server answers for the negotiated session timeout (counted from
     /// the last frame heard), [`Session::handle_timeout`] reports [`SessionState::Lost`].
@@ -925,7 +954,7 @@ impl<T> Session<T> {
             self.timers.lost = self.last_heard.map(|heard| heard + self.negotiated);
         }
         self.out.clear();
-        let err = self.ended_error().unwrap_or(Error::ConnectionLoss);
+        let err = self.ended_error().unwrap_or(Error::NotConnected);
         self.fail_pending(&err);
         if self.closing {
             self.end(SessionState::Closed);
@@ -934,22 +963,74 @@ impl<T> Session<T> {
         }
     }
 
-    fn fail_pending(&mut self, err: &Error) {
-        for p in self.pending.drain(..) {
+    /// Fails every request in flight: with `ConnectionLoss` if any of its bytes was written
+    /// (the server may apply it), else with `unsent` (it surely was not).
+    fn fail_pending(&mut self, unsent: &Error) {
+        let written = self.handed.saturating_sub(self.unsent);
+        let err = |at: u64| {
+            if at < written {
+                Error::ConnectionLoss
+            } else {
+                unsent.clone()
+            }
+        };
+        for p in std::mem::take(&mut self.pending) {
             if let Effect::Watch { id, .. } = p.effect {
                 self.events.push_back(SessionEvent::Unwatched(id));
             }
             self.events.push_back(SessionEvent::Reply {
                 token: p.token,
-                result: Err(err.clone()),
+                result: Err(err(p.at)),
             });
         }
-        for token in self.auths.drain(..).flatten() {
+        for (at, token) in std::mem::take(&mut self.auths) {
+            if let Some(token) = token {
+                self.events.push_back(SessionEvent::Reply {
+                    token,
+                    result: Err(err(at)),
+                });
+            }
+        }
+    }
+
+    /// The server answered request `xid` (the oldest in flight) with a refusal: it fails
+    /// with `err`, the others stay in flight.
+    fn refused(&mut self, xid: i32, err: Error) {
+        if xid == xid::AUTH {
+            if let Some((_, Some(token))) = self.auths.pop_front() {
+                self.events.push_back(SessionEvent::Reply {
+                    token,
+                    result: Err(err),
+                });
+            }
+            return;
+        }
+        if self.pending.front().map(|p| p.xid) != Some(xid) {
+            return;
+        }
+        if let Some(p) = self.pending.pop_front() {
+            if let Effect::Watch { id, .. } = p.effect {
+                self.events.push_back(SessionEvent::Unwatched(id));
+            }
             self.events.push_back(SessionEvent::Reply {
-                token,
-                result: Err(err.clone()),
+                token: p.token,
+                result: Err(err),
             });
         }
+    }
+
+    /// The driver is giving up the connection with the last `n` bytes handed out by
+    /// [`Session::poll_transmit`] never written (they sat in its buffer, the peer not
+    /// reading). The requests in them fail as certainly not sent rather than as uncertain.
+    /// Call it before [`Session::handle_disconnect`] or [`Session::close_locally`]; a driver
+    /// that never calls it makes every request handed out count as written.
+    pub fn handle_unsent(&mut self, n: usize) {
+        self.unsent = (n as u64).min(self.handed);
+    }
+
+    /// Where the next byte queued goes in the connection's output.
+    fn next_offset(&self) -> u64 {
+        self.handed + self.out.len() as u64
     }
 
     /// Ends the session for good with `err` as the reason requests fail from now on; returns
@@ -994,7 +1075,11 @@ impl<T> Session<T> {
 
     /// Bytes to write to the connection, in order, if any.
     pub fn poll_transmit(&mut self) -> Option<BytesMut> {
-        (!self.out.is_empty()).then(|| self.out.split())
+        if self.out.is_empty() {
+            return None;
+        }
+        self.handed += self.out.len() as u64;
+        Some(self.out.split())
     }
 
     /// The next output event, if any.

@@ -12,6 +12,8 @@ pub(crate) struct Pending<T> {
     pub op: OpCode,
     pub token: T,
     pub effect: Effect,
+    /// Where its first byte is in the connection's output (see `Session::handle_unsent`).
+    pub at: u64,
 }
 
 /// What a reply changes in the session beside completing its caller.

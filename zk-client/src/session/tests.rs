@@ -215,6 +215,7 @@ fn a_reply_with_the_wrong_xid_is_a_protocol_error_and_fails_everything() {
     let mut s = connected(t0);
     s.submit(t0, get_data("/a", false), 1, None).unwrap();
     s.submit(t0, get_data("/b", false), 2, None).unwrap();
+    assert_eq!(sent(&mut s).len(), 2);
     let err = s.handle_frame(t0, &data_reply(2, 5, b"")).unwrap_err();
     assert_eq!(
         err,
@@ -499,11 +500,12 @@ fn auth_replies_are_matched_apart_and_a_failure_is_terminal() {
         ev[2],
         SessionEvent::State(SessionState::AuthFailed)
     ));
+    // The read written before the failed credentials may have been served: uncertain.
     assert!(matches!(
         ev[3],
         SessionEvent::Reply {
             token: 1,
-            result: Err(Error::AuthFailed)
+            result: Err(Error::ConnectionLoss)
         }
     ));
 }
@@ -1179,9 +1181,13 @@ fn a_server_requiring_sasl_ends_the_session_with_auth_required() {
             _ => None,
         })
         .collect();
+    // The request answered so was refused; the one written after it may have been served.
     assert_eq!(
         failed,
-        vec![(1, Err(Error::AuthRequired)), (2, Err(Error::AuthRequired))]
+        vec![
+            (1, Err(Error::AuthRequired)),
+            (2, Err(Error::ConnectionLoss))
+        ]
     );
     // Also when it answers a ping so.
     let mut s = connected(t0);
@@ -1194,4 +1200,161 @@ fn a_server_requiring_sasl_ends_the_session_with_auth_required() {
         )
         .unwrap_err();
     assert_eq!(err, Error::AuthRequired);
+}
+
+// ---- Sent or not: every path that fails requests in flight (issue 24, item 2) -----------
+
+/// Submits a read with token `token` and returns its frame's length once handed out.
+fn handed(s: &mut Session<u32>, t0: Instant, token: u32) -> usize {
+    s.submit(t0, get_data("/x", false), token, None).unwrap();
+    frames(s).iter().map(|f| f.len() + 4).sum()
+}
+
+/// The tokens' results, in the order they came.
+fn results(s: &mut Session<u32>) -> Vec<(u32, Result<Response, Error>)> {
+    events(s)
+        .into_iter()
+        .filter_map(|e| match e {
+            SessionEvent::Reply { token, result } => Some((token, result)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A close that gives up on the server: a request written fails as uncertain
+/// (`ConnectionLoss`: the server may still apply it), one left in the driver's buffer or
+/// never handed out fails as `Closed` (surely not applied).
+#[test]
+fn a_close_that_gives_up_fails_written_requests_as_uncertain() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    handed(&mut s, t0, 1);
+    let unwritten = handed(&mut s, t0, 2);
+    s.submit(t0, get_data("/y", false), 3, None).unwrap(); // never handed out
+    s.handle_unsent(unwritten);
+    s.close_locally();
+    let got = results(&mut s);
+    assert_eq!(
+        got,
+        vec![
+            (1, Err(Error::ConnectionLoss)),
+            (2, Err(Error::Closed)),
+            (3, Err(Error::Closed)),
+        ]
+    );
+    assert!(got[0].1.as_ref().unwrap_err().is_uncertain());
+    assert!(!got[1].1.as_ref().unwrap_err().is_uncertain());
+    // A request partly written counts as written.
+    let mut s = connected(t0);
+    let len = handed(&mut s, t0, 1);
+    s.handle_unsent(len - 1);
+    s.close_locally();
+    assert_eq!(results(&mut s), vec![(1, Err(Error::ConnectionLoss))]);
+    // A driver that says nothing makes everything handed out count as written.
+    let mut s = connected(t0);
+    handed(&mut s, t0, 1);
+    s.close_locally();
+    assert_eq!(results(&mut s), vec![(1, Err(Error::ConnectionLoss))]);
+}
+
+/// A lost connection: written requests fail as `ConnectionLoss`, the ones never written as
+/// `NotConnected`. A later `Lost` fails nothing more (nothing is in flight without a
+/// connection), and requests then fail as not sent.
+#[test]
+fn a_lost_connection_fails_unwritten_requests_as_not_sent() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    handed(&mut s, t0, 1);
+    let unwritten = handed(&mut s, t0, 2);
+    // The read deadline: nothing heard for two thirds of the timeout.
+    assert_eq!(s.handle_timeout(t0 + secs(4)), Err(Error::ConnectionLoss));
+    s.handle_unsent(unwritten);
+    s.handle_disconnect(t0 + secs(4));
+    assert_eq!(
+        results(&mut s),
+        vec![
+            (1, Err(Error::ConnectionLoss)),
+            (2, Err(Error::NotConnected))
+        ]
+    );
+    s.handle_timeout(t0 + secs(6)).unwrap();
+    assert_eq!(s.state(), SessionState::Lost);
+    assert!(results(&mut s).is_empty());
+    let (_, err) = s
+        .submit(t0 + secs(6), get_data("/x", false), 3, None)
+        .unwrap_err();
+    assert_eq!(err, Error::NotConnected);
+}
+
+/// Failed credentials end the session: the auth's caller gets `AuthFailed`, a request
+/// written after it `ConnectionLoss`, one never written `AuthFailed`.
+#[test]
+fn an_auth_failure_fails_unwritten_requests_with_the_reason() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    s.submit(t0, auth("u:bad"), 1, None).unwrap();
+    frames(&mut s);
+    handed(&mut s, t0, 2);
+    let unwritten = handed(&mut s, t0, 3);
+    s.handle_unsent(unwritten);
+    let err = s
+        .handle_frame(t0, &reply(xid::AUTH, 0, ErrorCode::AuthFailed, None))
+        .unwrap_err();
+    assert_eq!(err, Error::AuthFailed);
+    assert_eq!(
+        results(&mut s),
+        vec![
+            (1, Err(Error::AuthFailed)),
+            (2, Err(Error::ConnectionLoss)),
+            (3, Err(Error::AuthFailed)),
+        ]
+    );
+    // A server requiring SASL: the request it answers so is refused, the one written after
+    // it is uncertain, the one never written is refused too.
+    let mut s = connected(t0);
+    handed(&mut s, t0, 1);
+    handed(&mut s, t0, 2);
+    let unwritten = handed(&mut s, t0, 3);
+    s.handle_unsent(unwritten);
+    let err = s
+        .handle_frame(
+            t0,
+            &reply(1, 0, ErrorCode::SessionClosedRequireSaslAuth, None),
+        )
+        .unwrap_err();
+    assert_eq!(err, Error::AuthRequired);
+    assert_eq!(
+        results(&mut s),
+        vec![
+            (1, Err(Error::AuthRequired)),
+            (2, Err(Error::ConnectionLoss)),
+            (3, Err(Error::AuthRequired)),
+        ]
+    );
+}
+
+/// A reply that cannot be decoded: its caller gets the decode error, which is uncertain (the
+/// server answered, so it may have applied the request); the connection then goes, and the
+/// others fail as written or not.
+#[test]
+fn a_reply_that_cannot_be_decoded_is_uncertain_and_the_others_fail_as_written_or_not() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    handed(&mut s, t0, 1);
+    handed(&mut s, t0, 2);
+    let unwritten = handed(&mut s, t0, 3);
+    let mut bad = data_reply(1, 5, b"xyz");
+    bad.truncate(bad.len() - 3);
+    let err = s.handle_frame(t0, &bad).unwrap_err();
+    assert!(err.is_uncertain(), "{err:?}");
+    s.handle_unsent(unwritten);
+    s.handle_disconnect(t0);
+    assert_eq!(
+        results(&mut s),
+        vec![
+            (1, Err(err)),
+            (2, Err(Error::ConnectionLoss)),
+            (3, Err(Error::NotConnected)),
+        ]
+    );
 }
