@@ -156,7 +156,8 @@ impl ClientBuilder {
     ///
     /// The servers are tried in a random order (as the Java client does, so that clients
     /// spread over the ensemble), each once for the first session; names are resolved again
-    /// on every attempt.
+    /// on every attempt, and every address a name resolves to is tried, in a random order,
+    /// within the connect timeout (`localhost` reaches a server on `127.0.0.1` or `::1`).
     pub async fn connect(self) -> Result<Client, Error> {
         self.connect_with(crate::io::system_resolver()).await
     }

@@ -3,7 +3,9 @@
 //!
 //! The rules are the Java client's (`StaticHostProvider`, `ClientCnxn`), with its gaps closed:
 //! - the connect string's servers are tried in a random order (so clients spread over the
-//!   ensemble), one after the other, round after round;
+//!   ensemble), one after the other, round after round; an attempt on a server tries every
+//!   address its name resolves to, shuffled, within the attempt's budget (the session task
+//!   does that);
 //! - for the first session, one round: then the last failure is reported;
 //! - after a failed round, a pause that doubles from 100 ms up to 1 s;
 //! - after an established connection is lost, a random pause of up to 1 s before the next
@@ -154,6 +156,11 @@ impl Dialer {
         self.hosts = hosts;
         self.attempts = 0;
         current.is_none_or(|c| self.hosts.contains(c))
+    }
+
+    /// Shuffles `addrs` (the addresses of one server, tried in this order).
+    pub(crate) fn shuffle(&mut self, addrs: &mut [SocketAddr]) {
+        shuffle(addrs, &mut self.rng);
     }
 
     /// A random number below `n` (0 if `n` is 0).

@@ -297,7 +297,7 @@ impl<C: Connect> SessionTask<C> {
             }
             let budget = self.session.connect_budget();
             self.current = None;
-            let addr = match self.dialer.next(Instant::now().into_std()) {
+            let addrs = match self.dialer.next(Instant::now().into_std()) {
                 Step::WaitUntil(until) => {
                     let until = Instant::from_std(until);
                     if self
@@ -315,11 +315,11 @@ impl<C: Connect> SessionTask<C> {
                     }
                     break;
                 }
-                Step::Addr(addr) => addr,
+                Step::Addr(addr) => vec![addr],
                 Step::Host(host, port) => {
                     self.current = Some((host.clone(), port));
-                    match self.resolve_one(host, port, budget).await {
-                        Ok(addr) => addr,
+                    match self.resolve(host, port, budget).await {
+                        Ok(addrs) => addrs,
                         Err(Some(e)) => {
                             self.dialer.failed(Instant::now().into_std(), e);
                             continue;
@@ -328,11 +328,9 @@ impl<C: Connect> SessionTask<C> {
                     }
                 }
             };
-            let host = self.current.as_ref().map(|(host, _)| host.as_str());
-            let connect = tokio::time::timeout(budget, self.connector.connect(host, addr));
-            let failure = match self.while_waiting(connect).await {
+            let failure = match self.connect_any(addrs, budget).await {
                 None => break,
-                Some(Ok(Ok(stream))) => match self.connection(stream, addr).await {
+                Some(Ok((stream, addr))) => match self.connection(stream, addr).await {
                     Ended::Done => break,
                     Ended::Lost {
                         handshaken: true, ..
@@ -352,22 +350,51 @@ impl<C: Connect> SessionTask<C> {
                         unreachable(&addr.to_string(), eof)
                     }),
                 },
-                Some(Ok(Err(e))) => e,
-                Some(Err(_)) => Error::ConnectTimeout,
+                Some(Err(e)) => e,
             };
             self.dialer.failed(Instant::now().into_std(), failure);
         }
         self.finish();
     }
 
-    /// Resolves `host` (within `budget`) and picks one of its addresses at random. `Err(None)`
-    /// when the task must stop meanwhile.
-    async fn resolve_one(
+    /// Opens a stream to one of `addrs` (every address of one server, shuffled), trying them
+    /// in turn until one accepts, all within `budget`: each gets an equal share of what is
+    /// left, so a refusal passes on at once and a silent address cannot use up the others'
+    /// time. The last failure when none accepts; `None` when the task must stop meanwhile.
+    async fn connect_any(
+        &mut self,
+        addrs: Vec<SocketAddr>,
+        budget: Duration,
+    ) -> Option<Result<(C::Stream, SocketAddr), Error>> {
+        let host = self.current.as_ref().map(|(host, _)| host.clone());
+        let started = Instant::now();
+        let mut failure = Error::ConnectTimeout;
+        let count = addrs.len();
+        for (i, addr) in addrs.into_iter().enumerate() {
+            let left = budget.saturating_sub(started.elapsed());
+            let share = left / u32::try_from(count - i).unwrap_or(u32::MAX);
+            let connect = self.connector.connect(host.as_deref(), addr);
+            match self
+                .while_waiting(tokio::time::timeout(share, connect))
+                .await?
+            {
+                Ok(Ok(stream)) => return Some(Ok((stream, addr))),
+                Ok(Err(e)) => failure = e,
+                Err(_) => failure = Error::ConnectTimeout,
+            }
+        }
+        Some(Err(failure))
+    }
+
+    /// Resolves `host` (within `budget`): every address, shuffled (as the Java client's
+    /// `StaticHostProvider`, a name with an IPv6 and an IPv4 address is reached on
+    /// whichever answers). `Err(None)` when the task must stop meanwhile.
+    async fn resolve(
         &mut self,
         host: String,
         port: u16,
         budget: Duration,
-    ) -> Result<SocketAddr, Option<Error>> {
+    ) -> Result<Vec<SocketAddr>, Option<Error>> {
         let server = if host.contains(':') {
             format!("[{host}]:{port}")
         } else {
@@ -380,17 +407,15 @@ impl<C: Connect> SessionTask<C> {
             Some(Ok(Err(e))) => return Err(Some(unreachable(&server, e))),
             Some(Err(_)) => return Err(Some(Error::ConnectTimeout)),
         };
-        let i = self.dialer.random(resolved.len() as u64);
-        let picked = usize::try_from(i)
-            .ok()
-            .and_then(|i| resolved.get(i))
-            .copied();
-        picked.ok_or_else(|| {
-            Some(unreachable(
+        let mut resolved = resolved;
+        if resolved.is_empty() {
+            return Err(Some(unreachable(
                 &server,
                 std::io::Error::new(std::io::ErrorKind::NotFound, "the name has no address"),
-            ))
-        })
+            )));
+        }
+        self.dialer.shuffle(&mut resolved);
+        Ok(resolved)
     }
 
     /// Waits for `fut` while there is no connection, still running the session's timers

@@ -63,6 +63,36 @@ async fn names_are_resolved_on_every_attempt() {
     c.close().await.unwrap();
 }
 
+/// Issue 24, item 3: a name with several addresses (`localhost`: `::1` and `127.0.0.1`, the
+/// server on one of them only) is reached on whichever serves: every address is tried, in a
+/// shuffled order, within the connect timeout; 20 first connects all succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_address_of_a_name_is_tried_on_the_first_connect() {
+    let zk = zk_testkit::ZkServer::start().unwrap();
+    let refusing = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let serving = zk.addr();
+    let resolve: Resolver = Arc::new(move |_host: String, _port: u16| {
+        Box::pin(async move { Ok(vec![refusing, serving]) })
+    });
+    let mut sessions = std::collections::HashSet::new();
+    for _ in 0..20 {
+        let c = Client::builder()
+            .hosts("zk.test:2181")
+            .session_timeout(Duration::from_secs(10))
+            .connect_timeout(Duration::from_secs(5))
+            .connect_with(resolve.clone())
+            .await
+            .expect("a connect on the serving address");
+        assert_eq!(c.server_addr(), Some(serving));
+        sessions.insert(c.session_id());
+        c.close().await.unwrap();
+    }
+    assert_eq!(sessions.len(), 20, "a new session each time");
+}
+
 // ---- The whole task over in-memory streams, on tokio's paused clock ---------------------
 //
 // Time only moves when every task waits, and then straight to the next deadline: the ping,
