@@ -268,12 +268,15 @@ async fn handshake_with_timeout_zero_fails_with_session_expired() {
 /// Answers to a `ConnectRequest` that are not a `ConnectResponse`, and whether the server
 /// hangs up after writing them.
 fn garbage_answers() -> Vec<(&'static str, Vec<u8>, bool)> {
-    let mut trailing = encoded(&[&session(30_000)]);
-    trailing.extend([9, 9, 9, 9, 9]);
+    // A password whose length runs past the frame.
+    let mut lying = encoded(&[&session(30_000)]);
+    lying.truncate(16);
+    lying.extend(100i32.to_be_bytes());
+    lying.extend([7; 16]);
     vec![
         ("short frame", framed(&[1, 2, 3]), false),
         ("HTTP", b"HTTP/1.1 400 Bad Request\r\n\r\n".to_vec(), false),
-        ("trailing bytes", framed(&trailing), false),
+        ("a length that lies", framed(&lying), false),
         ("negative length", (-7i32).to_be_bytes().to_vec(), false),
         ("half a frame, then EOF", vec![0, 0, 0, 40, 1, 2, 3], true),
     ]
@@ -308,6 +311,56 @@ async fn garbage_handshake_reports_the_protocol_error() {
         matches!(&result, Err(Error::NotZooKeeper { server, detail }) if detail.contains("frame") && server.starts_with("127.0.0.1:")),
         "{result:?}"
     );
+}
+
+// Issue 24, item 4: bytes after the fields we know (a newer server's) are ignored, as Java
+// ignores them: in the handshake's answer, a reply, an error reply and a notification. A
+// length that runs past the frame is still refused.
+#[tokio::test]
+async fn trailing_bytes_after_known_fields_are_ignored_as_java_does() {
+    bounded(async {
+        const EXTRA: [u8; 6] = [0, 0, 0, 2, 0xab, 0xcd];
+        let with_extra = |payload: Vec<u8>| framed(&[payload, EXTRA.to_vec()].concat());
+        let srv = FakeServer::bind().await;
+        let (client, mut conn) = tokio::join!(builder().hosts(srv.hosts()).connect(), async {
+            let mut conn = srv.accept().await;
+            conn.read_connect().await;
+            conn.send(&with_extra(encoded(&[&session(30_000)]))).await;
+            conn
+        });
+        let client = client.expect("a handshake answer with trailing bytes connects");
+        let (got, ()) = tokio::join!(client.get_data_and_watch("/t"), async {
+            let (header, _) = conn.read_request().await;
+            conn.send(&with_extra(data_payload(header.xid, b"v"))).await;
+        });
+        let (data, _, watcher) = got.expect("a reply with trailing bytes is read");
+        assert_eq!(&data[..], b"v");
+        let (got, ()) = tokio::join!(client.get_data("/missing"), async {
+            let (header, _) = conn.read_request().await;
+            let payload = reply_payload(header.xid, ErrorCode::NoNode, None);
+            conn.send(&with_extra(payload)).await;
+        });
+        assert_eq!(got, Err(Error::NoNode));
+        let mut event = notification(EventType::NodeDataChanged, "/t");
+        event.drain(..4);
+        conn.send(&with_extra(event)).await;
+        assert_eq!(watcher.await.event_type, EventType::NodeDataChanged);
+        assert_eq!(client.state(), SessionState::Connected);
+        // Still refused: a data length that runs past the end of the frame.
+        let (got, ()) = tokio::join!(client.get_data("/lie"), async {
+            let (header, _) = conn.read_request().await;
+            let mut payload = reply_payload(header.xid, ErrorCode::Ok, None);
+            payload.extend(1000i32.to_be_bytes());
+            payload.extend(b"short");
+            conn.send(&framed(&payload)).await;
+        });
+        assert!(
+            matches!(got, Err(Error::Protocol(ProtocolError::Decode(_)))),
+            "{got:?}"
+        );
+        wait_state(&client, SessionState::Disconnected).await;
+    })
+    .await;
 }
 
 // 9.

@@ -22,6 +22,23 @@ pub trait Decode: Sized {
         r.finish(record)?;
         Ok(value)
     }
+
+    /// Decodes one value from the start of `bytes` and ignores whatever follows it, as
+    /// Java's jute readers do with a server's frames (see the crate's "Trailing bytes"). A
+    /// value cut short, or a length that runs past the end, is still an error.
+    ///
+    /// ```
+    /// use zk_proto::{Decode, ReplyHeader};
+    ///
+    /// let mut frame = vec![0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0];
+    /// frame.extend([1, 2, 3]); // a field of a newer server
+    /// assert_eq!(ReplyHeader::decode_prefix(&frame).unwrap().xid, 5);
+    /// assert!(ReplyHeader::decode_exact(&frame, "ReplyHeader").is_err());
+    /// assert!(ReplyHeader::decode_prefix(&frame[..15]).is_err());
+    /// ```
+    fn decode_prefix(bytes: &[u8]) -> Result<Self, DecodeError> {
+        Self::decode(&mut Reader::new(bytes))
+    }
 }
 
 /// A value that can be written as jute bytes.

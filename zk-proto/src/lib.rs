@@ -11,6 +11,21 @@
 //! wire before the bytes it announces are there. Encoding produces the bytes Java's jute
 //! classes produce, checked by `cargo xtask conformance` against ZooKeeper's own jars.
 //!
+//! # Trailing bytes
+//!
+//! A newer server may append fields to a record; Java's client reads the fields it knows and
+//! ignores whatever follows, in every frame from the server: the handshake's
+//! `ConnectResponse` (after `readOnly`), a reply (after its body, or after the header of an
+//! error reply), a watch notification (after its `WatcherEvent`), a SASL reply. A client of
+//! this crate does the same: [`Decode::decode_prefix`] for the `ConnectResponse`, and for
+//! replies and notifications a [`Reader`] that is not [`finish`](Reader::finish)ed. What is
+//! still refused is what Java cannot read either: a frame shorter than its fields, and a
+//! length prefix (of a string, a buffer, a vector) that runs past the end of the frame.
+//!
+//! The strict decoders stay for whoever checks bytes exactly (conformance against the Java
+//! classes, tests, a server reading a client): [`Decode::decode_exact`] and
+//! [`ServerFrame::decode`] refuse trailing bytes with [`DecodeError::TrailingBytes`].
+//!
 //! # Examples
 //!
 //! Decode a reply frame to a `getChildren` request:

@@ -49,8 +49,9 @@ pub enum Response {
 }
 
 impl Response {
-    /// Decodes the body of a successful reply to a request of kind `op`. The caller checks
-    /// that nothing is left afterwards ([`Reader::finish`]).
+    /// Decodes the body of a successful reply to a request of kind `op`. Bytes after it are
+    /// left in `r`: a strict caller checks that nothing is left ([`Reader::finish`]); a client
+    /// ignores them, as Java does (see the crate's "Trailing bytes").
     pub fn decode(op: OpCode, r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         use OpCode as O;
         Ok(match op {

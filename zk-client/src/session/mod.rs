@@ -542,7 +542,8 @@ impl<T> Session<T> {
     }
 
     fn handle_handshake(&mut self, now: Instant, frame: &[u8]) -> Result<(), Error> {
-        let resp = match ConnectResponse::decode_exact(frame, "ConnectResponse") {
+        // Bytes after the fields we know are ignored, as Java does (a newer server's fields).
+        let resp = match ConnectResponse::decode_prefix(frame) {
             Ok(resp) => resp,
             Err(e) => return Err(refused_handshake(frame).unwrap_or(e.into())),
         };
@@ -613,8 +614,8 @@ impl<T> Session<T> {
             };
             return Err(self.end_with(SessionState::AuthFailed, err));
         }
+        // Bytes after the reply are ignored, as Java does.
         let reply = SetSaslResponse::decode(&mut r)?;
-        r.finish("SetSASLResponse")?;
         let token = reply.token.unwrap_or_default();
         let Some(mut run) = self.exchange.take() else {
             return Err(ProtocolError::Unexpected("SASL reply without an exchange").into());
@@ -739,7 +740,7 @@ impl<T> Session<T> {
                     Err(DecodeError::BadUtf8 { .. }) => return Ok(()),
                     Err(e) => return Err(e.into()),
                 };
-                r.finish("WatcherEvent")?;
+                // Bytes after the event are ignored, as Java does.
                 self.dispatch_event(event);
                 Ok(())
             }
@@ -785,9 +786,10 @@ impl<T> Session<T> {
     }
 
     fn complete(&mut self, p: Pending<T>, err: ErrorCode, mut r: Reader<'_>) -> Result<(), Error> {
-        // An error reply's body, if the server sent one, is not read (as the Java client).
+        // An error reply's body, if the server sent one, is not read, nor are bytes after a
+        // body (as the Java client: a newer server's fields).
         let decoded = if err.is_ok() {
-            Response::decode(p.op, &mut r).and_then(|b| r.finish("reply").map(|()| Some(b)))
+            Response::decode(p.op, &mut r).map(Some)
         } else {
             Ok(None)
         };

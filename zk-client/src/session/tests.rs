@@ -1358,3 +1358,42 @@ fn a_reply_that_cannot_be_decoded_is_uncertain_and_the_others_fail_as_written_or
         ]
     );
 }
+
+/// Issue 24, item 4: bytes after the fields we know (a newer server's) are ignored, as Java
+/// ignores them, in the handshake's answer, a reply and a notification; a frame cut short is
+/// still refused.
+#[test]
+fn bytes_after_the_known_fields_are_ignored_as_java_does() {
+    let t0 = Instant::now();
+    let mut s = Session::new(cfg());
+    s.handle_connected(t0);
+    frames(&mut s);
+    let mut hello = connect_response(6000, 0x11);
+    hello.extend([0, 0, 0, 1, 9]);
+    s.handle_frame(t0, &hello).unwrap();
+    assert_eq!(s.state(), SessionState::Connected);
+    s.submit(t0, get_data("/a", true), 1, Some(WatcherId(1)))
+        .unwrap();
+    frames(&mut s);
+    let mut answer = data_reply(1, 5, b"v");
+    answer.extend([1, 2, 3]);
+    s.handle_frame(t0, &answer).unwrap();
+    let mut event = notification(EventType::NodeDataChanged, "/a");
+    event.extend([4, 5, 6]);
+    s.handle_frame(t0, &event).unwrap();
+    let ev = events(&mut s);
+    assert!(
+        matches!(&ev[1], SessionEvent::Reply { token: 1, result: Ok(Response::GetData(r)) } if r.data.as_deref() == Some(&b"v"[..])),
+        "{ev:?}"
+    );
+    assert!(
+        matches!(&ev[2], SessionEvent::Watch { id: WatcherId(1), event, .. } if event.path == "/a"),
+        "{ev:?}"
+    );
+    // Short is still an error.
+    s.submit(t0, get_data("/b", false), 2, None).unwrap();
+    frames(&mut s);
+    let mut cut = data_reply(2, 6, b"v");
+    cut.truncate(cut.len() - 1);
+    assert!(s.handle_frame(t0, &cut).is_err());
+}
