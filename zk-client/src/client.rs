@@ -20,9 +20,17 @@ use crate::session::{Session, SessionConfig, SessionState, WatcherId};
 use crate::watcher::{OneshotWatcher, PersistentWatcher, WatchSink};
 use crate::{ConnectString, Error};
 
-/// The default limit on node data: ZooKeeper's `jute.maxbuffer` (`0xfffff`) less room for
-/// the rest of the request.
-pub const DEFAULT_MAX_DATA_LEN: usize = 0xfffff - 1024;
+/// The default limit on a request's encoded size (its frame, without the 4-byte length
+/// prefix): ZooKeeper's default `jute.maxbuffer`, `0xfffff` (1,048,575 bytes), which the
+/// server checks every request's length against. See [`ClientBuilder::max_request_len`].
+pub const DEFAULT_MAX_REQUEST_LEN: usize = zk_proto::DEFAULT_MAX_FRAME_LEN;
+
+/// The largest data a `set_data` on a one-character path (`/a`) can carry within the default
+/// request limit: [`DEFAULT_MAX_REQUEST_LEN`] less the request's other 22 bytes (header 8,
+/// path 4 + 2, data length 4, version 4), 1,048,553 bytes. It is a figure, not a limit: by
+/// default data is limited only by the encoded size of the whole request (a longer path, an
+/// ACL, a transaction leave less room), as the server limits it.
+pub const DEFAULT_MAX_DATA_LEN: usize = DEFAULT_MAX_REQUEST_LEN - 22;
 
 /// The error for a call after the session task stopped, from the state it ended in.
 fn ended(state: SessionState) -> Error {
@@ -138,12 +146,25 @@ impl ClientBuilder {
         self
     }
 
-    /// The largest node data accepted (default [`DEFAULT_MAX_DATA_LEN`]); larger data fails
-    /// with [`Error::TooLarge`] before anything is sent. Raise it only with the servers'
-    /// `jute.maxbuffer`. Frames are limited to this plus 1 KiB in both directions.
+    /// A limit of its own on node data: larger data fails with [`Error::TooLarge`] (`max` is
+    /// `len`) before anything is sent. By default there is none: data is limited by the
+    /// request's encoded size ([`ClientBuilder::max_request_len`]). Also sets the request
+    /// limit to `len` plus 1 KiB (the rest of a request), for servers whose
+    /// `jute.maxbuffer` was raised.
     pub fn max_data_len(mut self, len: usize) -> Self {
         self.max_data_len = len;
-        self.session.max_request_len = len.saturating_add(1024);
+        self.max_request_len(len.saturating_add(1024))
+    }
+
+    /// The longest request sent, as encoded (its frame without the 4-byte length prefix):
+    /// the servers' `jute.maxbuffer` (default [`DEFAULT_MAX_REQUEST_LEN`], ZooKeeper's
+    /// default), which the server checks every request against, closing the connection of one
+    /// that is longer. A longer request fails here with [`Error::TooLarge`] (`len` is its
+    /// encoded size) before anything is sent. Raise it only with the servers'
+    /// `jute.maxbuffer`. Frames from the server are limited to this plus 1 KiB (a reply
+    /// carries a little more than the data it returns).
+    pub fn max_request_len(mut self, len: usize) -> Self {
+        self.session.max_request_len = len;
         self.session.max_frame_len = len
             .saturating_add(1024)
             .max(zk_proto::DEFAULT_MAX_FRAME_LEN);
@@ -495,7 +516,7 @@ impl Client {
             hosts: String::new(),
             session: SessionConfig::default(),
             auth: Vec::new(),
-            max_data_len: DEFAULT_MAX_DATA_LEN,
+            max_data_len: usize::MAX,
             close_timeout: DEFAULT_CLOSE_TIMEOUT,
             resume: None,
             #[cfg(feature = "tls")]
@@ -503,7 +524,7 @@ impl Client {
             #[cfg(feature = "sasl-digest")]
             sasl: None,
         }
-        .max_data_len(DEFAULT_MAX_DATA_LEN)
+        .max_request_len(DEFAULT_MAX_REQUEST_LEN)
     }
 
     /// The server this session is connected to now, if any.

@@ -53,7 +53,7 @@ mod watcher;
 pub use bytes::Bytes;
 pub use client::{
     CONFIG_NODE, Client, ClientBuilder, CreateOptions, DEFAULT_CLOSE_TIMEOUT, DEFAULT_MAX_DATA_LEN,
-    Op, OpResult, ReadOp, ReadResult, StateStream,
+    DEFAULT_MAX_REQUEST_LEN, Op, OpResult, ReadOp, ReadResult, StateStream,
 };
 pub use error::{Error, IoError, ProtocolError, TlsFailure};
 pub use hosts::ConnectString;

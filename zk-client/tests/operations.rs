@@ -786,3 +786,47 @@ async fn dropping_the_last_persistent_watcher_removes_the_servers_watch() {
     );
     c.close().await.unwrap();
 }
+
+/// Issue 24 (also): data is limited by the request's encoded size, as the server limits it
+/// (`jute.maxbuffer`, 1,048,575 bytes of request): a `set_data` whose request is exactly at
+/// the limit is written and read back (1,048,541 bytes on this path, more than the old fixed
+/// 1,047,551); one byte more is refused here, and the server does refuse it (a client allowed
+/// one byte more loses its connection).
+#[tokio::test]
+async fn data_up_to_the_servers_request_limit_is_written_and_one_byte_more_is_refused() {
+    let c = client().await;
+    let path = root(&c, "request-limit").await;
+    // Header 8, path 4 + len, data 4 + len, version 4.
+    let fits = DEFAULT_MAX_REQUEST_LEN - 20 - path.len();
+    assert!(fits > 1_047_552, "{fits}");
+    within(c.set_data(&path, &vec![1; fits], None))
+        .await
+        .expect("a request at the limit is written");
+    let (back, _) = within(c.get_data(&path)).await.unwrap();
+    assert_eq!(back.len(), fits);
+    let over = within(c.set_data(&path, &vec![2; fits + 1], None)).await;
+    assert_eq!(
+        over,
+        Err(Error::TooLarge {
+            len: DEFAULT_MAX_REQUEST_LEN + 1,
+            max: DEFAULT_MAX_REQUEST_LEN
+        })
+    );
+    let loose = Client::builder()
+        .hosts(server().connect_string())
+        .session_timeout(Duration::from_secs(10))
+        .max_request_len(DEFAULT_MAX_REQUEST_LEN + 1)
+        .connect()
+        .await
+        .unwrap();
+    let refused = within(loose.set_data(&path, &vec![2; fits + 1], None)).await;
+    assert_eq!(
+        refused,
+        Err(Error::ConnectionLoss),
+        "the server's own limit"
+    );
+    let (back, _) = within(c.get_data(&path)).await.unwrap();
+    assert!(back.iter().all(|b| *b == 1));
+    loose.close().await.unwrap();
+    c.close().await.unwrap();
+}
