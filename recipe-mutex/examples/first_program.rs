@@ -8,7 +8,9 @@ use zk_client::Client;
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The connect string `cargo xtask zk start` printed, e.g. 127.0.0.1:36411.
-    let hosts = std::env::args().nth(1).expect("usage: first_program HOST:PORT");
+    let hosts = std::env::args()
+        .nth(1)
+        .expect("usage: first_program HOST:PORT");
     let client = Client::builder()
         .hosts(hosts)
         // If this process dies holding the lock, others wait this long for it.
@@ -22,7 +24,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("someone else is writing the report; try later");
         return Ok(());
     };
-    println!("writing the report, fencing token {}", guard.fencing_token());
+    println!(
+        "writing the report, fencing token {}",
+        guard.fencing_token()
+    );
     tokio::select! {
         () = tokio::time::sleep(Duration::from_secs(1)) => println!("report written"),
         // Stop the work as soon as the lock may be gone.
