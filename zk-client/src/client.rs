@@ -66,6 +66,30 @@ impl StateStream {
 }
 
 /// Builds a [`Client`]. See [`Client::builder`].
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use zk_client::{Client, Error, SessionState};
+///
+/// # async fn f() -> Result<(), Error> {
+/// let client = Client::builder()
+///     .hosts("10.0.0.1:2181,10.0.0.2:2181,10.0.0.3:2181/app") // a chroot after the hosts
+///     .session_timeout(Duration::from_secs(10)) // how long a crashed holder blocks others
+///     .connect_timeout(Duration::from_secs(5))
+///     .digest_auth("app", "secret")
+///     .connect()
+///     .await?;
+/// assert_eq!(client.state(), SessionState::Connected);
+///
+/// // Nothing answers: the error names what failed.
+/// if let Err(e) = Client::builder().hosts("127.0.0.1:1").connect().await {
+///     eprintln!("no session: {e}");
+/// }
+/// client.close().await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct ClientBuilder {
     hosts: String,
