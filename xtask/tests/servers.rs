@@ -142,14 +142,19 @@ fn ensemble_elects_one_leader_and_fails_over() {
     assert_eq!(zk.leader(), Some(new), "{}", describe_modes(&zk));
 }
 
+/// A fixed port someone listens on is refused before any JVM starts, and the error says
+/// which port and why (issue 26: another ZooKeeper on it used to answer for ours).
 #[test]
-fn occupied_port_fails_fast_and_quotes_the_log() {
+fn occupied_port_fails_fast_and_says_so() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
     let started = Instant::now();
     let err = ZkServer::start_with(ZkOptions::default().port(port)).unwrap_err();
     let message = err.to_string();
-    assert!(message.contains("exited"), "{message}");
+    assert!(
+        message.contains(&format!("port {port} is taken")),
+        "{message}"
+    );
     assert!(message.contains("Address already in use"), "{message}");
     assert!(
         started.elapsed() < Duration::from_secs(30),
