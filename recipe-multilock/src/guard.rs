@@ -1,7 +1,5 @@
 //! [`MultiGuard`]: proof of holding every member; releases them in reverse order.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 
@@ -136,19 +134,7 @@ impl MultiGuard {
 
     /// Resolves when any member can no longer be trusted, with that member's [`Loss`].
     pub async fn lost(&self) -> Loss {
-        let mut losses: Vec<Pin<Box<dyn Future<Output = Loss> + Send + '_>>> = self
-            .members()
-            .map(|g| Box::pin(g.lost()) as Pin<Box<dyn Future<Output = Loss> + Send + '_>>)
-            .collect();
-        std::future::poll_fn(|cx| {
-            for loss in losses.iter_mut() {
-                if let Poll::Ready(l) = loss.as_mut().poll(cx) {
-                    return Poll::Ready(l);
-                }
-            }
-            Poll::Pending
-        })
-        .await
+        Guard::lost(self).await
     }
 
     /// Releases every member now, last first, and reports every member's error. Each delete,

@@ -698,7 +698,7 @@ async fn notified(wake: Option<&Notify>) {
 }
 
 /// Sleeps until `deadline`, or forever without one.
-pub(crate) async fn sleep_until(deadline: Option<Instant>) {
+pub async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,

@@ -268,18 +268,13 @@ impl InterProcessSemaphoreV2 {
             if state.is_terminal() {
                 return Err(recipe_mutex::driver::session_error(state));
             }
-            let until = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep_until(d).await,
-                    None => std::future::pending().await,
-                }
-            };
             tokio::select! {
+                biased;
                 _ = woken => {}
                 changed = states.changed() => if changed.is_err() {
                     return Err(Error::Zk(zk_client::Error::Closed));
                 },
-                _ = until => return Ok(false),
+                _ = recipe_mutex::driver::sleep_until(deadline) => return Ok(false),
             }
         }
     }

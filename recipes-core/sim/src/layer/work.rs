@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use recipe_multilock::InterProcessMultiLock;
-use recipe_mutex::{Error, InterProcessMutex, LockGuard};
+use recipe_mutex::{Error, Guard, InterProcessMutex, Lock};
 use recipe_rwlock::InterProcessReadWriteLock;
 use recipe_semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease};
 use tokio::time::Instant;
@@ -220,43 +220,35 @@ pub async fn task(scene: Scene, client: Client, mut rng: Rng, rounds: u32) {
         match scene.recipe {
             Recipe::Mutex => {
                 let Some(path) = paths.first() else { return };
-                let m = InterProcessMutex::new(client.clone(), path).expect("valid path");
+                let m: Arc<dyn Lock> =
+                    Arc::new(InterProcessMutex::new(client.clone(), path).expect("valid path"));
                 if rng.chance(200) {
                     // Two sections joined in one task: each its own participant.
                     let (a, b) = (rng.next_u64(), rng.next_u64());
                     tokio::join!(
-                        mutex_round(&scene, &client, &m, Rng::new(a)),
-                        mutex_round(&scene, &client, &m, Rng::new(b))
+                        lock_round(&scene, &client, m.clone(), Mode::Exclusive, Rng::new(a)),
+                        lock_round(&scene, &client, m.clone(), Mode::Exclusive, Rng::new(b))
                     );
                 } else {
-                    mutex_round(&scene, &client, &m, Rng::new(rng.next_u64())).await;
+                    let r = Rng::new(rng.next_u64());
+                    lock_round(&scene, &client, m, Mode::Exclusive, r).await;
                 }
             }
             Recipe::SemaphoreMutex => {
                 let Some(path) = paths.first() else { return };
                 let m = InterProcessSemaphoreMutex::new(client.clone(), path).expect("valid");
-                let how = ask(&mut rng);
-                let m2 = m.clone();
-                let take = move |d: Option<Instant>| -> Boxed<LockGuard> {
-                    Box::pin(async move { lock_until(&m2, d).await })
-                };
-                if let Some(g) = acquire(&scene, &client, "semaphore mutex", how, take).await {
-                    let id = scene.begin(
-                        path,
-                        Mode::Exclusive,
-                        g.node_path(),
-                        g.fencing_token(),
-                        None,
-                    );
-                    hold(&mut rng).await;
-                    let how = letgo(&mut rng);
-                    let_go(&scene, &[id], g, how, |g| Box::pin(g.release())).await;
-                }
+                let r = Rng::new(rng.next_u64());
+                lock_round(&scene, &client, Arc::new(m), Mode::Exclusive, r).await;
             }
             Recipe::ReadWrite => {
                 let Some(path) = paths.first() else { return };
                 let rw = InterProcessReadWriteLock::new(client.clone(), path).expect("valid");
-                rw_round(&scene, &client, &rw, path, &mut rng).await;
+                if rng.chance(600) {
+                    let read = Arc::new(rw.read_lock().clone());
+                    lock_round(&scene, &client, read, Mode::Read, Rng::new(rng.next_u64())).await;
+                } else {
+                    write_round(&scene, &client, &rw, path, &mut rng).await;
+                }
             }
             Recipe::MultiLock { .. } => {
                 let mut members: Vec<&str> = paths
@@ -268,43 +260,8 @@ pub async fn task(scene: Scene, client: Client, mut rng: Rng, rounds: u32) {
                     members.extend(paths.first().map(String::as_str));
                 }
                 let multi = InterProcessMultiLock::new(client.clone(), &members).expect("valid");
-                let how = ask(&mut rng);
-                let take = move |d: Option<Instant>| -> Boxed<recipe_multilock::MultiGuard> {
-                    Box::pin(async move {
-                        let r = match d {
-                            Some(d) => {
-                                multi
-                                    .try_lock_for(d.saturating_duration_since(Instant::now()))
-                                    .await
-                            }
-                            None => multi.lock().await.map(Some),
-                        };
-                        r.map_err(|e| match e {
-                            recipe_multilock::Error::Member(m) => m.error,
-                            _ => Error::TimedOut,
-                        })
-                    })
-                };
-                if let Some(g) = acquire(&scene, &client, "multi-lock", how, take).await {
-                    let ids: Vec<u64> = g
-                        .members()
-                        .map(|m| {
-                            scene.begin(
-                                m.lock_path(),
-                                Mode::Exclusive,
-                                m.node_path(),
-                                m.fencing_token(),
-                                None,
-                            )
-                        })
-                        .collect();
-                    hold(&mut rng).await;
-                    let how = letgo(&mut rng);
-                    let_go(&scene, &ids, g, how, |g| {
-                        Box::pin(async move { g.release().await.map_err(|_| Error::TimedOut) })
-                    })
-                    .await;
-                }
+                let r = Rng::new(rng.next_u64());
+                lock_round(&scene, &client, Arc::new(multi), Mode::Exclusive, r).await;
             }
             Recipe::Semaphore { leases } => {
                 let Some(path) = paths.first() else { return };
@@ -350,75 +307,37 @@ pub async fn task(scene: Scene, client: Client, mut rng: Rng, rounds: u32) {
     }
 }
 
-/// Takes `lock`, by `deadline` if one is given, as `LockGuard` (the kinds whose guard is one).
-async fn lock_until<L>(lock: &L, deadline: Option<Instant>) -> Result<Option<LockGuard>, Error>
-where
-    L: Surface,
-{
-    match deadline {
-        Some(d) => {
-            lock.try_for(d.saturating_duration_since(Instant::now()))
-                .await
-        }
-        None => lock.wait().await.map(Some),
-    }
-}
-
-/// The inherent `lock`/`try_lock_for` of the kinds whose guard is a `LockGuard`.
-trait Surface {
-    fn wait(&self) -> impl Future<Output = Result<LockGuard, Error>> + Send;
-    fn try_for(&self, d: Duration)
-    -> impl Future<Output = Result<Option<LockGuard>, Error>> + Send;
-}
-
-macro_rules! surface {
-    ($($ty:ty),*) => {$(
-        impl Surface for $ty {
-            fn wait(&self) -> impl Future<Output = Result<LockGuard, Error>> + Send {
-                self.lock()
-            }
-            fn try_for(&self, d: Duration) -> impl Future<Output = Result<Option<LockGuard>, Error>> + Send {
-                self.try_lock_for(d)
-            }
-        }
-    )*};
-}
-
-surface!(
-    InterProcessMutex,
-    InterProcessSemaphoreMutex,
-    recipe_rwlock::ReadLock
-);
-
-/// One mutex round: take, hold (maybe re-entering), let go.
-async fn mutex_round(scene: &Scene, client: &Client, m: &InterProcessMutex, mut rng: Rng) {
+/// One round on any lock through [`Lock`]: take it as asked, record each of its holds as
+/// `mode`, hold it (re-entering through the first hold's guard now and then), let it go.
+async fn lock_round(scene: &Scene, client: &Client, lock: Arc<dyn Lock>, mode: Mode, mut rng: Rng) {
     let how = ask(&mut rng);
-    let m2 = m.clone();
-    let take = move |d: Option<Instant>| -> Boxed<LockGuard> {
-        Box::pin(async move { lock_until(&m2, d).await })
+    let what = lock.kind();
+    let taking = lock.clone();
+    let take = move |d: Option<Instant>| -> Boxed<Box<dyn Guard>> {
+        Box::pin(async move { taking.lock_until(d).await })
     };
-    let Some(g) = acquire(scene, client, "mutex", how, take).await else {
+    let Some(g) = acquire(scene, client, what, how, take).await else {
         return;
     };
-    let id = scene.begin(
-        m.path(),
-        Mode::Exclusive,
-        g.node_path(),
-        g.fencing_token(),
-        None,
-    );
+    let ids: Vec<u64> = g
+        .holds()
+        .iter()
+        .map(|h| scene.begin(h.lock_path(), mode, h.node_path(), h.fencing_token(), None))
+        .collect();
     if rng.chance(300) {
-        let nested = g.reenter();
-        hold(&mut rng).await;
-        drop(nested);
+        if let Some(first) = g.holds().first() {
+            let nested = first.reenter();
+            hold(&mut rng).await;
+            drop(nested);
+        }
     }
     hold(&mut rng).await;
     let how = letgo(&mut rng);
-    let_go(scene, &[id], g, how, |g| Box::pin(g.release())).await;
+    let_go(scene, &ids, g, how, |g| g.release()).await;
 }
 
-/// One read/write round: a read, or a write that may downgrade.
-async fn rw_round(
+/// One write round: a write that may downgrade.
+async fn write_round(
     scene: &Scene,
     client: &Client,
     rw: &InterProcessReadWriteLock,
@@ -426,19 +345,6 @@ async fn rw_round(
     rng: &mut Rng,
 ) {
     let how = ask(rng);
-    if rng.chance(600) {
-        let read = rw.read_lock().clone();
-        let take = move |d: Option<Instant>| -> Boxed<LockGuard> {
-            Box::pin(async move { lock_until(&read, d).await })
-        };
-        if let Some(g) = acquire(scene, client, "read lock", how, take).await {
-            let id = scene.begin(path, Mode::Read, g.node_path(), g.fencing_token(), None);
-            hold(rng).await;
-            let how = letgo(rng);
-            let_go(scene, &[id], g, how, |g| Box::pin(g.release())).await;
-        }
-        return;
-    }
     let write = rw.write_lock().clone();
     let take = move |d: Option<Instant>| -> Boxed<recipe_rwlock::WriteGuard> {
         Box::pin(async move {
