@@ -6,7 +6,8 @@
 //!   ensemble), one after the other, round after round; an attempt on a server tries every
 //!   address its name resolves to, shuffled, within the attempt's budget (the session task
 //!   does that);
-//! - for the first session, one round: then the last failure is reported;
+//! - for the first session, one round: then each server's failure is reported (the one
+//!   server's error itself when the connect string names one);
 //! - after a failed round, a pause that doubles from 100 ms up to 1 s;
 //! - after an established connection is lost, a random pause of up to 1 s before the next
 //!   attempt (when a server dies, its clients do not all land on the next one at once);
@@ -55,7 +56,8 @@ pub(crate) struct Dialer {
     first: bool,
     preferred: Option<SocketAddr>,
     wait_until: Option<Instant>,
-    last_error: Option<Error>,
+    /// The failures since the last established connection (the first session: its round).
+    failures_seen: Vec<Error>,
     rng: u64,
 }
 
@@ -72,7 +74,7 @@ impl Dialer {
             first: true,
             preferred: None,
             wait_until: None,
-            last_error: None,
+            failures_seen: Vec::new(),
             rng,
         }
     }
@@ -95,7 +97,12 @@ impl Dialer {
         }
         let n = self.hosts.len().max(1);
         if self.first && self.since_established >= n {
-            return Step::GiveUp(self.last_error.take().unwrap_or(Error::ConnectTimeout));
+            let mut failures = std::mem::take(&mut self.failures_seen);
+            return Step::GiveUp(match failures.len() {
+                0 => Error::ConnectTimeout,
+                1 => failures.pop().unwrap_or(Error::ConnectTimeout),
+                _ => Error::NoServerReached { failures },
+            });
         }
         let Some((host, port)) = self.hosts.get(self.attempts % n).cloned() else {
             return Step::GiveUp(Error::InvalidArgument("no server to connect to"));
@@ -108,7 +115,9 @@ impl Dialer {
     /// The attempt failed (resolution, connection, handshake) with `error`.
     pub(crate) fn failed(&mut self, now: Instant, error: Error) {
         self.failures += 1;
-        self.last_error = Some(error);
+        if self.first {
+            self.failures_seen.push(error);
+        }
         let n = self.hosts.len().max(1);
         if !self.first && self.failures % n == 0 {
             let round = u32::try_from(self.failures / n - 1)
@@ -126,7 +135,7 @@ impl Dialer {
         self.first = false;
         self.failures = 0;
         self.since_established = 0;
-        self.last_error = None;
+        self.failures_seen.clear();
     }
 
     /// An established connection ended. `on_purpose`: we left it (a read-write server was
@@ -239,26 +248,47 @@ mod tests {
     }
 
     #[test]
-    fn the_first_session_gets_one_round_then_the_last_error() {
+    fn the_first_session_gets_one_round_then_every_failure() {
         let t0 = Instant::now();
-        let mut d = Dialer::new(hosts(3), 1);
-        for _ in 0..3 {
-            host(d.next(t0));
-            d.failed(t0, Error::ConnectTimeout);
-        }
-        assert_eq!(d.next(t0), Step::GiveUp(Error::ConnectTimeout));
-        let refused = Error::Unreachable {
-            server: "h:3".into(),
+        let refused = |server: &str| Error::Unreachable {
+            server: server.into(),
             error: crate::IoError(std::sync::Arc::new(std::io::Error::from(
                 std::io::ErrorKind::ConnectionRefused,
             ))),
         };
-        let mut d = Dialer::new(hosts(2), 1);
+        // One server: its own error.
+        let mut d = Dialer::new(hosts(1), 1);
         host(d.next(t0));
-        d.failed(t0, Error::ConnectTimeout);
-        host(d.next(t0));
-        d.failed(t0, refused.clone());
-        assert_eq!(d.next(t0), Step::GiveUp(refused));
+        d.failed(t0, refused("h:1"));
+        assert_eq!(d.next(t0), Step::GiveUp(refused("h:1")));
+        // Several: each one's, in the order tried, and the message names each.
+        let mut d = Dialer::new(hosts(3), 1);
+        let mut expected = Vec::new();
+        for _ in 0..3 {
+            let Step::Host(h, p) = d.next(t0) else {
+                panic!("expected a host")
+            };
+            let e = refused(&format!("{h}:{p}"));
+            expected.push(e.clone());
+            d.failed(t0, e);
+        }
+        let Step::GiveUp(e) = d.next(t0) else {
+            panic!("expected to give up")
+        };
+        assert_eq!(
+            e,
+            Error::NoServerReached {
+                failures: expected.clone()
+            }
+        );
+        let text = e.to_string();
+        assert!(
+            text.starts_with("could not connect to any of the 3 servers: "),
+            "{text}"
+        );
+        for failure in &expected {
+            assert!(text.contains(&failure.to_string()), "{text}");
+        }
     }
 
     #[test]

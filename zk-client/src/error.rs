@@ -123,14 +123,23 @@ pub enum Error {
     /// No server answered within the connect timeout.
     #[error("could not connect to any server within the connect timeout")]
     ConnectTimeout,
-    /// A server could not be reached: its name did not resolve, or the connection was
-    /// refused or failed. For the first connection, the last server tried.
+    /// A server could not be reached: its name did not resolve, the connection was refused
+    /// or failed, or it was accepted but no handshake answer came within the connect
+    /// timeout. The first connection reports this when the connect string names one server
+    /// ([`Error::NoServerReached`] when it names several).
     #[error("could not connect to {server}: {error}")]
     Unreachable {
         /// The server as written in the connect string (or its address).
         server: String,
         /// Why.
         error: IoError,
+    },
+    /// The first session could not be established: every server of the connect string was
+    /// tried once, and each failed as its entry says (in the order tried).
+    #[error("could not connect to any of the {} servers: {}", .failures.len(), list(.failures))]
+    NoServerReached {
+        /// Each server's failure, in the order tried.
+        failures: Vec<Error>,
     },
     /// The server answered, but not in ZooKeeper's protocol (a wrong port: an HTTP server,
     /// say).
@@ -282,6 +291,15 @@ impl Error {
     pub fn is_uncertain(&self) -> bool {
         matches!(self, Error::ConnectionLoss | Error::Protocol(_))
     }
+}
+
+/// `a; b; c`: the failures of [`Error::NoServerReached`].
+fn list(failures: &[Error]) -> String {
+    failures
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// An I/O error, shareable between the requests it fails. Compares equal by kind.

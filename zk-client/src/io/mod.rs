@@ -380,7 +380,13 @@ impl<C: Connect> SessionTask<C> {
             {
                 Ok(Ok(stream)) => return Some(Ok((stream, addr))),
                 Ok(Err(e)) => failure = e,
-                Err(_) => failure = Error::ConnectTimeout,
+                Err(_) => {
+                    let silent = std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!("no answer to the connection within {}", millis(share)),
+                    );
+                    failure = unreachable(&addr.to_string(), silent);
+                }
             }
         }
         Some(Err(failure))
@@ -405,7 +411,13 @@ impl<C: Connect> SessionTask<C> {
             None => return Err(None),
             Some(Ok(Ok(addrs))) => addrs,
             Some(Ok(Err(e))) => return Err(Some(unreachable(&server, e))),
-            Some(Err(_)) => return Err(Some(Error::ConnectTimeout)),
+            Some(Err(_)) => {
+                let slow = std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("the name did not resolve within {}", millis(budget)),
+                );
+                return Err(Some(unreachable(&server, slow)));
+            }
         };
         let mut resolved = resolved;
         if resolved.is_empty() {
@@ -545,12 +557,28 @@ impl<C: Connect> SessionTask<C> {
         if let Ended::Lost { handshaken, cause } = &mut ended {
             *handshaken = self.session.state().is_connected();
             if !*handshaken {
-                // Garbage instead of a handshake: not a ZooKeeper server.
-                if let Some(Error::Protocol(p)) = cause.as_ref() {
-                    *cause = Some(Error::NotZooKeeper {
-                        server: addr.to_string(),
-                        detail: p.to_string(),
-                    });
+                match cause.as_ref() {
+                    // Garbage instead of a handshake: not a ZooKeeper server.
+                    Some(Error::Protocol(p)) => {
+                        *cause = Some(Error::NotZooKeeper {
+                            server: addr.to_string(),
+                            detail: p.to_string(),
+                        });
+                    }
+                    // Silence: a server that is not ZooKeeper's (an HTTP port waits for a
+                    // request), or one too busy to answer.
+                    Some(Error::ConnectTimeout) => {
+                        let silent = std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!(
+                                "the connection was accepted but the handshake had no answer \
+                                 within {} (is this a ZooKeeper client port?)",
+                                millis(self.session.connect_budget())
+                            ),
+                        );
+                        *cause = Some(unreachable(&addr.to_string(), silent));
+                    }
+                    _ => {}
                 }
             }
         }
@@ -840,6 +868,18 @@ async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
+    }
+}
+
+/// `250 ms`, `3 s`, `2.5 s`: a duration as a message says it.
+fn millis(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms % 1000 == 0 {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
     }
 }
 

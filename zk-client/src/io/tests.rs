@@ -313,8 +313,18 @@ async fn an_unanswered_handshake_ends_at_the_connect_timeout() {
     let connecting = tokio::spawn(mem_builder("s1:2181").connect_via(numbered_hosts(), mem, 7));
     let mut conn = h.next().await;
     conn.read_connect().await;
-    let result = connecting.await.unwrap();
-    assert_eq!(result.err(), Some(Error::ConnectTimeout));
+    let err = connecting.await.unwrap().unwrap_err();
+    assert!(
+        matches!(&err, Error::Unreachable { error, .. } if error.0.kind() == io::ErrorKind::TimedOut),
+        "{err:?}"
+    );
+    // The message names the server and what it did.
+    let text = err.to_string();
+    assert!(text.starts_with("could not connect to 127.0.0."), "{text}");
+    assert!(
+        text.contains("the connection was accepted but the handshake had no answer within 3 s"),
+        "{text}"
+    );
     assert_eq!(t0.elapsed(), Duration::from_secs(3));
     assert!(conn.frame().await.is_none(), "hung up, nothing more sent");
     assert!(h.conns.try_recv().is_err(), "no second attempt");
@@ -428,4 +438,53 @@ async fn a_close_that_times_out_fails_written_requests_as_uncertain() {
         assert!(!unsent.is_uncertain());
         drop(conn);
     }
+}
+
+/// Issue 26: a first connect that fails on every server names each server and what it did:
+/// two refused ports and a port that accepts and never answers (as an HTTP server does).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_first_connect_names_each_server_and_what_it_did() {
+    let refused: Vec<SocketAddr> = (0..2)
+        .map(|_| {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap()
+        })
+        .collect();
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_addr = silent.local_addr().unwrap();
+    let holder = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((conn, _)) = silent.accept().await {
+            held.push(conn);
+        }
+    });
+    let hosts = format!("{},{},{silent_addr}", refused[0], refused[1]);
+    let err = Client::builder()
+        .hosts(&hosts)
+        .connect_timeout(Duration::from_millis(600))
+        .connect()
+        .await
+        .unwrap_err();
+    let Error::NoServerReached { failures } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(failures.len(), 3, "{err}");
+    let text = err.to_string();
+    assert!(
+        text.starts_with("could not connect to any of the 3 servers: "),
+        "{text}"
+    );
+    for addr in &refused {
+        assert!(
+            text.contains(&format!("could not connect to {addr}: ")),
+            "{text}"
+        );
+    }
+    assert!(
+        text.contains(&format!(
+            "could not connect to {silent_addr}: the connection was accepted but the handshake had no answer"
+        )),
+        "{text}"
+    );
+    holder.abort();
 }
