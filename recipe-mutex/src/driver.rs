@@ -73,6 +73,11 @@ where
 {
     let mut vanished = 0;
     loop {
+        crate::log::debug!(
+            lock = base,
+            session = %format_args!("{:#x}", client.session_id()),
+            "lock attempt"
+        );
         let uuid = crate::uuid::random_uuid();
         let machine = AcquireMachine::new(
             base,
@@ -82,7 +87,15 @@ where
             deadline.map(Instant::into_std),
         );
         match take_node(client, machine, turn.clone(), deadline).await {
-            Err(Error::NodeVanished) if vanished < VANISHED_RETRIES => vanished += 1,
+            Err(Error::NodeVanished) if vanished < VANISHED_RETRIES => {
+                crate::log::info!(
+                    lock = base,
+                    session = %format_args!("{:#x}", client.session_id()),
+                    retry = vanished + 1,
+                    "our node vanished while waiting: trying again with a new node"
+                );
+                vanished += 1;
+            }
             other => return other,
         }
     }
@@ -197,7 +210,7 @@ pub async fn drive<M>(
 ) -> (Result<M::Output, Ended>, Option<zk_client::Error>)
 where
     M: Machine + Send + 'static,
-    M::Output: Clone,
+    M::Output: Clone + std::fmt::Debug + 'static,
 {
     let mut run = Run::new(client.clone(), machine);
     run.turn = options.turn;
@@ -206,6 +219,8 @@ where
     run.until_outcome().await;
     let error = run.last_error.clone();
     let outcome = run.outcome();
+    #[cfg(feature = "tracing")]
+    log_outcome(client, &outcome, error.as_ref(), run.fired);
     match &outcome {
         Ok(_) => {
             // Scaffolding (the semaphore's inner lock) goes now, guaranteed, not awaited.
@@ -232,6 +247,53 @@ where
         Err(_) => drop(run.hand_off()),
     }
     (outcome, error)
+}
+
+/// Logs how a driven machine ended: each node held (with its lock, session, fencing token and
+/// whether a predecessor's release handed it over), a timeout, a failure.
+#[cfg(feature = "tracing")]
+fn log_outcome<O: std::fmt::Debug + 'static>(
+    client: &Client,
+    outcome: &Result<O, Ended>,
+    error: Option<&zk_client::Error>,
+    fired: u32,
+) {
+    use recipes_core::Held;
+    let session = format!("{:#x}", client.session_id());
+    match outcome {
+        Ok(output) => {
+            let any: &dyn std::any::Any = output;
+            let held: Vec<&Held> =
+                match (any.downcast_ref::<Held>(), any.downcast_ref::<Vec<Held>>()) {
+                    (Some(one), _) => vec![one],
+                    (None, Some(many)) => many.iter().collect(),
+                    (None, None) => Vec::new(),
+                };
+            for h in held {
+                let (lock, node) = h.path.rsplit_once('/').unwrap_or(("", h.path.as_str()));
+                crate::log::info!(
+                    lock,
+                    node,
+                    session = %session,
+                    fencing_token = h.czxid,
+                    handed_over = fired > 0,
+                    "lock held"
+                );
+            }
+            if !any.is::<Held>() && !any.is::<Vec<Held>>() {
+                crate::log::debug!(session = %session, output = ?output, "done");
+            }
+        }
+        Err(Ended::TimedOut) => {
+            crate::log::info!(session = %session, "timed out: giving up the attempt")
+        }
+        Err(ended) => crate::log::warning!(
+            session = %session,
+            ended = ?ended,
+            error = ?error,
+            "attempt failed"
+        ),
+    }
 }
 
 /// Starts what a machine that holds must release ([`Machine::releases`]): deletes are sent
@@ -273,6 +335,11 @@ pub async fn run_cleanups(client: &Client, cleanups: Vec<Cleanup>) -> Result<(),
     if cleanups.is_empty() {
         return Ok(());
     }
+    crate::log::debug!(
+        session = %format_args!("{:#x}", client.session_id()),
+        cleanups = ?cleanups,
+        "cleanup"
+    );
     let mut run = Run::new(client.clone(), CleanupMachine::new(cleanups));
     run.abandon_on_drop = false;
     run.start();
@@ -280,7 +347,15 @@ pub async fn run_cleanups(client: &Client, cleanups: Vec<Cleanup>) -> Result<(),
     let error = run.last_error.clone();
     match run.outcome() {
         Ok(()) => Ok(()),
-        Err(ended) => Err(error_of(client, ended, error)),
+        Err(ended) => {
+            let e = error_of(client, ended, error);
+            crate::log::warning!(
+                session = %format_args!("{:#x}", client.session_id()),
+                error = %e,
+                "cleanup given up"
+            );
+            Err(e)
+        }
     }
 }
 
@@ -313,6 +388,11 @@ pub fn guaranteed_delete_on(
     path: String,
     done: impl FnOnce(Result<(), Error>) + Send + 'static,
 ) -> GuaranteedDelete {
+    crate::log::info!(
+        node = %path,
+        session = %format_args!("{:#x}", client.session_id()),
+        "releasing: delete sent"
+    );
     let first = client.delete(&path, None);
     let runtime = runtime.filter(|_| !crate::plant::active(crate::plant::Plant::NoRuntimeRetry));
     let handle = match tokio::runtime::Handle::try_current() {
@@ -333,7 +413,16 @@ pub fn guaranteed_delete_on(
                 Err(session_error(client.state()))
             }
             Err(e) if zk_error(&e) == ZkError::Other => Err(Error::Zk(e)),
-            Err(_) => run_cleanups(&client, vec![Cleanup::Delete(path)]).await,
+            Err(e) => {
+                crate::log::info!(
+                    node = %path,
+                    session = %format_args!("{:#x}", client.session_id()),
+                    error = %e,
+                    "the release's delete failed: retrying until it is done or the session ends"
+                );
+                let _ = e; // read by the log only
+                run_cleanups(&client, vec![Cleanup::Delete(path)]).await
+            }
         };
         done(result);
     };
@@ -461,6 +550,8 @@ struct Run<M: Machine + Send + 'static> {
     /// The runtime the run started on: where its background work goes if it is dropped off
     /// any runtime.
     runtime: Option<tokio::runtime::Handle>,
+    /// Watch events fed so far (a hold after one was handed over by a predecessor).
+    fired: u32,
 }
 
 impl<M: Machine + Send + 'static> Run<M> {
@@ -478,6 +569,7 @@ impl<M: Machine + Send + 'static> Run<M> {
             turn: None,
             wake: None,
             runtime: tokio::runtime::Handle::try_current().ok(),
+            fired: 0,
         }
     }
 
@@ -540,6 +632,8 @@ impl<M: Machine + Send + 'static> Run<M> {
                 done = next_reply(&mut self.in_flight) => self.on_completed(done),
                 fired = next_watch(&mut self.watches) => {
                     let (kind, path, event) = fired;
+                    crate::log::debug!(path = %path, event = ?event, "watch fired");
+                    self.fired = self.fired.saturating_add(1);
                     self.feed(Input::Watch { kind, path, event });
                 }
                 state = self.states.next() => {
@@ -593,10 +687,16 @@ impl<M: Machine + Send + 'static> Run<M> {
             turn: self.turn.take(),
             wake: None,
             runtime: self.runtime.clone(),
+            fired: self.fired,
         };
         if let Some(turn) = &rest.turn {
             turn.abandon();
         }
+        crate::log::debug!(
+            session = %format_args!("{:#x}", self.client.session_id()),
+            in_flight = rest.in_flight.len(),
+            "attempt abandoned: its replies and cleanups go on in the background"
+        );
         rest.feed(Input::Abandon);
         spawn_on(self.runtime.as_ref(), async move {
             rest.drain().await;

@@ -19,6 +19,14 @@
 //! once started finishes in the background, even from a guard dropped off the runtime), and a
 //! revocation check that does not miss a revoke written before the watch.
 //!
+//! # Features
+//!
+//! - `tracing` (off by default): events through [`tracing`](https://docs.rs/tracing) for
+//!   every lock attempt, hold (`info`, with the lock's path, our node, the session and the
+//!   fencing token, and whether the hold was handed over by a predecessor's release), release,
+//!   retry and background cleanup, with targets under `recipe_mutex`; it turns on
+//!   `zk-client`'s `tracing` too (connection attempts, state changes, reconnects, requests).
+//!
 //! # Examples
 //!
 //! ```no_run
@@ -42,6 +50,7 @@ mod error;
 pub mod hold;
 mod ids;
 mod lock;
+mod log;
 mod mutex;
 #[doc(hidden)]
 pub mod plant;

@@ -140,13 +140,15 @@ impl Dialer {
 
     /// An established connection ended. `on_purpose`: we left it (a read-write server was
     /// found, the server left the list), so no pause.
-    pub(crate) fn lost(&mut self, now: Instant, on_purpose: bool) {
+    /// Returns the pause before the next attempt.
+    pub(crate) fn lost(&mut self, now: Instant, on_purpose: bool) -> Duration {
         if on_purpose {
-            return;
+            return Duration::ZERO;
         }
         let jitter_ms = u64::try_from(RECONNECT_JITTER.as_millis()).unwrap_or(1000);
         let pause = Duration::from_millis(self.random(jitter_ms));
         self.wait_until = now.checked_add(pause);
+        pause
     }
 
     /// Try `addr` next (a read-write server found while on a read-only one).

@@ -18,6 +18,10 @@
 //!   `ClientBuilder::sasl_digest`.
 //! - `transport`: `ClientBuilder::connect_over`, a session over byte streams the caller
 //!   opens (an in-memory server, a simulator on tokio's paused clock) instead of TCP.
+//! - `tracing`: events through [`tracing`](https://docs.rs/tracing), with targets under
+//!   `zk_client`: `info` for session state changes and reconnect decisions (with the
+//!   session id and server), `warn` for failed attempts and a session's end, `debug` for
+//!   every connection attempt, request, reply, credential replay and watch restore.
 //!
 //! # Examples
 //!
@@ -44,6 +48,7 @@ mod error;
 mod framing;
 mod hosts;
 mod io;
+mod log;
 mod sasl;
 pub mod session;
 #[cfg(feature = "tls")]

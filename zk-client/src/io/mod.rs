@@ -310,17 +310,23 @@ impl<C: Connect> SessionTask<C> {
                     continue;
                 }
                 Step::GiveUp(e) => {
+                    crate::log::warning!(error = %e, "no server could be reached: giving up");
                     if let Some(ready) = self.ready.take() {
                         let _ = ready.send(Err(e));
                     }
                     break;
                 }
-                Step::Addr(addr) => vec![addr],
+                Step::Addr(addr) => {
+                    crate::log::debug!(%addr, "connecting to the read-write server found");
+                    vec![addr]
+                }
                 Step::Host(host, port) => {
+                    crate::log::debug!(server = %format_args!("{host}:{port}"), "connecting");
                     self.current = Some((host.clone(), port));
                     match self.resolve(host, port, budget).await {
                         Ok(addrs) => addrs,
                         Err(Some(e)) => {
+                            crate::log::warning!(error = %e, "connection attempt failed");
                             self.dialer.failed(Instant::now().into_std(), e);
                             continue;
                         }
@@ -333,10 +339,19 @@ impl<C: Connect> SessionTask<C> {
                 Some(Ok((stream, addr))) => match self.connection(stream, addr).await {
                     Ended::Done => break,
                     Ended::Lost {
-                        handshaken: true, ..
+                        handshaken: true,
+                        cause,
                     } => {
                         let on_purpose = std::mem::take(&mut self.leave);
-                        self.dialer.lost(Instant::now().into_std(), on_purpose);
+                        let pause = self.dialer.lost(Instant::now().into_std(), on_purpose);
+                        crate::log::info!(
+                            server = %addr,
+                            cause = %cause.as_ref().map_or_else(|| "the connection ended".to_owned(), ToString::to_string),
+                            on_purpose,
+                            pause_ms = u64::try_from(pause.as_millis()).unwrap_or(u64::MAX),
+                            "connection lost: reconnecting"
+                        );
+                        let _ = (cause, pause); // read by the log only
                         continue;
                     }
                     Ended::Lost {
@@ -352,6 +367,7 @@ impl<C: Connect> SessionTask<C> {
                 },
                 Some(Err(e)) => e,
             };
+            crate::log::warning!(error = %failure, "connection attempt failed");
             self.dialer.failed(Instant::now().into_std(), failure);
         }
         self.finish();
@@ -378,7 +394,10 @@ impl<C: Connect> SessionTask<C> {
                 .while_waiting(tokio::time::timeout(share, connect))
                 .await?
             {
-                Ok(Ok(stream)) => return Some(Ok((stream, addr))),
+                Ok(Ok(stream)) => {
+                    crate::log::debug!(%addr, "connected: handshake");
+                    return Some(Ok((stream, addr)));
+                }
                 Ok(Err(e)) => failure = e,
                 Err(_) => {
                     let silent = std::io::Error::new(
@@ -716,6 +735,7 @@ impl<C: Connect> SessionTask<C> {
                 },
                 found = rw_search.result() => {
                     if let Some(addr) = found {
+                        crate::log::info!(%addr, "a read-write server answers: leaving the read-only one");
                         // Leave the read-only server for the read-write one.
                         self.dialer.prefer(addr);
                         self.leave = true;

@@ -484,6 +484,7 @@ impl<T> Session<T> {
             if request.op_code() == OpCode::CloseSession {
                 self.closing = true;
             }
+            crate::log::debug!(xid, op = ?request.op_code(), "request");
             self.pending.push_back(Pending {
                 xid,
                 op: request.op_code(),
@@ -655,6 +656,12 @@ impl<T> Session<T> {
 
     /// Sends every credential added so far again, on a new connection.
     fn replay_auths(&mut self) {
+        if !self.auth_info.is_empty() {
+            crate::log::debug!(
+                credentials = self.auth_info.len(),
+                "credentials sent again on the new connection"
+            );
+        }
         for packet in &self.auth_info {
             // An auth packet was within the frame limit when it was first sent.
             let at = self.next_offset();
@@ -677,6 +684,14 @@ impl<T> Session<T> {
             return;
         }
         let paths = self.watches.watched_paths();
+        crate::log::debug!(
+            data = paths.data.len(),
+            exists = paths.exists.len(),
+            child = paths.child.len(),
+            persistent = paths.persistent.len(),
+            recursive = paths.recursive.len(),
+            "watches restored on the new connection"
+        );
         let persistent = !paths.persistent.is_empty() || !paths.recursive.is_empty();
         let mut lists = [
             paths.data,
@@ -822,6 +837,7 @@ impl<T> Session<T> {
                 return Err(e);
             }
         };
+        crate::log::debug!(xid = p.xid, op = ?p.op, result = ?err, "reply");
         self.apply_effect(&p.effect, err);
         if p.op == OpCode::CloseSession {
             self.events.push_back(SessionEvent::Reply {
@@ -1070,6 +1086,21 @@ impl<T> Session<T> {
 
     fn set_state(&mut self, state: SessionState) {
         if self.state != state {
+            match state {
+                SessionState::Expired | SessionState::AuthFailed => crate::log::warning!(
+                    session = %format_args!("{:#x}", self.session_id),
+                    from = ?self.state,
+                    to = ?state,
+                    "session ended"
+                ),
+                _ => crate::log::info!(
+                    session = %format_args!("{:#x}", self.session_id),
+                    timeout_ms = u64::try_from(self.negotiated.as_millis()).unwrap_or(u64::MAX),
+                    from = ?self.state,
+                    to = ?state,
+                    "session state changed"
+                ),
+            }
             self.state = state;
             self.events.push_back(SessionEvent::State(state));
         }
