@@ -6,6 +6,7 @@
 //! the recipes compile, and it is not a ZooKeeper client.
 
 pub mod bench;
+pub mod chaos;
 pub mod cli;
 pub mod conformance;
 pub mod curator;

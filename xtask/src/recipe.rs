@@ -4,7 +4,7 @@
 use clap::ValueEnum;
 
 /// A lock recipe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, ValueEnum)]
 pub enum Recipe {
     /// `InterProcessMutex`.
     Mutex,

@@ -1,0 +1,439 @@
+//! The chaos checker: pure, over what the workers recorded ([`Event`]), the client processes'
+//! pauses from the nemesis timeline, and the nodes found left at the end. What it checks:
+//!
+//! - **Exclusion**, recipe by recipe, with the interop's rules ([`Rule`]), over holds cut
+//!   where their node may have gone: a hold ends at its `LOST` (the client was told), and a
+//!   hold across a pause of its process that could have outlived the session (at least two
+//!   thirds of the session timeout: the server expires a session it has not heard from for
+//!   the timeout, and a client pings every third) ends half a timeout into that pause, before
+//!   the earliest expiry. Within those bounds a node existed and the holder was right to
+//!   believe it held: two that overlap are an **overlap**, a broken lock.
+//! - **The register** of each lock (and of each multi-lock member): the accepted writes, in
+//!   the register's version order, each from a hold. A **lost update** is an accepted write
+//!   that read less than the accepted write before it had written. A **stale write** is a
+//!   write by a hold after a newer hold (one that began later) had a write accepted: one
+//!   sent after that write's reply is an *attempted* stale write, and it is *rejected*
+//!   (ours: by the fence; Curator's: by the version) or *accepted*; an accepted write
+//!   ordered after a newer hold's accepted write is an accepted stale write whatever the
+//!   times say.
+//! - **Every acquire ended**: held, timed out, cancelled or failed, by the deadline given
+//!   (the run's end and the session timeout).
+//! - **The lost signal**: each hold of ours across a pause of its process so long that its
+//!   session surely expired (one and a half timeouts) has its `LOST`.
+//! - **No node left**: the harness lists the lock paths' children once every worker has
+//!   stopped acquiring and released (their sessions still open).
+//!
+//! The run fails ([`Report::failure`]) on an overlap, a lost update or accepted stale write
+//! of ours, a stuck acquire of ours, a missing lost signal of ours, or a node left. Curator's
+//! stale writes, lost signals and stuck acquires are counted beside ours, not judged.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::time::Duration;
+
+use super::history::{AcquireEnd, Event, Who, Write, WriteResult};
+use crate::interop::check::{Rule, check as sweep};
+use crate::interop::holds::Hold;
+use crate::recipe::Recipe;
+
+/// How many samples of each finding the report keeps.
+const SAMPLES: usize = 5;
+
+/// A client process paused (SIGSTOP) from `from` to `to` (ns on the shared clock).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pause {
+    /// The process: `rust-1`, `java-0`.
+    pub process: String,
+    /// When it was stopped.
+    pub from: u64,
+    /// When it was resumed.
+    pub to: u64,
+}
+
+/// What the checker is given.
+#[derive(Debug, Clone)]
+pub struct Input<'a> {
+    /// Every worker's lines.
+    pub events: &'a [Event],
+    /// The client processes' pauses.
+    pub pauses: &'a [Pause],
+    /// The clients' session timeout.
+    pub session_timeout: Duration,
+    /// The semaphore's leases.
+    pub leases: u32,
+    /// By when every acquire must have ended (ns).
+    pub acquire_deadline: u64,
+    /// Nodes found under the lock paths at the end (full paths).
+    pub nodes_left: &'a [String],
+}
+
+/// One recipe and library's counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Row {
+    /// Acquisitions that held.
+    pub cycles: u64,
+    /// Holds recorded (a multi-lock's member each; a semaphore's lease each).
+    pub holds: u64,
+    /// Holds of this library that began while the rule forbade it.
+    pub overlaps: u64,
+    /// Holds cut short by a lost signal or a long pause of their process.
+    pub cut_holds: u64,
+    /// Register writes.
+    pub writes: u64,
+    /// Accepted writes that read less than the write before them wrote.
+    pub lost_updates: u64,
+    /// Writes sent after a newer hold's write was accepted.
+    pub stale_attempted: u64,
+    /// Of those, refused (by the fence or the version).
+    pub stale_rejected: u64,
+    /// Stale writes the register took.
+    pub stale_accepted: u64,
+    /// Writes refused by our fence (stale or not: the hold's node was gone).
+    pub fenced: u64,
+    /// Acquires that did not end by the deadline.
+    pub stuck: u64,
+    /// Holds whose session surely expired during a pause, without a lost signal.
+    pub lost_missing: u64,
+    /// Acquisitions by style and outcome (`drop/held`, `timeout/timeout`, ...).
+    pub outcomes: BTreeMap<String, u64>,
+}
+
+/// What the checker found.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// Per recipe and library (`rust`, `java`).
+    pub rows: BTreeMap<(Recipe, String), Row>,
+    /// The first findings of each kind, as sentences.
+    pub samples: Vec<String>,
+    /// Nodes left.
+    pub nodes_left: Vec<String>,
+    /// Lines that did not fit (a write without its hold): a harness or worker bug.
+    pub malformed: Vec<String>,
+}
+
+impl Report {
+    /// Why the run fails, if it does.
+    pub fn failure(&self) -> Option<String> {
+        let mut why = Vec::new();
+        let sum = |f: fn(&Row) -> u64, ours: Option<bool>| -> u64 {
+            self.rows
+                .iter()
+                .filter(|((_, lib), _)| ours.is_none_or(|o| (lib == "rust") == o))
+                .map(|(_, r)| f(r))
+                .sum()
+        };
+        let overlaps = sum(|r| r.overlaps, None);
+        if overlaps > 0 {
+            why.push(format!("{overlaps} overlapping holds"));
+        }
+        let lost = sum(|r| r.lost_updates, Some(true));
+        if lost > 0 {
+            why.push(format!("{lost} lost updates of ours"));
+        }
+        let stale = sum(|r| r.stale_accepted, Some(true));
+        if stale > 0 {
+            why.push(format!("{stale} stale writes of ours accepted"));
+        }
+        let stuck = sum(|r| r.stuck, Some(true));
+        if stuck > 0 {
+            why.push(format!("{stuck} acquires of ours that never ended"));
+        }
+        let missing = sum(|r| r.lost_missing, Some(true));
+        if missing > 0 {
+            why.push(format!(
+                "{missing} holds of ours lost without a lost signal"
+            ));
+        }
+        if !self.nodes_left.is_empty() {
+            why.push(format!("{} nodes left", self.nodes_left.len()));
+        }
+        if !self.malformed.is_empty() {
+            why.push(format!("{} records that do not fit", self.malformed.len()));
+        }
+        (!why.is_empty()).then(|| why.join(", "))
+    }
+
+    fn sample(&mut self, text: String) {
+        if self.samples.len() < SAMPLES * 4 {
+            self.samples.push(text);
+        }
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{:<16} {:<8} {:>7} {:>7} {:>8} {:>7} {:>7} {:>6} {:>17} {:>7} {:>6} {:>6}",
+            "recipe",
+            "library",
+            "cycles",
+            "holds",
+            "overlaps",
+            "cut",
+            "writes",
+            "lost",
+            "stale att/rej/acc",
+            "fenced",
+            "stuck",
+            "no-sig"
+        )?;
+        for ((recipe, lib), r) in &self.rows {
+            writeln!(
+                f,
+                "{:<16} {:<8} {:>7} {:>7} {:>8} {:>7} {:>7} {:>6} {:>17} {:>7} {:>6} {:>6}",
+                recipe.name(),
+                if lib == "rust" { "ours" } else { "Curator" },
+                r.cycles,
+                r.holds,
+                r.overlaps,
+                r.cut_holds,
+                r.writes,
+                r.lost_updates,
+                format!(
+                    "{}/{}/{}",
+                    r.stale_attempted, r.stale_rejected, r.stale_accepted
+                ),
+                r.fenced,
+                r.stuck,
+                r.lost_missing
+            )?;
+        }
+        writeln!(f, "nodes left: {}", self.nodes_left.len())?;
+        for s in &self.samples {
+            writeln!(f, "  {s}")?;
+        }
+        for m in &self.malformed {
+            writeln!(f, "  does not fit: {m}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks a run.
+pub fn check(input: &Input<'_>) -> Report {
+    let mut report = Report {
+        nodes_left: input.nodes_left.to_vec(),
+        ..Report::default()
+    };
+    let t = u64::try_from(input.session_timeout.as_nanos()).unwrap_or(u64::MAX);
+    let mut holds: Vec<(Who, Hold)> = Vec::new();
+    let mut lost: HashMap<(&str, u64), u64> = HashMap::new();
+    let mut writes: Vec<(Who, &Write)> = Vec::new();
+    for event in input.events {
+        let Ok(who) = Who::parse(event.who()) else {
+            report.malformed.push(event.to_string());
+            continue;
+        };
+        let row = report
+            .rows
+            .entry((who.recipe, who.lib.clone()))
+            .or_default();
+        match event {
+            Event::Hold(h) => {
+                row.holds += 1;
+                holds.push((who, h.clone()));
+            }
+            Event::Acquire(a) => {
+                if a.outcome == AcquireEnd::Held {
+                    row.cycles += 1;
+                }
+                let outcome = match &a.outcome {
+                    AcquireEnd::Failed(_) => "error".to_owned(),
+                    other => format!("{other:?}").to_lowercase(),
+                };
+                *row.outcomes
+                    .entry(format!("{}/{outcome}", a.style.name()))
+                    .or_default() += 1;
+                let stuck = a.outcome == AcquireEnd::Unfinished
+                    || a.end.is_none_or(|end| end > input.acquire_deadline);
+                if stuck {
+                    row.stuck += 1;
+                    report.sample(format!("stuck acquire: {event}"));
+                }
+            }
+            Event::Write(w) => {
+                row.writes += 1;
+                if w.result == WriteResult::Fenced {
+                    row.fenced += 1;
+                }
+                writes.push((who, w));
+            }
+            Event::Lost(l) => {
+                let at = lost.entry((l.who.as_str(), l.n)).or_insert(l.at);
+                *at = (*at).min(l.at);
+            }
+        }
+    }
+
+    // Holds cut where their node may have gone.
+    let mut cut: Vec<(Who, Hold)> = Vec::with_capacity(holds.len());
+    for (who, hold) in &holds {
+        let mut to = hold.to;
+        if let Some(&at) = lost.get(&(hold.who.as_str(), hold.n)) {
+            to = to.min(at.max(hold.from));
+        }
+        let process = who.process_name();
+        let mut surely_expired = false;
+        for p in input.pauses.iter().filter(|p| p.process == process) {
+            let long = p.to.saturating_sub(p.from);
+            if p.from >= hold.from
+                && p.from < hold.to
+                && long.saturating_mul(3) >= t.saturating_mul(2)
+            {
+                to = to.min(p.from + t / 2);
+                surely_expired |= long.saturating_mul(2) >= t.saturating_mul(3);
+            }
+        }
+        let row = report
+            .rows
+            .entry((who.recipe, who.lib.clone()))
+            .or_default();
+        if to < hold.to {
+            row.cut_holds += 1;
+        }
+        if surely_expired && !lost.contains_key(&(hold.who.as_str(), hold.n)) {
+            row.lost_missing += 1;
+            if who.is_ours() {
+                report.sample(format!(
+                    "no lost signal for a hold whose session expired: {hold}"
+                ));
+            }
+        }
+        cut.push((who.clone(), Hold { to, ..hold.clone() }));
+    }
+
+    // Exclusion, recipe by recipe.
+    let mut by_recipe: BTreeMap<Recipe, Vec<Hold>> = BTreeMap::new();
+    for (who, hold) in &cut {
+        by_recipe.entry(who.recipe).or_default().push(hold.clone());
+    }
+    for (recipe, holds) in &by_recipe {
+        match sweep(Rule::of(*recipe, input.leases), holds) {
+            Ok(verdict) => {
+                for c in &verdict.conflicts {
+                    report.sample(format!(
+                        "overlap on {}: {} began while {} held",
+                        recipe.name(),
+                        c.later,
+                        c.earlier
+                    ));
+                }
+                // Attribute each overlap to the library of the hold that began (the kept
+                // conflicts say which; the rest go to the first's).
+                let mut left = verdict.violations;
+                for c in &verdict.conflicts {
+                    let lib = c.later.side().to_owned();
+                    report.rows.entry((*recipe, lib)).or_default().overlaps += 1;
+                    left -= 1;
+                }
+                if left > 0 {
+                    let lib = verdict
+                        .conflicts
+                        .first()
+                        .map_or("rust".to_owned(), |c| c.later.side().to_owned());
+                    report.rows.entry((*recipe, lib)).or_default().overlaps += left;
+                }
+            }
+            Err(e) => report.malformed.push(e),
+        }
+    }
+
+    // The registers.
+    let began: HashMap<(&str, u64), u64> = holds.iter().fold(HashMap::new(), |mut m, (_, h)| {
+        let from = m.entry((h.who.as_str(), h.n)).or_insert(h.from);
+        *from = (*from).min(h.from);
+        m
+    });
+    let mut by_reg: BTreeMap<&str, Vec<(&Who, &Write, u64)>> = BTreeMap::new();
+    for (who, w) in &writes {
+        match began.get(&(w.who.as_str(), w.n)) {
+            Some(&from) => by_reg
+                .entry(w.reg.as_str())
+                .or_default()
+                .push((who, w, from)),
+            None => report
+                .malformed
+                .push(format!("a write without its hold: {w:?}")),
+        }
+    }
+    for list in by_reg.values() {
+        check_register(list, &mut report);
+    }
+    report
+}
+
+/// One register's writes (each with its hold's beginning).
+fn check_register(list: &[(&Who, &Write, u64)], report: &mut Report) {
+    let mut accepted: Vec<(u64, &Who, &Write, u64)> = list
+        .iter()
+        .filter_map(|&(who, w, from)| match w.result {
+            WriteResult::Accepted { version } => Some((version, who, w, from)),
+            _ => None,
+        })
+        .collect();
+    accepted.sort_by_key(|a| a.0);
+    // Lost updates: each accepted write read at least what the one before it wrote.
+    for pair in accepted.windows(2) {
+        let [(_, _, prev, _), (_, who, w, _)] = pair else {
+            continue;
+        };
+        if w.read <= prev.read {
+            let row = report
+                .rows
+                .entry((who.recipe, who.lib.clone()))
+                .or_default();
+            row.lost_updates += 1;
+            report.sample(format!(
+                "lost update on {}: {} read {} after {} wrote {}",
+                w.reg,
+                w.who,
+                w.read,
+                prev.who,
+                prev.read + 1
+            ));
+        }
+    }
+    // Stale writes, by the register's order: an accepted write after a newer hold's.
+    let mut newest_from = 0u64;
+    let mut stale_by_order: Vec<u64> = Vec::new();
+    for &(version, _, _, from) in &accepted {
+        if from < newest_from {
+            stale_by_order.push(version);
+        }
+        newest_from = newest_from.max(from);
+    }
+    // Stale writes, by time: sent after a newer hold's write was accepted.
+    for &(who, w, from) in list {
+        let after_newer = accepted
+            .iter()
+            .any(|&(_, _, other, other_from)| other_from > from && other.replied < w.sent);
+        let by_order = matches!(w.result, WriteResult::Accepted { version } if stale_by_order.contains(&version));
+        if !after_newer && !by_order {
+            continue;
+        }
+        let row = report
+            .rows
+            .entry((who.recipe, who.lib.clone()))
+            .or_default();
+        row.stale_attempted += 1;
+        match &w.result {
+            WriteResult::Accepted { .. } => {
+                row.stale_accepted += 1;
+                report.sample(format!(
+                    "stale write accepted on {}: {} (hold {}) wrote {} after a newer hold's write",
+                    w.reg,
+                    w.who,
+                    w.n,
+                    w.read + 1
+                ));
+            }
+            WriteResult::Fenced | WriteResult::BadVersion => row.stale_rejected += 1,
+            WriteResult::Failed(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests;

@@ -1,0 +1,245 @@
+//! The checker against hand-made histories: clean runs pass, and each thing it must catch
+//! makes it fail (the negative controls: a hand-off shortcut, ours with the fence off, a
+//! missing lost signal, a stuck acquire, a node left).
+
+use std::time::Duration;
+
+use super::*;
+use crate::chaos::history::{Acquire, Lost, Style};
+use crate::interop::holds::Mode;
+
+const T: Duration = Duration::from_secs(10);
+const S: u64 = 1_000_000_000;
+
+fn hold(who: &str, n: u64, from: u64, to: u64) -> Event {
+    Event::Hold(Hold {
+        who: who.into(),
+        n,
+        on: "lock".into(),
+        mode: Mode::Exclusive,
+        from,
+        to,
+        node: None,
+        token: None,
+    })
+}
+
+fn acq(who: &str, n: u64, start: u64, end: Option<u64>, outcome: AcquireEnd) -> Event {
+    Event::Acquire(Acquire {
+        who: who.into(),
+        n,
+        style: Style::Release,
+        start,
+        end,
+        outcome,
+    })
+}
+
+fn write(who: &str, n: u64, read: u64, sent: u64, result: WriteResult) -> Event {
+    Event::Write(Write {
+        who: who.into(),
+        n,
+        reg: "mutex".into(),
+        read,
+        sent,
+        replied: sent + 1,
+        result,
+    })
+}
+
+fn ok(version: u64) -> WriteResult {
+    WriteResult::Accepted { version }
+}
+
+fn run(events: &[Event], pauses: &[Pause], nodes_left: &[String]) -> Report {
+    check(&Input {
+        events,
+        pauses,
+        session_timeout: T,
+        leases: 3,
+        acquire_deadline: 1_000 * S,
+        nodes_left,
+    })
+}
+
+fn row<'a>(r: &'a Report, lib: &str) -> &'a Row {
+    r.rows.get(&(Recipe::Mutex, lib.to_owned())).unwrap()
+}
+
+/// Two holders one after the other, each reading what the last wrote: nothing to report.
+fn clean() -> Vec<Event> {
+    vec![
+        acq("rust-0.mutex.0", 1, 0, Some(10), AcquireEnd::Held),
+        hold("rust-0.mutex.0", 1, 10, 100),
+        write("rust-0.mutex.0", 1, 0, 20, ok(1)),
+        acq("java-0.mutex.0", 1, 5, Some(110), AcquireEnd::Held),
+        hold("java-0.mutex.0", 1, 110, 200),
+        write("java-0.mutex.0", 1, 1, 120, ok(2)),
+    ]
+}
+
+#[test]
+fn a_clean_history_passes() {
+    let r = run(&clean(), &[], &[]);
+    assert_eq!(r.failure(), None, "{r}");
+    assert_eq!(row(&r, "rust").cycles, 1);
+    assert_eq!(row(&r, "java").writes, 1);
+}
+
+/// Negative control: a planted hand-off shortcut lets the next holder in before the first
+/// let go.
+#[test]
+fn overlapping_holds_fail_the_run() {
+    let mut events = clean();
+    events[4] = hold("java-0.mutex.0", 1, 90, 200);
+    let r = run(&events, &[], &[]);
+    assert_eq!(row(&r, "java").overlaps, 1, "{r}");
+    assert!(r.failure().unwrap().contains("1 overlapping holds"));
+}
+
+/// A zombie: our process paused past its session timeout while holding; a newer holder
+/// takes the lock and writes; the zombie resumes and writes.
+fn zombie(lib: &str, result: WriteResult, with_lost: bool) -> (Vec<Event>, Vec<Pause>) {
+    let zombie = format!("{lib}-1.mutex.0");
+    let mut events = vec![
+        hold(&zombie, 1, 10 * S, 40 * S),
+        write(&zombie, 1, 0, 11 * S, ok(1)),
+        // The newer holder began after the zombie's session expired (pause at 12 s + 10 s).
+        hold("rust-0.mutex.0", 1, 23 * S, 30 * S),
+        write("rust-0.mutex.0", 1, 1, 24 * S, ok(2)),
+        // Resumed at 35 s, the zombie still believes it holds, and writes.
+        write(&zombie, 1, 2, 36 * S, result),
+    ];
+    if with_lost {
+        events.push(Event::Lost(Lost {
+            who: zombie.clone(),
+            n: 1,
+            at: 37 * S,
+        }));
+    }
+    let pauses = vec![Pause {
+        process: format!("{lib}-1"),
+        from: 12 * S,
+        to: 35 * S,
+    }];
+    (events, pauses)
+}
+
+#[test]
+fn a_zombie_fenced_off_is_counted_and_passes() {
+    let (events, pauses) = zombie("rust", WriteResult::Fenced, true);
+    let r = run(&events, &pauses, &[]);
+    assert_eq!(r.failure(), None, "{r}");
+    let ours = row(&r, "rust");
+    assert_eq!(
+        (
+            ours.stale_attempted,
+            ours.stale_rejected,
+            ours.stale_accepted
+        ),
+        (1, 1, 0)
+    );
+    assert_eq!(ours.fenced, 1);
+    assert_eq!(
+        ours.cut_holds, 1,
+        "the zombie's hold is cut at its pause: no overlap"
+    );
+    assert_eq!(ours.overlaps, 0);
+}
+
+/// Negative control: ours with the fence off: the zombie's write is accepted.
+#[test]
+fn an_accepted_stale_write_of_ours_fails_the_run() {
+    let (events, pauses) = zombie("rust", ok(3), true);
+    let r = run(&events, &pauses, &[]);
+    assert_eq!(row(&r, "rust").stale_accepted, 1, "{r}");
+    assert!(
+        r.failure()
+            .unwrap()
+            .contains("1 stale writes of ours accepted")
+    );
+}
+
+/// Curator's versioned write cannot fence a zombie that read afresh: counted, not judged.
+#[test]
+fn curators_stale_writes_are_counted_beside_ours() {
+    let (events, pauses) = zombie("java", ok(3), true);
+    let r = run(&events, &pauses, &[]);
+    assert_eq!(r.failure(), None, "{r}");
+    assert_eq!(row(&r, "java").stale_accepted, 1);
+    // Found by the register's order too, whatever the times say.
+    let (mut events, pauses) = zombie("java", ok(3), true);
+    if let Event::Write(w) = &mut events[4] {
+        w.sent = 20 * S; // "sent" before the newer write's reply: only the order shows it
+    }
+    let r = run(&events, &pauses, &[]);
+    assert_eq!(row(&r, "java").stale_accepted, 1, "{r}");
+}
+
+/// Without the pause (no reason for the hold to end), the same history is an overlap: the
+/// cut is what makes the zombie not count, not a blind spot.
+#[test]
+fn without_the_pause_a_zombie_is_an_overlap() {
+    let (events, _) = zombie("rust", WriteResult::Fenced, false);
+    let r = run(&events, &[], &[]);
+    assert!(r.failure().unwrap().contains("overlapping"), "{r}");
+}
+
+#[test]
+fn a_missing_lost_signal_of_ours_fails_the_run() {
+    let (events, pauses) = zombie("rust", WriteResult::Fenced, false);
+    let r = run(&events, &pauses, &[]);
+    assert_eq!(row(&r, "rust").lost_missing, 1, "{r}");
+    assert!(r.failure().unwrap().contains("without a lost signal"));
+    // A pause too short to surely expire the session asks for no signal.
+    let short = [Pause {
+        process: "rust-1".into(),
+        from: 12 * S,
+        to: 24 * S,
+    }];
+    let r = run(&events, &short, &[]);
+    assert_eq!(row(&r, "rust").lost_missing, 0, "{r}");
+}
+
+#[test]
+fn a_lost_update_fails_the_run() {
+    // The second holder of ours read 0 after the first had written 1.
+    let events = [
+        hold("rust-0.mutex.0", 1, 10, 100),
+        write("rust-0.mutex.0", 1, 0, 20, ok(1)),
+        hold("rust-1.mutex.0", 1, 110, 200),
+        write("rust-1.mutex.0", 1, 0, 120, ok(2)),
+    ];
+    let r = run(&events, &[], &[]);
+    assert_eq!(row(&r, "rust").lost_updates, 1, "{r}");
+    assert!(
+        r.failure().unwrap().contains("1 lost updates of ours"),
+        "{r}"
+    );
+}
+
+#[test]
+fn a_stuck_acquire_and_a_node_left_fail_the_run() {
+    let mut events = clean();
+    events.push(acq("rust-0.mutex.0", 2, 150, None, AcquireEnd::Unfinished));
+    events.push(acq(
+        "rust-0.mutex.0",
+        3,
+        150,
+        Some(2_000 * S),
+        AcquireEnd::TimedOut,
+    ));
+    let left = ["/chaos/mutex/_c_x-lock-0000000009".to_owned()];
+    let r = run(&events, &[], &left);
+    assert_eq!(row(&r, "rust").stuck, 2, "{r}");
+    let why = r.failure().unwrap();
+    assert!(why.contains("2 acquires of ours that never ended"), "{why}");
+    assert!(why.contains("1 nodes left"), "{why}");
+}
+
+#[test]
+fn a_write_without_its_hold_is_reported() {
+    let events = [write("rust-0.mutex.0", 7, 0, 20, ok(1))];
+    let r = run(&events, &[], &[]);
+    assert!(r.failure().unwrap().contains("do not fit"), "{r}");
+}
