@@ -1,0 +1,251 @@
+//! The nemesis: which fault, when, for how long, as plain data from a seed ([`schedule`]).
+//! The runner carries the steps out and records when each really began and ended.
+//!
+//! Faults come in rounds: every kind asked for once per round, in an order the seed shuffles,
+//! so that a long run exercises each kind about equally (`--nemesis` picks the kinds). Between
+//! two faults the system is left healthy for a while, so that recovery is seen too.
+
+use std::fmt;
+use std::time::Duration;
+
+/// A kind of fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// The leader is killed (SIGKILL), then started again.
+    LeaderKill,
+    /// A follower is killed, then started again.
+    FollowerKill,
+    /// A member is paused (SIGSTOP) past the clients' session timeout, then resumed.
+    MemberPause,
+    /// One member is cut off from the other two (its quorum and election links through the
+    /// fault proxies refuse and cut), then healed: the two keep the quorum.
+    Partition,
+    /// Our clients' connections through the client proxy stop moving bytes (stalled), then
+    /// flow again: sessions may expire when the stall outlasts their timeout.
+    ClientStall,
+    /// Our clients' connections through the client proxy are cut (reset); they reconnect.
+    ClientCut,
+    /// One of our client processes is paused (SIGSTOP) while its clients hold, past their
+    /// session timeout, then resumed: on resume it still believes it holds.
+    OursPause,
+    /// One of Curator's client processes is paused the same way.
+    CuratorPause,
+}
+
+impl Kind {
+    /// Every kind, in the order `--nemesis` lists them.
+    pub const ALL: [Kind; 8] = [
+        Kind::LeaderKill,
+        Kind::FollowerKill,
+        Kind::MemberPause,
+        Kind::Partition,
+        Kind::ClientStall,
+        Kind::ClientCut,
+        Kind::OursPause,
+        Kind::CuratorPause,
+    ];
+
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::LeaderKill => "leader-kill",
+            Kind::FollowerKill => "follower-kill",
+            Kind::MemberPause => "member-pause",
+            Kind::Partition => "partition",
+            Kind::ClientStall => "client-stall",
+            Kind::ClientCut => "client-cut",
+            Kind::OursPause => "ours-pause",
+            Kind::CuratorPause => "curator-pause",
+        }
+    }
+
+    /// Parses a comma-separated list of names (`all` for every kind).
+    ///
+    /// # Errors
+    /// An unknown name (the message lists the known ones), or an empty list.
+    pub fn parse_list(list: &str) -> Result<Vec<Kind>, String> {
+        if list.trim() == "all" {
+            return Ok(Kind::ALL.to_vec());
+        }
+        let mut kinds = Vec::new();
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let kind = Kind::ALL
+                .into_iter()
+                .find(|k| k.name() == name)
+                .ok_or_else(|| {
+                    let known: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+                    format!("unknown nemesis `{name}`; known: all, {}", known.join(", "))
+                })?;
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+        if kinds.is_empty() {
+            return Err("no nemesis given".into());
+        }
+        Ok(kinds)
+    }
+
+    /// How long a fault of this kind lasts, drawn from its range with `r` in [0, 1).
+    fn lasts(self, session_timeout: Duration, r: f64) -> Duration {
+        let between = |lo: Duration, hi: Duration| lo + (hi.saturating_sub(lo)).mul_f64(r);
+        let t = session_timeout;
+        match self {
+            Kind::LeaderKill | Kind::FollowerKill => {
+                between(Duration::from_secs(1), Duration::from_secs(4))
+            }
+            // Past the session timeout: the member's clients must move.
+            Kind::MemberPause => between(t.mul_f64(1.2), t.mul_f64(2.0)),
+            Kind::Partition => between(Duration::from_secs(2), t.mul_f64(1.5)),
+            // Some stalls outlast the session, some do not.
+            Kind::ClientStall => between(t.mul_f64(0.3), t.mul_f64(1.6)),
+            Kind::ClientCut => Duration::ZERO,
+            // Surely expired: one and a half timeouts and more (see the checker).
+            Kind::OursPause | Kind::CuratorPause => between(t.mul_f64(1.6), t.mul_f64(2.2)),
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One fault to carry out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// When it begins, from the run's start.
+    pub at: Duration,
+    /// What.
+    pub kind: Kind,
+    /// For how long (zero: an instant fault, a cut).
+    pub lasts: Duration,
+    /// Which one, where there is a choice (a follower, a member, a process): the runner takes
+    /// it modulo the candidates it has then.
+    pub pick: u32,
+}
+
+/// The healthy time between two faults: from `GAP_MIN` to twice that.
+const GAP_MIN: Duration = Duration::from_secs(1);
+
+/// The faults of a run of `run_for`, from `seed`, over `kinds`: rounds of every kind once,
+/// shuffled; each fault ends before the run does.
+pub fn schedule(
+    seed: u64,
+    kinds: &[Kind],
+    run_for: Duration,
+    session_timeout: Duration,
+) -> Vec<Step> {
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut steps = Vec::new();
+    if kinds.is_empty() {
+        return steps;
+    }
+    // A first quiet stretch: the clients get going before anything breaks.
+    let mut at = GAP_MIN * 2;
+    loop {
+        let mut round = kinds.to_vec();
+        for i in (1..round.len()).rev() {
+            let j = usize::try_from(rng.below(i as u64 + 1)).unwrap_or(0);
+            round.swap(i, j);
+        }
+        for kind in round {
+            let lasts = kind.lasts(session_timeout, rng.unit());
+            if at + lasts >= run_for {
+                return steps;
+            }
+            steps.push(Step {
+                at,
+                kind,
+                lasts,
+                pick: u32::try_from(rng.below(1 << 16)).unwrap_or(0),
+            });
+            at += lasts + GAP_MIN + GAP_MIN.mul_f64(rng.unit());
+        }
+    }
+}
+
+/// xorshift64*.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 { 0 } else { self.next() % n }
+    }
+
+    /// In [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    const T: Duration = Duration::from_secs(4);
+
+    #[test]
+    fn a_seed_gives_one_schedule_and_another_seed_another() {
+        let run = Duration::from_secs(600);
+        let a = schedule(7, &Kind::ALL, run, T);
+        assert_eq!(a, schedule(7, &Kind::ALL, run, T));
+        assert_ne!(a, schedule(8, &Kind::ALL, run, T));
+    }
+
+    #[test]
+    fn faults_do_not_overlap_end_within_the_run_and_come_in_rounds() {
+        let run = Duration::from_secs(3600);
+        let steps = schedule(3, &Kind::ALL, run, T);
+        for pair in steps.windows(2) {
+            assert!(
+                pair[0].at + pair[0].lasts + GAP_MIN <= pair[1].at,
+                "{pair:?}"
+            );
+        }
+        assert!(steps.iter().all(|s| s.at + s.lasts < run));
+        // Every kind equally often, give or take the last round.
+        let count = |k: Kind| steps.iter().filter(|s| s.kind == k).count();
+        let (lo, hi) = Kind::ALL
+            .iter()
+            .map(|&k| count(k))
+            .fold((usize::MAX, 0), |(lo, hi), c| (lo.min(c), hi.max(c)));
+        assert!(hi - lo <= 1 && lo >= 20, "{lo}..{hi}");
+        // Client pauses surely outlast a session; member pauses outlast it too.
+        for s in &steps {
+            match s.kind {
+                Kind::OursPause | Kind::CuratorPause => assert!(s.lasts >= T.mul_f64(1.5)),
+                Kind::MemberPause => assert!(s.lasts > T),
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn the_nemesis_list_parses_and_says_what_it_knows() {
+        assert_eq!(
+            Kind::parse_list("partition, ours-pause,partition").unwrap(),
+            [Kind::Partition, Kind::OursPause]
+        );
+        assert_eq!(Kind::parse_list("all").unwrap(), Kind::ALL);
+        let err = Kind::parse_list("leader-kil").unwrap_err();
+        assert!(err.contains("unknown nemesis `leader-kil`") && err.contains("leader-kill"));
+        assert!(Kind::parse_list(" , ").is_err());
+    }
+
+    #[test]
+    fn a_short_run_gets_what_fits() {
+        let steps = schedule(1, &[Kind::ClientCut], Duration::from_secs(10), T);
+        assert!(!steps.is_empty());
+        assert!(schedule(1, &[Kind::OursPause], Duration::from_secs(5), T).is_empty());
+    }
+}
