@@ -4,7 +4,8 @@
 //! `java/CuratorBench.java`, kazoo's is `python/kazoo_lock_bench.py`), `interop` for
 //! `cargo xtask interop <recipe>` ([`xtask::interop::process_main`]: every recipe's body, a
 //! recipe switch; Curator's side is `java/CuratorInterop.java`, with the same
-//! arguments), `stress` for `cargo xtask stress <recipe>` ([`xtask::stress::worker`]). The
+//! arguments), `stress` for `cargo xtask stress <recipe>` ([`xtask::stress::worker`]), `chaos`
+//! for `cargo xtask chaos` ([`xtask::chaos::ours::process_main`]). The
 //! lines it prints are [`xtask::line`]'s.
 //!
 //! ```text
@@ -13,6 +14,7 @@
 //! zk-worker bench <connect> <read|write|rwmix:P|multi:K|semmutex|sem:N> <warmup ms> <measure ms> <path> <sessions>
 //! zk-worker interop <recipe> <connect> <lock path> <clients> <run ms> <dir> <leases>
 //! zk-worker stress <recipe> <connect> <path> <tasks> <run ms> <holds dir>
+//! zk-worker chaos <connect> <process> <clients per recipe> <run ms> <dir> <leases> <session ms> <fence|no-fence> <recipes>
 //! ```
 //!
 //! The `bench` workloads:
@@ -82,7 +84,10 @@ fn main() -> ExitCode {
         Some((mode, rest)) if mode == "stress" => xtask::stress::worker(rest)
             .map(|()| None)
             .map_err(|e| e.to_string().into()),
-        _ => Err(format!("{USAGE}\n   or: zk-worker interop <recipe> <connect> <lock path> <clients> <run ms> <dir> <leases>\n   or: zk-worker stress <recipe> <connect> <path> <tasks> <run ms> <holds dir>").into()),
+        Some((mode, rest)) if mode == "chaos" => xtask::chaos::ours::process_main(rest)
+            .map(|()| None)
+            .map_err(|e| e.to_string().into()),
+        _ => Err(format!("{USAGE}\n   or: zk-worker interop <recipe> <connect> <lock path> <clients> <run ms> <dir> <leases>\n   or: zk-worker stress <recipe> <connect> <path> <tasks> <run ms> <holds dir>\n   or: zk-worker chaos <connect> <process> <clients per recipe> <run ms> <dir> <leases> <session ms> <fence|no-fence> <recipes>").into()),
     };
     match result {
         Ok(line) => {

@@ -4,4 +4,6 @@
 
 pub mod check;
 pub mod history;
+pub mod layout;
 pub mod nemesis;
+pub mod ours;

@@ -1,0 +1,69 @@
+//! Where a chaos run's locks and registers live, the same for ours and Curator's workers
+//! (`java/CuratorChaos.java` spells them out again).
+
+use crate::recipe::Recipe;
+
+/// Every lock lives under this node.
+pub const ROOT: &str = "/chaos";
+
+/// The protected registers live under this node (outside the lock paths, so that a look
+/// for nodes left sees only lock nodes).
+pub const REGISTERS: &str = "/chaos-registers";
+
+/// The multi-lock's members.
+pub const MEMBERS: usize = 3;
+
+/// The lock path of `recipe`: `/chaos/<recipe>` (the multi-lock's members are below it).
+pub fn lock_path(recipe: Recipe) -> String {
+    format!("{ROOT}/{}", recipe.name())
+}
+
+/// The multi-lock's member `k`: `/chaos/multilock/<k>`.
+pub fn member_path(k: usize) -> String {
+    format!("{}/{k}", lock_path(Recipe::Multilock))
+}
+
+/// The register of `recipe` (for the multi-lock, of member `k`); none for the semaphore,
+/// whose N holders at once share nothing that one of them may write alone.
+pub fn register(recipe: Recipe, k: usize) -> String {
+    match recipe {
+        Recipe::Multilock => format!("multilock-{k}"),
+        other => other.name().to_owned(),
+    }
+}
+
+/// Every register: the node names under [`REGISTERS`].
+pub fn registers(recipes: &[Recipe]) -> Vec<String> {
+    let mut regs = Vec::new();
+    for &recipe in recipes {
+        match recipe {
+            Recipe::Semaphore => {}
+            Recipe::Multilock => regs.extend((0..MEMBERS).map(|k| register(recipe, k))),
+            other => regs.push(register(other, 0)),
+        }
+    }
+    regs
+}
+
+/// A register's path.
+pub fn register_path(name: &str) -> String {
+    format!("{REGISTERS}/{name}")
+}
+
+/// The nodes whose children are lock nodes, lease nodes or the semaphores' internal locks:
+/// where a node left would be.
+pub fn node_dirs(recipes: &[Recipe]) -> Vec<String> {
+    let mut dirs = Vec::new();
+    for &recipe in recipes {
+        let path = lock_path(recipe);
+        match recipe {
+            Recipe::Mutex | Recipe::Rwlock => dirs.push(path),
+            Recipe::Multilock => dirs.extend((0..MEMBERS).map(member_path)),
+            Recipe::Semaphore | Recipe::SemaphoreMutex => {
+                dirs.push(format!("{path}/locks"));
+                dirs.push(format!("{path}/leases"));
+            }
+        }
+    }
+    dirs
+}

@@ -1,0 +1,648 @@
+//! Our side of a chaos run: `zk-worker chaos <args>` ([`process_main`]), one process of
+//! several. For each recipe, `clients` clients, each with a session of its own, loop until
+//! the run's end: acquire in one of four [`Style`]s, and while holding, update the recipe's
+//! protected register(s): read, wait a little, then write `read + 1` in one `multi` guarded by
+//! the guard's fencing `check_ops` (or, with the fence off — the negative control — without
+//! them). Every acquire, hold, write and lost signal is recorded ([`history`](super::history))
+//! and written to `<dir>/rust-<process>.history` at the end.
+//!
+//! Lines: `READY` once every client is connected; `GO` starts the run; after it, `DONE
+//! events=N` once every client has stopped (an acquire still running long after the run's
+//! end is recorded as unfinished); then the worker keeps its sessions open until `CLOSE` (so
+//! that the harness can look for nodes left while their sessions live), closes them and
+//! exits.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use recipe_multilock::InterProcessMultiLock;
+use recipe_mutex::{Guard, InterProcessMutex, Lock};
+use recipe_rwlock::InterProcessReadWriteLock;
+use recipe_semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
+use tokio::time::Instant;
+use zk_client::{Client, Op, OpResult};
+
+use super::history::{Acquire, AcquireEnd, Event, Lost, Style, Who, Write, WriteResult};
+use super::layout;
+use crate::interop::holds::{Clock, Hold, Mode};
+use crate::recipe::Recipe;
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// What one process of ours is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OursConfig {
+    /// The connect string.
+    pub connect: String,
+    /// This process's number among ours.
+    pub process: u32,
+    /// Clients per recipe.
+    pub clients: u32,
+    /// How long to loop after `GO`.
+    pub run_for: Duration,
+    /// Where to write the history.
+    pub dir: PathBuf,
+    /// The semaphore's leases.
+    pub leases: u32,
+    /// The clients' session timeout.
+    pub session_timeout: Duration,
+    /// Whether writes carry the fencing check (off: the negative control).
+    pub fence: bool,
+    /// The recipes to run.
+    pub recipes: Vec<Recipe>,
+}
+
+impl OursConfig {
+    /// The command line after `zk-worker chaos`.
+    pub fn args(&self) -> Vec<String> {
+        vec![
+            self.connect.clone(),
+            self.process.to_string(),
+            self.clients.to_string(),
+            self.run_for.as_millis().to_string(),
+            self.dir.display().to_string(),
+            self.leases.to_string(),
+            self.session_timeout.as_millis().to_string(),
+            if self.fence { "fence" } else { "no-fence" }.to_owned(),
+            self.recipes
+                .iter()
+                .map(|r| r.name())
+                .collect::<Vec<_>>()
+                .join(","),
+        ]
+    }
+
+    /// Parses what [`OursConfig::args`] gives.
+    ///
+    /// # Errors
+    /// Not nine arguments, or one that does not parse.
+    pub fn parse(args: &[String]) -> Result<OursConfig> {
+        let [
+            connect,
+            process,
+            clients,
+            run_ms,
+            dir,
+            leases,
+            session_ms,
+            fence,
+            recipes,
+        ] = args
+        else {
+            return Err(
+                "usage: zk-worker chaos <connect> <process> <clients per recipe> \
+                        <run ms> <dir> <leases> <session ms> <fence|no-fence> <recipes>"
+                    .into(),
+            );
+        };
+        Ok(OursConfig {
+            connect: connect.clone(),
+            process: process.parse()?,
+            clients: clients.parse()?,
+            run_for: Duration::from_millis(run_ms.parse()?),
+            dir: PathBuf::from(dir),
+            leases: leases.parse()?,
+            session_timeout: Duration::from_millis(session_ms.parse()?),
+            fence: match fence.as_str() {
+                "fence" => true,
+                "no-fence" => false,
+                other => return Err(format!("`{other}`: expected fence or no-fence").into()),
+            },
+            recipes: recipes
+                .split(',')
+                .map(Recipe::parse)
+                .collect::<std::result::Result<_, _>>()?,
+        })
+    }
+}
+
+/// How long after its run a worker exits by itself, whatever it is doing.
+const DEADMAN: Duration = Duration::from_secs(300);
+
+/// `zk-worker chaos <args>`: see the module docs.
+///
+/// # Errors
+/// Bad arguments, a client that cannot connect, no `GO`, or a history that cannot be written.
+pub fn process_main(args: &[String]) -> Result<()> {
+    let cfg = OursConfig::parse(args)?;
+    let rt = crate::worker_process::side_runtime()?;
+    let mut clients = Vec::new();
+    for recipe in &cfg.recipes {
+        for i in 0..cfg.clients {
+            let client = rt.block_on(
+                Client::builder()
+                    .hosts(&cfg.connect)
+                    .session_timeout(cfg.session_timeout)
+                    .connect(),
+            )?;
+            let who = Who {
+                lib: "rust".into(),
+                process: cfg.process,
+                recipe: *recipe,
+                index: i,
+            };
+            clients.push((who, client));
+        }
+    }
+    println!("READY");
+    let mut stdin = std::io::stdin().lock();
+    let mut line = String::new();
+    stdin.read_line(&mut line)?;
+    if line.trim() != "GO" {
+        return Err(format!("expected GO on stdin, got `{}`", line.trim()).into());
+    }
+    let halt_after = cfg.run_for + DEADMAN;
+    std::thread::spawn(move || {
+        std::thread::sleep(halt_after);
+        eprintln!("zk-worker chaos: still running {DEADMAN:?} after its run; exiting");
+        std::process::exit(4);
+    });
+    let events = rt.block_on(run(&cfg, &clients));
+    let path = cfg.dir.join(format!("rust-{}.history", cfg.process));
+    let text: String = events.iter().map(|e| format!("{e}\n")).collect();
+    std::fs::write(&path, text)?;
+    println!("DONE events={}", events.len());
+    line.clear();
+    // CLOSE, or the harness gone (stdin ends): close the sessions either way.
+    let _ = stdin.read_line(&mut line);
+    rt.block_on(async {
+        for (_, client) in clients {
+            let _ = tokio::time::timeout(Duration::from_secs(5), client.close()).await;
+        }
+    });
+    Ok(())
+}
+
+/// Shared by a process's clients: the clock, the events, the acquires under way.
+struct Shared {
+    clock: Clock,
+    events: Mutex<Vec<Event>>,
+    acquiring: Mutex<HashMap<String, Acquire>>,
+}
+
+impl Shared {
+    fn push(&self, event: Event) {
+        if let Ok(mut events) = self.events.lock() {
+            events.push(event);
+        }
+    }
+}
+
+/// Runs every client until the run's end; then waits for them, up to two session timeouts
+/// and a little past the end (an acquire still running then is recorded as unfinished).
+async fn run(cfg: &OursConfig, clients: &[(Who, Client)]) -> Vec<Event> {
+    let shared = Arc::new(Shared {
+        clock: Clock::start(),
+        events: Mutex::new(Vec::new()),
+        acquiring: Mutex::new(HashMap::new()),
+    });
+    let end = Instant::now() + cfg.run_for;
+    let mut tasks = tokio::task::JoinSet::new();
+    for (who, client) in clients {
+        let mut c = Contender {
+            name: who.to_string(),
+            who: who.clone(),
+            client: client.clone(),
+            cfg: cfg.clone(),
+            shared: shared.clone(),
+            end,
+            rng: shared.clock.now()
+                ^ (u64::from(std::process::id()) << 20)
+                ^ u64::from(who.index) << 40
+                | 1,
+            n: 0,
+        };
+        tasks.spawn(async move { c.run().await });
+    }
+    let wait_until = end + cfg.session_timeout * 2 + Duration::from_secs(10);
+    let _ = tokio::time::timeout_at(wait_until, async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    tasks.abort_all();
+    let unfinished: Vec<Acquire> = shared
+        .acquiring
+        .lock()
+        .map(|mut a| a.drain().map(|(_, a)| a).collect())
+        .unwrap_or_default();
+    for a in unfinished {
+        shared.push(Event::Acquire(Acquire {
+            end: None,
+            outcome: AcquireEnd::Unfinished,
+            ..a
+        }));
+    }
+    shared.events.lock().map(|e| e.clone()).unwrap_or_default()
+}
+
+/// One client of ours.
+struct Contender {
+    name: String,
+    who: Who,
+    client: Client,
+    cfg: OursConfig,
+    shared: Arc<Shared>,
+    end: Instant,
+    rng: u64,
+    n: u64,
+}
+
+/// What an acquire came to.
+enum Took<G> {
+    Held(G),
+    Ended(AcquireEnd),
+}
+
+impl Contender {
+    fn now(&self) -> u64 {
+        self.shared.clock.now()
+    }
+
+    fn roll(&mut self, n: u64) -> u64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        self.rng % n.max(1)
+    }
+
+    fn over(&self) -> bool {
+        Instant::now() >= self.end
+    }
+
+    async fn run(&mut self) {
+        let root = layout::ROOT;
+        let recipe = self.who.recipe;
+        let path = layout::lock_path(recipe);
+        let client = self.client.clone();
+        match recipe {
+            Recipe::Mutex => match InterProcessMutex::new(client, &path) {
+                Ok(lock) => {
+                    self.lock_loop(&lock, Mode::Exclusive, &[layout::register(recipe, 0)])
+                        .await
+                }
+                Err(e) => eprintln!("{}: {e}", self.name),
+            },
+            Recipe::SemaphoreMutex => match InterProcessSemaphoreMutex::new(client, &path) {
+                Ok(lock) => {
+                    self.lock_loop(&lock, Mode::Lease, &[layout::register(recipe, 0)])
+                        .await
+                }
+                Err(e) => eprintln!("{}: {e}", self.name),
+            },
+            Recipe::Rwlock => match InterProcessReadWriteLock::new(client, &path) {
+                Ok(rw) => {
+                    while !self.over() {
+                        if self.roll(10) < 3 {
+                            let regs = [layout::register(recipe, 0)];
+                            self.cycle(rw.write_lock(), Mode::Write, &regs).await;
+                        } else {
+                            self.cycle(rw.read_lock(), Mode::Read, &[]).await;
+                        }
+                    }
+                }
+                Err(e) => eprintln!("{}: {e}", self.name),
+            },
+            Recipe::Multilock => {
+                let members: Vec<String> = (0..layout::MEMBERS).map(layout::member_path).collect();
+                let refs: Vec<&str> = members.iter().map(String::as_str).collect();
+                match InterProcessMultiLock::new(client, &refs) {
+                    Ok(lock) => {
+                        let regs: Vec<String> = (0..layout::MEMBERS)
+                            .map(|k| layout::register(recipe, k))
+                            .collect();
+                        self.lock_loop(&lock, Mode::Exclusive, &regs).await;
+                    }
+                    Err(e) => eprintln!("{}: {e}", self.name),
+                }
+            }
+            Recipe::Semaphore => match InterProcessSemaphoreV2::new(client, &path, self.cfg.leases)
+            {
+                Ok(sem) => self.lease_loop(&sem).await,
+                Err(e) => eprintln!("{}: {e}", self.name),
+            },
+        }
+        let _ = root;
+    }
+
+    async fn lock_loop(&mut self, lock: &dyn Lock, mode: Mode, regs: &[String]) {
+        while !self.over() {
+            self.cycle(lock, mode, regs).await;
+        }
+    }
+
+    /// Picks a style and the acquire's deadline; records the acquire's start.
+    fn begin(&mut self) -> (u64, Style, Instant, Option<Duration>) {
+        self.n += 1;
+        let style = Style::ALL
+            .get(usize::try_from(self.roll(4)).unwrap_or(0))
+            .copied()
+            .unwrap_or(Style::Release);
+        let deadline = match style {
+            Style::Timeout => {
+                (Instant::now() + Duration::from_millis(20 + self.roll(400))).min(self.end)
+            }
+            _ => self.end,
+        };
+        let cancel_after =
+            (style == Style::Cancel).then(|| Duration::from_millis(1 + self.roll(40)));
+        let start = self.now();
+        if let Ok(mut a) = self.shared.acquiring.lock() {
+            a.insert(
+                self.name.clone(),
+                Acquire {
+                    who: self.name.clone(),
+                    n: self.n,
+                    style,
+                    start,
+                    end: None,
+                    outcome: AcquireEnd::Unfinished,
+                },
+            );
+        }
+        (start, style, deadline, cancel_after)
+    }
+
+    /// Records how the acquire begun by [`Contender::begin`] ended.
+    fn ended(&mut self, start: u64, style: Style, outcome: AcquireEnd) {
+        if let Ok(mut a) = self.shared.acquiring.lock() {
+            a.remove(&self.name);
+        }
+        let end = self.now();
+        self.shared.push(Event::Acquire(Acquire {
+            who: self.name.clone(),
+            n: self.n,
+            style,
+            start,
+            end: Some(end),
+            outcome,
+        }));
+    }
+
+    /// Awaits an acquire as its style says.
+    async fn take<G>(
+        &mut self,
+        cancel_after: Option<Duration>,
+        acquire: impl std::future::Future<Output = std::result::Result<Option<G>, impl std::fmt::Debug>>,
+    ) -> Took<G> {
+        let result = match cancel_after {
+            Some(after) => match tokio::time::timeout(after, acquire).await {
+                Ok(r) => r,
+                Err(_) => return Took::Ended(AcquireEnd::Cancelled),
+            },
+            None => acquire.await,
+        };
+        match result {
+            Ok(Some(g)) => Took::Held(g),
+            Ok(None) => Took::Ended(AcquireEnd::TimedOut),
+            Err(e) => Took::Ended(AcquireEnd::Failed(kind_of(&e))),
+        }
+    }
+
+    /// One cycle on a lock: acquire, update the registers under the hold, release.
+    async fn cycle(&mut self, lock: &dyn Lock, mode: Mode, regs: &[String]) {
+        let (start, style, deadline, cancel_after) = self.begin();
+        let guard = match self
+            .take(cancel_after, lock.lock_until(Some(deadline)))
+            .await
+        {
+            Took::Held(g) => g,
+            Took::Ended(outcome) => {
+                let failed = matches!(outcome, AcquireEnd::Failed(_));
+                self.ended(start, style, outcome);
+                if failed {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                return;
+            }
+        };
+        self.ended(start, style, AcquireEnd::Held);
+        let from = self.now();
+        let lost_at = self.work(guard.as_ref(), regs).await;
+        let to = self.now();
+        for h in guard.holds() {
+            let node = h.node_path();
+            let on = if self.who.recipe == Recipe::Multilock {
+                let member = node.rsplit('/').nth(1).unwrap_or("?");
+                format!("member-{member}")
+            } else if mode == Mode::Lease {
+                "leases".to_owned()
+            } else {
+                "lock".to_owned()
+            };
+            self.shared.push(Event::Hold(Hold {
+                who: self.name.clone(),
+                n: self.n,
+                on,
+                mode,
+                from,
+                to,
+                node: node.rsplit('/').next().map(str::to_owned),
+                token: Some(h.fencing_token()),
+            }));
+        }
+        if let Some(at) = lost_at {
+            self.lost(at);
+        }
+        match style {
+            Style::Drop => drop(guard),
+            _ => {
+                let _ = guard.release().await;
+            }
+        }
+    }
+
+    fn lost(&self, at: u64) {
+        self.shared.push(Event::Lost(Lost {
+            who: self.name.clone(),
+            n: self.n,
+            at,
+        }));
+    }
+
+    /// The work under a hold: read the registers, wait a little, write each one more in one
+    /// `multi` (fenced unless the fence is off). Watches the guard's lost signal throughout;
+    /// after a write that failed, waits for the signal (a careful holder asks the guard before
+    /// going on) up to a session timeout and a little. When the signal fired, if it did.
+    async fn work(&mut self, guard: &dyn Guard, regs: &[String]) -> Option<u64> {
+        let hold_for = Duration::from_micros(200 + self.roll(2800));
+        let lost = guard.lost();
+        tokio::pin!(lost);
+        let mut lost_at = None;
+        let written = {
+            let write = self.write(guard, regs, hold_for);
+            tokio::pin!(write);
+            loop {
+                tokio::select! {
+                    biased;
+                    ok = &mut write => break ok,
+                    _ = &mut lost, if lost_at.is_none() => lost_at = Some(self.shared.clock.now()),
+                }
+            }
+        };
+        if lost_at.is_none() {
+            lost_at = self
+                .confirm(guard.is_valid() && written, || guard.is_valid(), lost)
+                .await;
+        }
+        lost_at
+    }
+
+    /// After a hold's work: when the work failed or the session is not surely connected (a
+    /// process just resumed from a pause sees its timers fire first), waits for the hold's
+    /// lost signal, up to a session timeout and a little, or until the session is surely
+    /// connected again, as a careful holder would before going on. When the signal fired.
+    async fn confirm(
+        &self,
+        fine: bool,
+        valid: impl Fn() -> bool,
+        lost: impl std::future::Future<Output = recipe_mutex::Loss>,
+    ) -> Option<u64> {
+        // Let the session task see what a pause did before asking.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        if fine && valid() {
+            return None;
+        }
+        tokio::pin!(lost);
+        let until = Instant::now() + self.cfg.session_timeout + Duration::from_secs(2);
+        loop {
+            tokio::select! {
+                _ = &mut lost => return Some(self.now()),
+                () = tokio::time::sleep(Duration::from_millis(50)) => {
+                    if valid() || Instant::now() >= until {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads `regs`, waits `hold_for`, writes each one more; whether every write was accepted
+    /// (true with no registers).
+    async fn write(&self, guard: &dyn Guard, regs: &[String], hold_for: Duration) -> bool {
+        if regs.is_empty() {
+            tokio::time::sleep(hold_for).await;
+            return true;
+        }
+        let mut read = Vec::with_capacity(regs.len());
+        for reg in regs {
+            match self.client.get_data(&layout::register_path(reg)).await {
+                Ok((data, _)) => {
+                    let v = std::str::from_utf8(&data)
+                        .ok()
+                        .and_then(|s| s.trim().parse::<u64>().ok())
+                        .unwrap_or(0);
+                    read.push(v);
+                }
+                Err(_) => return false,
+            }
+        }
+        tokio::time::sleep(hold_for).await;
+        let mut ops = if self.cfg.fence {
+            guard.check_ops()
+        } else {
+            Vec::new()
+        };
+        let checks = ops.len();
+        for (reg, v) in regs.iter().zip(&read) {
+            ops.push(Op::set_data(
+                layout::register_path(reg),
+                (v + 1).to_string(),
+                None,
+            ));
+        }
+        let sent = self.now();
+        let result = self.client.multi(&ops).await;
+        let replied = self.now();
+        let mut all = true;
+        for (i, (reg, v)) in regs.iter().zip(&read).enumerate() {
+            let outcome = match &result {
+                Ok(results) => match results.get(checks + i) {
+                    Some(OpResult::DataSet(stat)) => WriteResult::Accepted {
+                        version: u64::try_from(stat.version).unwrap_or(0),
+                    },
+                    _ => WriteResult::Failed("NoStat".into()),
+                },
+                Err(zk_client::Error::MultiFailed { index, source })
+                    if *index < checks && **source == zk_client::Error::NoNode =>
+                {
+                    WriteResult::Fenced
+                }
+                Err(e) => WriteResult::Failed(kind_of(e)),
+            };
+            all &= outcome.accepted();
+            self.shared.push(Event::Write(Write {
+                who: self.name.clone(),
+                n: self.n,
+                reg: reg.clone(),
+                read: *v,
+                sent,
+                replied,
+                result: outcome,
+            }));
+        }
+        all
+    }
+
+    /// The semaphore: one lease per acquisition (no register: N holders at once share none).
+    async fn lease_loop(&mut self, sem: &InterProcessSemaphoreV2) {
+        while !self.over() {
+            let (start, style, deadline, cancel_after) = self.begin();
+            let left = deadline.saturating_duration_since(Instant::now());
+            let lease = match self.take(cancel_after, sem.acquire_timeout(left)).await {
+                Took::Held(l) => l,
+                Took::Ended(outcome) => {
+                    let failed = matches!(outcome, AcquireEnd::Failed(_));
+                    self.ended(start, style, outcome);
+                    if failed {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    continue;
+                }
+            };
+            self.ended(start, style, AcquireEnd::Held);
+            let from = self.now();
+            let hold_for = Duration::from_micros(200 + self.roll(2800));
+            let mut lost_at = tokio::select! {
+                _ = lease.lost() => Some(self.now()),
+                () = tokio::time::sleep(hold_for) => None,
+            };
+            if lost_at.is_none() {
+                lost_at = self.confirm(true, || lease.is_valid(), lease.lost()).await;
+            }
+            let to = self.now();
+            self.shared.push(Event::Hold(Hold {
+                who: self.name.clone(),
+                n: self.n,
+                on: "leases".into(),
+                mode: Mode::Lease,
+                from,
+                to,
+                node: lease.node_path().rsplit('/').next().map(str::to_owned),
+                token: Some(lease.fencing_token()),
+            }));
+            if let Some(at) = lost_at {
+                self.lost(at);
+            }
+            match style {
+                Style::Drop => drop(lease),
+                _ => {
+                    let _ = lease.release().await;
+                }
+            }
+        }
+    }
+}
+
+/// An error's kind, one word for a history line: its debug form up to the first space,
+/// parenthesis or brace.
+fn kind_of(e: &impl std::fmt::Debug) -> String {
+    let text = format!("{e:?}");
+    text.split([' ', '(', '{'])
+        .next()
+        .filter(|s| !s.is_empty())
+        .unwrap_or("Error")
+        .to_owned()
+}
