@@ -19,7 +19,9 @@
 //! - **Every acquire ended**: held, timed out, cancelled or failed, by the deadline given
 //!   (the run's end and the session timeout).
 //! - **The lost signal**: each hold of ours across a pause of its process so long that its
-//!   session surely expired (one and a half timeouts) has its `LOST`.
+//!   session surely expired (one and a half timeouts), and that wrote after the pause (the
+//!   write was refused, so the holder waited for the signal), has its `LOST`; such a hold
+//!   that did nothing after the pause is counted as unobserved.
 //! - **No node left**: the harness lists the lock paths' children once every worker has
 //!   stopped acquiring and released (their sessions still open).
 //!
@@ -92,8 +94,12 @@ pub struct Row {
     pub fenced: u64,
     /// Acquires that did not end by the deadline.
     pub stuck: u64,
-    /// Holds whose session surely expired during a pause, without a lost signal.
+    /// Holds whose session surely expired during a pause, that wrote after it, without a lost
+    /// signal (the write failed or was fenced, so the signal was due).
     pub lost_missing: u64,
+    /// Holds whose session surely expired during a pause, that did nothing after it that
+    /// would have shown the loss, without a lost signal: reported, not judged.
+    pub lost_unobserved: u64,
     /// Acquisitions by style and outcome (`drop/held`, `timeout/timeout`, ...).
     pub outcomes: BTreeMap<String, u64>,
 }
@@ -274,7 +280,7 @@ pub fn check(input: &Input<'_>) -> Report {
             to = to.min(at.max(hold.from));
         }
         let process = who.process_name();
-        let mut surely_expired = false;
+        let mut expired_by: Option<u64> = None;
         for p in input.pauses.iter().filter(|p| p.process == process) {
             let long = p.to.saturating_sub(p.from);
             if p.from >= hold.from
@@ -282,7 +288,9 @@ pub fn check(input: &Input<'_>) -> Report {
                 && long.saturating_mul(3) >= t.saturating_mul(2)
             {
                 to = to.min(p.from + t / 2);
-                surely_expired |= long.saturating_mul(2) >= t.saturating_mul(3);
+                if long.saturating_mul(2) >= t.saturating_mul(3) {
+                    expired_by = Some(expired_by.map_or(p.to, |e: u64| e.min(p.to)));
+                }
             }
         }
         let row = report
@@ -292,12 +300,20 @@ pub fn check(input: &Input<'_>) -> Report {
         if to < hold.to {
             row.cut_holds += 1;
         }
-        if surely_expired && !lost.contains_key(&(hold.who.as_str(), hold.n)) {
-            row.lost_missing += 1;
-            if who.is_ours() {
-                report.sample(format!(
-                    "no lost signal for a hold whose session expired: {hold}"
-                ));
+        let signalled = lost.contains_key(&(hold.who.as_str(), hold.n));
+        if let Some(resumed) = expired_by.filter(|_| !signalled) {
+            let wrote_after = writes
+                .iter()
+                .any(|(_, w)| w.who == hold.who && w.n == hold.n && w.sent >= resumed);
+            if wrote_after {
+                row.lost_missing += 1;
+                if who.is_ours() {
+                    report.sample(format!(
+                        "no lost signal for a hold whose session expired: {hold}"
+                    ));
+                }
+            } else {
+                row.lost_unobserved += 1;
             }
         }
         cut.push((who.clone(), Hold { to, ..hold.clone() }));

@@ -191,6 +191,12 @@ fn a_missing_lost_signal_of_ours_fails_the_run() {
     let r = run(&events, &pauses, &[]);
     assert_eq!(row(&r, "rust").lost_missing, 1, "{r}");
     assert!(r.failure().unwrap().contains("without a lost signal"));
+    // A hold that did nothing after the pause is reported, not judged.
+    let mut quiet = events.clone();
+    quiet.remove(4);
+    let r = run(&quiet, &pauses, &[]);
+    assert_eq!(row(&r, "rust").lost_missing, 0, "{r}");
+    assert_eq!(row(&r, "rust").lost_unobserved, 1, "{r}");
     // A pause too short to surely expire the session asks for no signal.
     let short = [Pause {
         process: "rust-1".into(),
