@@ -39,6 +39,10 @@ pub enum Command {
     Interop(Interop),
     /// Many processes of tasks that cancel their acquires at random points.
     Stress(Stress),
+    /// Every recipe, ours and Curator's, on an ensemble under a seeded nemesis, each holder
+    /// updating a protected register under its hold; fails on an overlap, an accepted stale
+    /// write of ours, a stuck acquire or a node left.
+    Chaos(Chaos),
     /// The seeded simulator (release build): the recipes' machines (`--layer machines`), or
     /// the real recipe crates over real sessions to an in-memory server on tokio's paused
     /// clock (`--layer async`).
@@ -193,6 +197,46 @@ pub struct Interop {
     /// sessions survive and reconnect): exclusion must hold across the reconnects.
     #[arg(long, value_parser = clap::value_parser!(u64).range(50..=60_000))]
     pub cut_every_ms: Option<u64>,
+}
+
+/// `chaos [FLAGS]`.
+#[derive(Debug, Args)]
+pub struct Chaos {
+    /// How long the clients run, in seconds.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(10..=86_400))]
+    pub seconds: u64,
+    /// Ensemble members: 3 or 5.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(3..=5))]
+    pub members: u16,
+    /// The nemesis's seed: the same seed, the same schedule of faults.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The faults, comma-separated: leader-kill, follower-kill, member-pause, partition,
+    /// client-stall, client-cut, ours-pause, curator-pause; or `all`.
+    #[arg(long, default_value = "all")]
+    pub nemesis: String,
+    /// Our worker processes.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub ours_processes: u32,
+    /// Curator's worker processes (a JVM each).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=8))]
+    pub curator_processes: u32,
+    /// Clients per recipe in each process (a session each).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=32))]
+    pub clients: u32,
+    /// The clients' session timeout, in milliseconds.
+    #[arg(long, default_value_t = 4000, value_parser = clap::value_parser!(u64).range(1000..=60_000))]
+    pub session_timeout_ms: u64,
+    /// The recipes, comma-separated (default: all five).
+    #[arg(
+        long,
+        default_value = "mutex,rwlock,multilock,semaphore,semaphore-mutex"
+    )]
+    pub recipes: String,
+    /// Negative control: our writes without the fencing check; the run must then fail with
+    /// stale writes of ours accepted (given pauses of our processes).
+    #[arg(long)]
+    pub no_fence: bool,
 }
 
 /// `stress RECIPE [FLAGS]`.

@@ -37,6 +37,7 @@ fn run(command: Command) -> Result {
         Command::Bench(bench) => xtask::bench::run(&bench),
         Command::Interop(interop) => xtask::interop::run(&interop),
         Command::Stress(stress) => xtask::stress::run(&stress),
+        Command::Chaos(chaos) => xtask::chaos::run(&chaos),
         Command::Sim(sim_args) => sim(&sim_args),
         Command::Deps => {
             deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator, Need::Kazoo])?;

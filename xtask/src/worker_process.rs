@@ -119,10 +119,47 @@ impl WorkerProcess {
     /// # Errors
     /// When the worker's stdin is closed.
     pub fn go(&mut self) -> Result<()> {
+        self.send("GO")
+    }
+
+    /// Writes `line` (and a newline) to the worker's stdin.
+    ///
+    /// # Errors
+    /// When the worker's stdin is closed.
+    pub fn send(&mut self, line: &str) -> Result<()> {
         let stdin = self.stdin.as_mut().ok_or("no stdin pipe")?;
-        stdin.write_all(b"GO\n")?;
+        stdin.write_all(line.as_bytes())?;
+        stdin.write_all(b"\n")?;
         stdin.flush()?;
         Ok(())
+    }
+
+    /// The worker's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends the worker the signal `name` (`STOP`, `CONT`) with `kill`.
+    ///
+    /// # Errors
+    /// `kill` failing (the process is gone, say).
+    pub fn signal(&self, name: &str) -> Result<()> {
+        let output = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
+            .stdin(Stdio::null())
+            .output()?;
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "kill -{name} {} ({} worker): {}",
+                self.child.id(),
+                self.name,
+                String::from_utf8_lossy(&output.stderr).trim()
+            )
+            .into())
+        }
     }
 
     /// Waits for the process to exit successfully by `by`.

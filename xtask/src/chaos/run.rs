@@ -1,0 +1,409 @@
+//! A chaos run, from the ensemble's start to the verdict: servers, proxies, registers, the
+//! worker processes, the nemesis carried out on its schedule, the look for nodes left, the
+//! histories read back and checked.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use zk_client::{Client, CreateMode, CreateOptions};
+
+use super::check::{self, Pause, Report};
+use super::history;
+use super::layout;
+use super::nemesis::{self, Kind, Step};
+use super::ours::OursConfig;
+use crate::interop::holds::Clock;
+use crate::recipe::Recipe;
+use crate::worker_process::WorkerProcess;
+use crate::zk::{Ensemble, Mode, ZkOptions};
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+/// What a run is asked to do.
+#[derive(Debug, Clone)]
+pub struct ChaosOptions {
+    /// How long the clients run, in seconds.
+    pub seconds: u64,
+    /// Ensemble members (3 or 5).
+    pub members: usize,
+    /// The nemesis's seed.
+    pub seed: u64,
+    /// The kinds of fault.
+    pub nemesis: Vec<Kind>,
+    /// Our worker processes.
+    pub ours_processes: u32,
+    /// Curator's worker processes.
+    pub curator_processes: u32,
+    /// Clients per recipe in each process.
+    pub clients: u32,
+    /// The semaphore's leases.
+    pub leases: u32,
+    /// The clients' session timeout.
+    pub session_timeout: Duration,
+    /// Whether our writes carry the fence (off: the negative control).
+    pub fence: bool,
+    /// The recipes.
+    pub recipes: Vec<Recipe>,
+    /// Where the chart and the kept histories go.
+    pub out_dir: PathBuf,
+}
+
+/// A fault as carried out: what, on what, from when to when (ns on the shared clock).
+#[derive(Debug, Clone)]
+pub struct Applied {
+    /// The kind.
+    pub kind: Kind,
+    /// What it hit: `member 2 (leader)`, `rust-1`, `our connections`.
+    pub target: String,
+    /// When it began.
+    pub from: u64,
+    /// When it was healed.
+    pub to: u64,
+}
+
+/// What a run came to.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The checker's report.
+    pub report: Report,
+    /// The faults as carried out.
+    pub timeline: Vec<Applied>,
+    /// Faults that could not be carried out, with why.
+    pub skipped: Vec<String>,
+    /// The run's start and end on the shared clock.
+    pub span: (u64, u64),
+    /// Every history line, for the chart.
+    pub events: Vec<history::Event>,
+    /// The histories' directory (kept when the run fails).
+    pub dir: PathBuf,
+}
+
+/// How long the workers may take to start and connect.
+const READY_BUDGET: Duration = Duration::from_secs(120);
+
+/// Runs the suite once.
+///
+/// # Errors
+/// A setup that fails (servers, builds, workers), a worker that fails, or histories that
+/// cannot be read. The verdict itself is the report's ([`Report::failure`]).
+pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> Result<Outcome> {
+    let clock = Clock::start();
+    let dir = opts.out_dir.join(format!("histories-{}", opts.seed));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+
+    eprintln!("chaos: starting a {}-member ensemble...", opts.members);
+    let zk_opts = ZkOptions {
+        tick_time_ms: 500,
+        ..ZkOptions::default()
+    };
+    let mut zk = Ensemble::start(opts.members, zk_opts)?;
+    zk.wait_leader(Duration::from_secs(60))?;
+    // Our clients reach each member through a proxy of its own (stalls and cuts).
+    let proxies: Vec<crate::FaultProxy> = (0..opts.members)
+        .map(|i| crate::FaultProxy::start(zk.client_addr(i)))
+        .collect::<std::io::Result<_>>()?;
+    let ours_connect = proxies
+        .iter()
+        .map(|p| p.addr().to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let direct = zk.connect_string();
+    setup_registers(&direct, &opts.recipes)?;
+
+    let run_for = Duration::from_secs(opts.seconds);
+    let mut workers: Vec<(String, WorkerProcess)> = Vec::new();
+    for p in 0..opts.ours_processes {
+        let cfg = OursConfig {
+            connect: ours_connect.clone(),
+            process: p,
+            clients: opts.clients,
+            run_for,
+            dir: dir.clone(),
+            leases: opts.leases,
+            session_timeout: opts.session_timeout,
+            fence: opts.fence,
+            recipes: opts.recipes.clone(),
+        };
+        let mut cmd = std::process::Command::new(ours_bin);
+        cmd.arg("chaos").args(cfg.args());
+        let name = format!("rust-{p}");
+        workers.push((name.clone(), WorkerProcess::spawn(name, cmd)?));
+    }
+    for p in 0..opts.curator_processes {
+        let cfg = OursConfig {
+            connect: direct.clone(),
+            process: p,
+            clients: opts.clients,
+            run_for,
+            dir: dir.clone(),
+            leases: opts.leases,
+            session_timeout: opts.session_timeout,
+            fence: true,
+            recipes: opts.recipes.clone(),
+        };
+        let mut cmd = std::process::Command::new("java");
+        cmd.arg("-cp")
+            .arg(classpath)
+            .arg(crate::curator::MAIN)
+            .arg("chaos")
+            .args(cfg.args());
+        let name = format!("java-{p}");
+        workers.push((name.clone(), WorkerProcess::spawn(name, cmd)?));
+    }
+    let ready_by = Instant::now() + READY_BUDGET;
+    for (_, w) in &mut workers {
+        w.expect("READY", ready_by)?;
+    }
+    let steps = nemesis::schedule(opts.seed, &opts.nemesis, run_for, opts.session_timeout);
+    eprintln!(
+        "chaos: {} of our processes and {} of Curator's, {} clients per recipe each, on {} \
+         recipes for {} s; {} faults scheduled (seed {})",
+        opts.ours_processes,
+        opts.curator_processes,
+        opts.clients,
+        opts.recipes.len(),
+        opts.seconds,
+        steps.len(),
+        opts.seed
+    );
+    let start = clock.now();
+    let started = Instant::now();
+    for (_, w) in &mut workers {
+        w.go()?;
+    }
+    let (timeline, skipped) = carry_out(&steps, started, &clock, &mut zk, &proxies, &mut workers);
+    let end = clock.now();
+
+    let done_by = started + run_for + opts.session_timeout * 3 + Duration::from_secs(60);
+    for (_, w) in &mut workers {
+        w.expect("DONE", done_by)?;
+    }
+    let nodes_left = nodes_left(&direct, &opts.recipes, opts.session_timeout)?;
+    for (_, w) in &mut workers {
+        let _ = w.send("CLOSE");
+    }
+    let finish_by = Instant::now() + Duration::from_secs(30);
+    for (_, w) in &mut workers {
+        w.finish(finish_by)?;
+    }
+    drop(proxies);
+    drop(zk);
+
+    let events = history::read_dir(&dir)?;
+    let pauses: Vec<Pause> = timeline
+        .iter()
+        .filter(|a| matches!(a.kind, Kind::OursPause | Kind::CuratorPause))
+        .map(|a| Pause {
+            process: a.target.clone(),
+            from: a.from,
+            to: a.to,
+        })
+        .collect();
+    let session_ns = u64::try_from(opts.session_timeout.as_nanos()).unwrap_or(u64::MAX);
+    let report = check::check(&check::Input {
+        events: &events,
+        pauses: &pauses,
+        session_timeout: opts.session_timeout,
+        leases: opts.leases,
+        acquire_deadline: end + 2 * session_ns + 10_000_000_000,
+        nodes_left: &nodes_left,
+    });
+    Ok(Outcome {
+        report,
+        timeline,
+        skipped,
+        span: (start, end),
+        events,
+        dir,
+    })
+}
+
+/// Creates the registers, each holding `0`.
+fn setup_registers(connect: &str, recipes: &[Recipe]) -> Result<()> {
+    let rt = crate::worker_process::side_runtime()?;
+    rt.block_on(async {
+        let client = Client::builder().hosts(connect).connect().await?;
+        let persistent = CreateOptions::new(CreateMode::Persistent);
+        for path in [layout::ROOT.to_owned(), layout::REGISTERS.to_owned()] {
+            match client.create(&path, b"", &persistent).await {
+                Ok(_) | Err(zk_client::Error::NodeExists) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        for reg in layout::registers(recipes) {
+            client
+                .create(&layout::register_path(&reg), b"0", &persistent)
+                .await?;
+        }
+        client.close().await?;
+        Ok::<_, Box<dyn std::error::Error>>(())
+    })
+}
+
+/// The nodes under the lock paths, once they stop going away: the drops' deletes and the
+/// expired sessions' nodes are given up to a session timeout and 5 s to go.
+fn nodes_left(connect: &str, recipes: &[Recipe], session_timeout: Duration) -> Result<Vec<String>> {
+    let rt = crate::worker_process::side_runtime()?;
+    rt.block_on(async {
+        let client = Client::builder().hosts(connect).connect().await?;
+        let until = tokio::time::Instant::now() + session_timeout + Duration::from_secs(5);
+        let left = loop {
+            let mut left = Vec::new();
+            for dir in layout::node_dirs(recipes) {
+                match client.get_children(&dir).await {
+                    Ok(children) => left.extend(children.into_iter().map(|c| format!("{dir}/{c}"))),
+                    Err(zk_client::Error::NoNode) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            if left.is_empty() || tokio::time::Instant::now() >= until {
+                break left;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        client.close().await?;
+        Ok::<_, Box<dyn std::error::Error>>(left)
+    })
+}
+
+/// Carries out `steps` from `started`, recording each on the shared clock; every fault is
+/// healed before this returns (at the latest when the run ends).
+fn carry_out(
+    steps: &[Step],
+    started: Instant,
+    clock: &Clock,
+    zk: &mut Ensemble,
+    proxies: &[crate::FaultProxy],
+    workers: &mut [(String, WorkerProcess)],
+) -> (Vec<Applied>, Vec<String>) {
+    let mut timeline = Vec::new();
+    let mut skipped = Vec::new();
+    for step in steps {
+        let at = started + step.at;
+        std::thread::sleep(at.saturating_duration_since(Instant::now()));
+        let heal_at = Instant::now() + step.lasts;
+        match apply(step, zk, proxies, workers) {
+            Ok((target, heal)) => {
+                let from = clock.now();
+                eprintln!(
+                    "chaos: {:>6.1} s  {} on {target} for {:.1} s",
+                    step.at.as_secs_f64(),
+                    step.kind,
+                    step.lasts.as_secs_f64()
+                );
+                std::thread::sleep(heal_at.saturating_duration_since(Instant::now()));
+                if let Err(e) = heal(zk, proxies, workers) {
+                    eprintln!("chaos: healing {} on {target} failed: {e}", step.kind);
+                }
+                timeline.push(Applied {
+                    kind: step.kind,
+                    target,
+                    from,
+                    to: clock.now(),
+                });
+            }
+            Err(why) => skipped.push(format!(
+                "{} at {:.1} s: {why}",
+                step.kind,
+                step.at.as_secs_f64()
+            )),
+        }
+    }
+    (timeline, skipped)
+}
+
+/// How a fault is healed.
+type Heal = Box<
+    dyn FnOnce(&mut Ensemble, &[crate::FaultProxy], &mut [(String, WorkerProcess)]) -> Result<()>,
+>;
+
+/// Starts `step`'s fault: what it hit, and how to heal it.
+fn apply(
+    step: &Step,
+    zk: &mut Ensemble,
+    proxies: &[crate::FaultProxy],
+    workers: &mut [(String, WorkerProcess)],
+) -> Result<(String, Heal)> {
+    let pick = usize::try_from(step.pick).unwrap_or(0);
+    match step.kind {
+        Kind::LeaderKill | Kind::FollowerKill => {
+            let candidates: Vec<usize> = (0..zk.len())
+                .filter(|&i| {
+                    let mode = zk.mode(i).ok().flatten();
+                    match step.kind {
+                        Kind::LeaderKill => mode.is_some_and(Mode::is_leading),
+                        _ => mode == Some(Mode::Follower),
+                    }
+                })
+                .collect();
+            let i = *candidates
+                .get(pick % candidates.len().max(1))
+                .ok_or("no member in that role now")?;
+            zk.kill(i)?;
+            let heal: Heal = Box::new(move |zk, _, _| {
+                zk.start_member(i)?;
+                Ok(())
+            });
+            Ok((format!("member {i}"), heal))
+        }
+        Kind::MemberPause => {
+            let i = pick % zk.len().max(1);
+            if !zk.is_running(i) {
+                return Err("the member is not running".into());
+            }
+            zk.pause(i)?;
+            let heal: Heal = Box::new(move |zk, _, _| {
+                zk.resume(i)?;
+                Ok(())
+            });
+            Ok((format!("member {i}"), heal))
+        }
+        Kind::Partition => Err("partitions need the quorum links through proxies (not yet)".into()),
+        Kind::ClientStall => {
+            for p in proxies {
+                p.stall();
+            }
+            let heal: Heal = Box::new(|_, proxies, _| {
+                for p in proxies {
+                    p.pass();
+                }
+                Ok(())
+            });
+            Ok(("our connections".into(), heal))
+        }
+        Kind::ClientCut => {
+            for p in proxies {
+                p.cut();
+            }
+            let heal: Heal = Box::new(|_, _, _| Ok(()));
+            Ok(("our connections".into(), heal))
+        }
+        Kind::OursPause | Kind::CuratorPause => {
+            let lib = if step.kind == Kind::OursPause {
+                "rust-"
+            } else {
+                "java-"
+            };
+            let candidates: Vec<usize> = workers
+                .iter()
+                .enumerate()
+                .filter(|(_, (name, _))| name.starts_with(lib))
+                .map(|(i, _)| i)
+                .collect();
+            let &w = candidates
+                .get(pick % candidates.len().max(1))
+                .ok_or("no such process")?;
+            let (name, worker) = workers.get(w).ok_or("no such process")?;
+            worker.signal("STOP")?;
+            let name = name.clone();
+            let heal: Heal = Box::new(move |_, _, workers| {
+                if let Some((_, worker)) = workers.get(w) {
+                    worker.signal("CONT")?;
+                }
+                Ok(())
+            });
+            Ok((name, heal))
+        }
+    }
+}
