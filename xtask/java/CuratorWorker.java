@@ -4,6 +4,8 @@
 //       the lock benchmarks' Curator side (CuratorBench.java)
 //   java -cp <classes>:<curator and zookeeper jars> CuratorWorker interop <args>
 //       every interop run's Curator side (CuratorInterop.java)
+//   java -cp <classes>:<curator and zookeeper jars> CuratorWorker chaos <args>
+//       the chaos run's Curator side (CuratorChaos.java)
 //
 // An unknown mode prints "ERROR <usage>" and exits 1.
 
@@ -48,8 +50,11 @@ public final class CuratorWorker {
             case "interop":
                 CuratorInterop.main(rest);
                 break;
+            case "chaos":
+                CuratorChaos.main(rest);
+                break;
             default:
-                System.out.println("ERROR usage: CuratorWorker <bench|interop> <args>, not `"
+                System.out.println("ERROR usage: CuratorWorker <bench|interop|chaos> <args>, not `"
                     + mode + "`");
                 System.out.flush();
                 Runtime.getRuntime().halt(1);

@@ -1,5 +1,6 @@
-//! The Curator worker (`java/CuratorWorker.java`: `bench` and `interop` modes, as `zk-worker`
-//! has ours): its classpath and its compile, shared by `cargo xtask bench` and `interop`.
+//! The Curator worker (`java/CuratorWorker.java`: `bench`, `interop` and `chaos` modes, as
+//! `zk-worker` has ours): its classpath and its compile, shared by `cargo xtask bench`,
+//! `interop` and `chaos`.
 
 use std::error::Error;
 
@@ -33,6 +34,7 @@ pub fn classpath() -> Result<String, Box<dyn Error>> {
     let sources = [
         "CuratorWorker",
         "CuratorInterop",
+        "CuratorChaos",
         "CuratorBench",
         "BenchSupport",
     ]

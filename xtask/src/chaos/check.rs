@@ -38,6 +38,15 @@ use crate::interop::check::{Rule, check as sweep};
 use crate::interop::holds::Hold;
 use crate::recipe::Recipe;
 
+/// Failed writes' kinds that say the write was not applied.
+const NOT_APPLIED: [&str; 5] = [
+    "SessionExpired",
+    "Closed",
+    "NotConnected",
+    "SessionExpiredException",
+    "SessionLost",
+];
+
 /// How many samples of each finding the report keeps.
 const SAMPLES: usize = 5;
 
@@ -205,7 +214,22 @@ impl fmt::Display for Report {
                 r.lost_missing
             )?;
         }
+        writeln!(f, "acquires by style/outcome:")?;
+        for ((recipe, lib), r) in &self.rows {
+            let outcomes: Vec<String> =
+                r.outcomes.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            writeln!(
+                f,
+                "  {:<16} {:<8} {}",
+                recipe.name(),
+                if lib == "rust" { "ours" } else { "Curator" },
+                outcomes.join(", ")
+            )?;
+        }
         writeln!(f, "nodes left: {}", self.nodes_left.len())?;
+        for node in self.nodes_left.iter().take(SAMPLES) {
+            writeln!(f, "  left: {node}")?;
+        }
         for s in &self.samples {
             writeln!(f, "  {s}")?;
         }
@@ -245,7 +269,7 @@ pub fn check(input: &Input<'_>) -> Report {
                     row.cycles += 1;
                 }
                 let outcome = match &a.outcome {
-                    AcquireEnd::Failed(_) => "error".to_owned(),
+                    AcquireEnd::Failed(kind) => format!("error:{kind}"),
                     other => format!("{other:?}").to_lowercase(),
                 };
                 *row.outcomes
@@ -445,6 +469,12 @@ fn check_register(list: &[(&Who, &Write, u64)], report: &mut Report) {
                 ));
             }
             WriteResult::Fenced | WriteResult::BadVersion => row.stale_rejected += 1,
+            // Refused without being applied: the session had ended (ours: SessionExpired,
+            // Closed; Curator's: SessionExpiredException). A lost connection may or may not
+            // have applied it: neither.
+            WriteResult::Failed(kind) if NOT_APPLIED.contains(&kind.as_str()) => {
+                row.stale_rejected += 1;
+            }
             WriteResult::Failed(_) => {}
         }
     }

@@ -160,7 +160,7 @@ pub fn process_main(args: &[String]) -> Result<()> {
         eprintln!("zk-worker chaos: still running {DEADMAN:?} after its run; exiting");
         std::process::exit(4);
     });
-    let events = rt.block_on(run(&cfg, &clients));
+    let (events, last) = rt.block_on(run(&cfg, &clients));
     let path = cfg.dir.join(format!("rust-{}.history", cfg.process));
     let text: String = events.iter().map(|e| format!("{e}\n")).collect();
     std::fs::write(&path, text)?;
@@ -169,7 +169,8 @@ pub fn process_main(args: &[String]) -> Result<()> {
     // CLOSE, or the harness gone (stdin ends): close the sessions either way.
     let _ = stdin.read_line(&mut line);
     rt.block_on(async {
-        for (_, client) in clients {
+        let all = clients.into_iter().map(|(_, c)| c).chain(last);
+        for client in all {
             let _ = tokio::time::timeout(Duration::from_secs(5), client.close()).await;
         }
     });
@@ -193,7 +194,8 @@ impl Shared {
 
 /// Runs every client until the run's end; then waits for them, up to two session timeouts
 /// and a little past the end (an acquire still running then is recorded as unfinished).
-async fn run(cfg: &OursConfig, clients: &[(Who, Client)]) -> Vec<Event> {
+/// Every client's last session comes back with the events (kept open until `CLOSE`).
+async fn run(cfg: &OursConfig, clients: &[(Who, Client)]) -> (Vec<Event>, Vec<Client>) {
     let shared = Arc::new(Shared {
         clock: Clock::start(),
         events: Mutex::new(Vec::new()),
@@ -215,11 +217,19 @@ async fn run(cfg: &OursConfig, clients: &[(Who, Client)]) -> Vec<Event> {
                 | 1,
             n: 0,
         };
-        tasks.spawn(async move { c.run().await });
+        tasks.spawn(async move {
+            c.run().await;
+            c.client
+        });
     }
     let wait_until = end + cfg.session_timeout * 2 + Duration::from_secs(10);
+    let mut last = Vec::new();
     let _ = tokio::time::timeout_at(wait_until, async {
-        while tasks.join_next().await.is_some() {}
+        while let Some(done) = tasks.join_next().await {
+            if let Ok(client) = done {
+                last.push(client);
+            }
+        }
     })
     .await;
     tasks.abort_all();
@@ -235,7 +245,8 @@ async fn run(cfg: &OursConfig, clients: &[(Who, Client)]) -> Vec<Event> {
             ..a
         }));
     }
-    shared.events.lock().map(|e| e.clone()).unwrap_or_default()
+    let events = shared.events.lock().map(|e| e.clone()).unwrap_or_default();
+    (events, last)
 }
 
 /// One client of ours.
@@ -272,8 +283,36 @@ impl Contender {
         Instant::now() >= self.end
     }
 
+    /// Runs the recipe's loop until the run's end; when the session ends (expired while the
+    /// process was paused or its connections stalled), goes on with a new one, as a user
+    /// would.
     async fn run(&mut self) {
-        let root = layout::ROOT;
+        while !self.over() {
+            self.run_session().await;
+            if self.over() {
+                break;
+            }
+            if self.client.state().is_terminal() {
+                let fresh = Client::builder()
+                    .hosts(&self.cfg.connect)
+                    .session_timeout(self.cfg.session_timeout)
+                    .connect()
+                    .await;
+                match fresh {
+                    Ok(client) => self.client = client,
+                    Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+                }
+            }
+        }
+    }
+
+    /// Whether to stop the loop: the run is over or the session ended.
+    fn stop(&self) -> bool {
+        self.over() || self.client.state().is_terminal()
+    }
+
+    /// The recipe's loop on the current session.
+    async fn run_session(&mut self) {
         let recipe = self.who.recipe;
         let path = layout::lock_path(recipe);
         let client = self.client.clone();
@@ -294,7 +333,7 @@ impl Contender {
             },
             Recipe::Rwlock => match InterProcessReadWriteLock::new(client, &path) {
                 Ok(rw) => {
-                    while !self.over() {
+                    while !self.stop() {
                         if self.roll(10) < 3 {
                             let regs = [layout::register(recipe, 0)];
                             self.cycle(rw.write_lock(), Mode::Write, &regs).await;
@@ -324,11 +363,10 @@ impl Contender {
                 Err(e) => eprintln!("{}: {e}", self.name),
             },
         }
-        let _ = root;
     }
 
     async fn lock_loop(&mut self, lock: &dyn Lock, mode: Mode, regs: &[String]) {
-        while !self.over() {
+        while !self.stop() {
             self.cycle(lock, mode, regs).await;
         }
     }
@@ -588,7 +626,7 @@ impl Contender {
 
     /// The semaphore: one lease per acquisition (no register: N holders at once share none).
     async fn lease_loop(&mut self, sem: &InterProcessSemaphoreV2) {
-        while !self.over() {
+        while !self.stop() {
             let (start, style, deadline, cancel_after) = self.begin();
             let left = deadline.saturating_duration_since(Instant::now());
             let lease = match self.take(cancel_after, sem.acquire_timeout(left)).await {

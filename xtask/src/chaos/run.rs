@@ -252,7 +252,22 @@ fn nodes_left(connect: &str, recipes: &[Recipe], session_timeout: Duration) -> R
             let mut left = Vec::new();
             for dir in layout::node_dirs(recipes) {
                 match client.get_children(&dir).await {
-                    Ok(children) => left.extend(children.into_iter().map(|c| format!("{dir}/{c}"))),
+                    Ok(children) => {
+                        for child in children {
+                            let path = format!("{dir}/{child}");
+                            // Whose: the owner session and the data (Curator's lock nodes
+                            // carry the client's address).
+                            let about = match client.get_data(&path).await {
+                                Ok((data, stat)) => format!(
+                                    "{path} (session {:#x}, data {:?})",
+                                    stat.ephemeral_owner,
+                                    String::from_utf8_lossy(&data)
+                                ),
+                                Err(_) => path,
+                            };
+                            left.push(about);
+                        }
+                    }
                     Err(zk_client::Error::NoNode) => {}
                     Err(e) => return Err(e.into()),
                 }

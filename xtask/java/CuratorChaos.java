@@ -1,0 +1,447 @@
+// The Curator side of `cargo xtask chaos` (xtask/src/chaos/), the `chaos` mode of
+// CuratorWorker: Apache Curator 5.4's five lock recipes on the chaos run's paths, under the
+// same nemesis as ours. Its arguments are our worker's (xtask/src/chaos/ours.rs, OursConfig):
+//
+//   java -cp <classes>:<curator and zookeeper jars> CuratorWorker chaos \
+//       <connect> <process> <clients per recipe> <run ms> <dir> <leases> <session ms>
+//       <fence|no-fence (ignored)> <recipes, comma-separated>
+//
+// For each recipe, <clients> threads, each with its own CuratorFramework (its own session,
+// ExponentialBackoffRetry). It prints READY once every client is connected and waits for GO;
+// each thread then loops until the run's end: acquire in a style (release: with the time left
+// as timeout; timeout: a short one; cancel: interrupted after 1..40 ms if still acquiring;
+// drop has no Curator form and is taken as release), and while holding, update the recipe's
+// protected register(s): read with its Stat, wait 0.2..3 ms, setData(read + 1) at the version
+// read (a Curator user's best: it refuses a write after another's, not a write by a holder
+// whose session is gone that read afresh). A connection state LOST while holding is the hold's
+// lost signal. The lines (xtask/src/chaos/history.rs) go to <dir>/java-<process>.history:
+//
+//   HOLD who=java-<p>.<recipe>.<i> n=.. on=.. mode=.. from=<ns> to=<ns> node=.. token=-
+//   ACQ who=.. n=.. style=<release|timeout|cancel> start=<ns> end=<ns|-> outcome=<held|timeout|cancelled|error:<kind>|unfinished>
+//   WRITE who=.. n=.. reg=<name> read=<v> sent=<ns> replied=<ns> result=<ok:<version>|badversion|error:<kind>>
+//   LOST who=.. n=.. at=<ns>
+//
+// Then it prints "DONE events=<n>", waits for CLOSE (or the end of stdin), closes its
+// sessions and exits 0. Paths (xtask/src/chaos/layout.rs): locks under /chaos/<recipe>
+// (/chaos/multilock/0..2), registers under /chaos-registers/<recipe> (multilock-<k>); the
+// semaphore has no register.
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.data.Stat;
+
+public final class CuratorChaos {
+    private static final String ROOT = "/chaos";
+    private static final String REGISTERS = "/chaos-registers";
+    private static final int MEMBERS = 3;
+    private static final StringBuffer LINES = new StringBuffer();
+    private static final AtomicLong EVENTS = new AtomicLong();
+    /** Acquires under way, by client: the ACQ line's start, for those that never end. */
+    private static final Map<String, String> ACQUIRING = new ConcurrentHashMap<>();
+
+    /** Curator's mutex, exposing the holder's lock node (protected getLockPath). */
+    static final class Mutex extends InterProcessMutex {
+        Mutex(CuratorFramework client, String path) {
+            super(client, path);
+        }
+
+        String ourNode() {
+            String path = getLockPath();
+            return path == null ? "-" : path.substring(path.lastIndexOf('/') + 1);
+        }
+    }
+
+    static void line(String text) {
+        LINES.append(text).append('\n');
+        EVENTS.incrementAndGet();
+    }
+
+    /** One client: its name, session, count and the hold it is in (0: none). */
+    static final class Client {
+        final String name;
+        final String recipe;
+        final CuratorFramework zk;
+        final long end;
+        long n;
+        volatile long holding;
+
+        Client(String name, String recipe, CuratorFramework zk, long end) {
+            this.name = name;
+            this.recipe = recipe;
+            this.zk = zk;
+            this.end = end;
+            zk.getConnectionStateListenable().addListener((c, state) -> {
+                long h = holding;
+                if (state == ConnectionState.LOST && h != 0) {
+                    line("LOST who=" + name + " n=" + h + " at=" + CuratorInterop.now());
+                }
+            });
+        }
+
+        boolean over() {
+            return System.nanoTime() >= end;
+        }
+    }
+
+    static void main(String[] args) {
+        try {
+            run(args);
+        } catch (Throwable e) {
+            System.out.println("ERROR " + e);
+            System.out.flush();
+            Runtime.getRuntime().halt(1);
+        }
+        System.out.flush();
+        Runtime.getRuntime().halt(0);
+    }
+
+    private static void run(String[] args) throws Exception {
+        if (args.length != 9) {
+            throw new IllegalArgumentException("usage: CuratorWorker chaos <connect> <process> "
+                + "<clients per recipe> <run ms> <dir> <leases> <session ms> <fence|no-fence> "
+                + "<recipes>");
+        }
+        String connect = args[0];
+        int process = Integer.parseInt(args[1]);
+        int clients = Integer.parseInt(args[2]);
+        long runMs = Long.parseLong(args[3]);
+        File dir = new File(args[4]);
+        int leases = Integer.parseInt(args[5]);
+        int sessionMs = Integer.parseInt(args[6]);
+        String[] recipes = args[8].split(",");
+
+        List<CuratorFramework> sessions = new ArrayList<>();
+        for (int i = 0; i < recipes.length * clients; i++) {
+            CuratorFramework zk = CuratorFrameworkFactory.newClient(connect, sessionMs,
+                Math.min(5_000, sessionMs), new ExponentialBackoffRetry(100, 5));
+            zk.start();
+            if (!zk.blockUntilConnected(30, TimeUnit.SECONDS)) {
+                throw new IOException("client " + i + " did not connect to " + connect);
+            }
+            sessions.add(zk);
+        }
+        BufferedReader stdin = new BufferedReader(
+            new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        System.out.println("READY");
+        System.out.flush();
+        String go = stdin.readLine();
+        if (go == null || !go.trim().equals("GO")) {
+            throw new IOException("expected GO on stdin, got " + go);
+        }
+        CuratorInterop.anchorClock();
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(runMs);
+        Thread deadman = new Thread(() -> {
+            long haltAt = end + TimeUnit.SECONDS.toNanos(300);
+            for (long left; (left = haltAt - System.nanoTime()) > 0; ) {
+                LockSupport.parkNanos(left);
+            }
+            System.err.println("CuratorChaos: still running 300 s after its run; halting");
+            Runtime.getRuntime().halt(4);
+        });
+        deadman.setDaemon(true);
+        deadman.start();
+
+        List<Thread> threads = new ArrayList<>();
+        int s = 0;
+        for (String recipe : recipes) {
+            for (int i = 0; i < clients; i++) {
+                String name = "java-" + process + "." + recipe + "." + i;
+                Client c = new Client(name, recipe, sessions.get(s++), end);
+                Thread t = new Thread(() -> body(c, leases), name);
+                t.setDaemon(true);
+                t.start();
+                threads.add(t);
+            }
+        }
+        long waitUntil = end + TimeUnit.MILLISECONDS.toNanos(2L * sessionMs + 10_000);
+        for (Thread t : threads) {
+            long left = waitUntil - System.nanoTime();
+            if (left > 0) {
+                t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+            }
+        }
+        for (String started : ACQUIRING.values()) {
+            line(started + " end=- outcome=unfinished");
+        }
+        Files.write(new File(dir, "java-" + process + ".history").toPath(),
+            LINES.toString().getBytes(StandardCharsets.UTF_8));
+        System.out.println("DONE events=" + EVENTS.get());
+        System.out.flush();
+        stdin.readLine(); // CLOSE, or the end of stdin
+        for (CuratorFramework zk : sessions) {
+            zk.close();
+        }
+    }
+
+    private static void body(Client c, int leases) {
+        String path = ROOT + "/" + c.recipe;
+        try {
+            switch (c.recipe) {
+                case "mutex": {
+                    Mutex m = new Mutex(c.zk, path);
+                    while (!c.over()) {
+                        cycle(c, m, "lock", "x", List.of("mutex"), m);
+                    }
+                    break;
+                }
+                case "rwlock": {
+                    InterProcessReadWriteLock rw = new InterProcessReadWriteLock(c.zk, path);
+                    while (!c.over()) {
+                        if (ThreadLocalRandom.current().nextInt(10) < 3) {
+                            cycle(c, rw.writeLock(), "lock", "w", List.of("rwlock"), null);
+                        } else {
+                            cycle(c, rw.readLock(), "lock", "r", List.of(), null);
+                        }
+                    }
+                    break;
+                }
+                case "multilock": {
+                    List<String> members = new ArrayList<>();
+                    List<String> regs = new ArrayList<>();
+                    for (int k = 0; k < MEMBERS; k++) {
+                        members.add(path + "/" + k);
+                        regs.add("multilock-" + k);
+                    }
+                    InterProcessMultiLock lock = new InterProcessMultiLock(c.zk, members);
+                    while (!c.over()) {
+                        cycle(c, lock, "member", "x", regs, null);
+                    }
+                    break;
+                }
+                case "semaphore":
+                    semaphoreLoop(c, new InterProcessSemaphoreV2(c.zk, path, leases));
+                    break;
+                case "semaphore-mutex": {
+                    InterProcessSemaphoreMutex lock = new InterProcessSemaphoreMutex(c.zk, path);
+                    while (!c.over()) {
+                        cycle(c, lock, "leases", "lease", List.of("semaphore-mutex"), null);
+                    }
+                    break;
+                }
+                default:
+                    throw new IllegalArgumentException("unknown recipe " + c.recipe);
+            }
+        } catch (Throwable e) {
+            System.err.println("CuratorChaos " + c.name + ": " + e);
+        }
+    }
+
+    /** A style, drawn: release, timeout or cancel (drop has no Curator form). */
+    private static String style() {
+        int r = ThreadLocalRandom.current().nextInt(4);
+        return r == 1 ? "timeout" : r == 3 ? "cancel" : "release";
+    }
+
+    /** Acquires `lock` in `style`; the ACQ line is written. Whether it holds. */
+    private static boolean acquire(Client c, InterProcessLock lock, String style) {
+        long n = ++c.n;
+        long start = CuratorInterop.now();
+        String head = "ACQ who=" + c.name + " n=" + n + " style=" + style + " start=" + start;
+        ACQUIRING.put(c.name, head);
+        long left = TimeUnit.NANOSECONDS.toMillis(Math.max(0, c.end - System.nanoTime()));
+        long timeout = style.equals("timeout")
+            ? Math.min(left, 20 + ThreadLocalRandom.current().nextInt(400))
+            : left;
+        Canceller cancel = style.equals("cancel")
+            ? new Canceller(Thread.currentThread(), 1 + ThreadLocalRandom.current().nextInt(40))
+            : null;
+        String outcome;
+        boolean held = false;
+        try {
+            held = lock.acquire(timeout, TimeUnit.MILLISECONDS);
+            outcome = held ? "held" : "timeout";
+        } catch (InterruptedException e) {
+            outcome = "cancelled";
+        } catch (Exception e) {
+            outcome = cancel != null && cancel.fired() ? "cancelled" : "error:" + kind(e);
+        }
+        if (cancel != null) {
+            cancel.settle();
+        }
+        ACQUIRING.remove(c.name);
+        line(head + " end=" + CuratorInterop.now() + " outcome=" + outcome);
+        if (outcome.startsWith("error")) {
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
+        }
+        return held;
+    }
+
+    /** Interrupts a thread still acquiring after a while; settled once the acquire returns. */
+    static final class Canceller {
+        private final AtomicBoolean armed = new AtomicBoolean(true);
+        private final AtomicBoolean done = new AtomicBoolean(false);
+        private final Thread timer;
+
+        Canceller(Thread target, long afterMs) {
+            timer = new Thread(() -> {
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(afterMs));
+                if (armed.compareAndSet(true, false)) {
+                    target.interrupt();
+                }
+                done.set(true);
+            });
+            timer.setDaemon(true);
+            timer.start();
+        }
+
+        boolean fired() {
+            return !armed.get();
+        }
+
+        /** Disarms, or waits for the interrupt to land and clears it. */
+        void settle() {
+            if (!armed.compareAndSet(true, false)) {
+                while (!done.get()) {
+                    Thread.onSpinWait();
+                }
+            }
+            Thread.interrupted();
+        }
+    }
+
+    private static void cycle(Client c, InterProcessLock lock, String on, String mode,
+            List<String> regs, Mutex node) {
+        String style = style();
+        if (!acquire(c, lock, style)) {
+            return;
+        }
+        long n = c.n;
+        c.holding = n;
+        long from = CuratorInterop.now();
+        work(c, regs);
+        long to = CuratorInterop.now();
+        c.holding = 0;
+        String nodeName = node == null ? "-" : node.ourNode();
+        if (on.equals("member")) {
+            for (int k = 0; k < MEMBERS; k++) {
+                line("HOLD who=" + c.name + " n=" + n + " on=member-" + k + " mode=" + mode
+                    + " from=" + from + " to=" + to + " node=- token=-");
+            }
+        } else {
+            line("HOLD who=" + c.name + " n=" + n + " on=" + on + " mode=" + mode + " from="
+                + from + " to=" + to + " node=" + nodeName + " token=-");
+        }
+        try {
+            lock.release();
+        } catch (Exception e) {
+            System.err.println("CuratorChaos " + c.name + " release: " + e);
+        }
+    }
+
+    /** Reads each register, waits, writes each one more at the version read. */
+    private static void work(Client c, List<String> regs) {
+        long[] read = new long[regs.size()];
+        int[] versions = new int[regs.size()];
+        try {
+            for (int i = 0; i < regs.size(); i++) {
+                Stat stat = new Stat();
+                byte[] data = c.zk.getData().storingStatIn(stat)
+                    .forPath(REGISTERS + "/" + regs.get(i));
+                read[i] = Long.parseLong(new String(data, StandardCharsets.UTF_8).trim());
+                versions[i] = stat.getVersion();
+            }
+        } catch (Exception e) {
+            return;
+        }
+        LockSupport.parkNanos(ThreadLocalRandom.current().nextLong(200_000, 3_000_000));
+        for (int i = 0; i < regs.size(); i++) {
+            long sent = CuratorInterop.now();
+            String result;
+            try {
+                Stat stat = c.zk.setData().withVersion(versions[i])
+                    .forPath(REGISTERS + "/" + regs.get(i),
+                        Long.toString(read[i] + 1).getBytes(StandardCharsets.UTF_8));
+                result = "ok:" + stat.getVersion();
+            } catch (KeeperException.BadVersionException e) {
+                result = "badversion";
+            } catch (Exception e) {
+                result = "error:" + kind(e);
+            }
+            line("WRITE who=" + c.name + " n=" + c.n + " reg=" + regs.get(i) + " read=" + read[i]
+                + " sent=" + sent + " replied=" + CuratorInterop.now() + " result=" + result);
+        }
+    }
+
+    private static void semaphoreLoop(Client c, InterProcessSemaphoreV2 semaphore) {
+        while (!c.over()) {
+            String style = style();
+            long n = ++c.n;
+            long start = CuratorInterop.now();
+            String head = "ACQ who=" + c.name + " n=" + n + " style=" + style + " start=" + start;
+            ACQUIRING.put(c.name, head);
+            long left = TimeUnit.NANOSECONDS.toMillis(Math.max(0, c.end - System.nanoTime()));
+            long timeout = style.equals("timeout")
+                ? Math.min(left, 20 + ThreadLocalRandom.current().nextInt(400))
+                : left;
+            Canceller cancel = style.equals("cancel")
+                ? new Canceller(Thread.currentThread(), 1 + ThreadLocalRandom.current().nextInt(40))
+                : null;
+            Collection<Lease> held = null;
+            String outcome;
+            try {
+                held = semaphore.acquire(1, timeout, TimeUnit.MILLISECONDS);
+                outcome = held != null ? "held" : "timeout";
+            } catch (InterruptedException e) {
+                outcome = "cancelled";
+            } catch (Exception e) {
+                outcome = cancel != null && cancel.fired() ? "cancelled" : "error:" + kind(e);
+            }
+            if (cancel != null) {
+                cancel.settle();
+            }
+            ACQUIRING.remove(c.name);
+            line(head + " end=" + CuratorInterop.now() + " outcome=" + outcome);
+            if (held == null) {
+                if (outcome.startsWith("error")) {
+                    LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
+                }
+                continue;
+            }
+            c.holding = n;
+            long from = CuratorInterop.now();
+            LockSupport.parkNanos(ThreadLocalRandom.current().nextLong(200_000, 3_000_000));
+            long to = CuratorInterop.now();
+            c.holding = 0;
+            for (Lease lease : held) {
+                String node = lease.getNodeName();
+                line("HOLD who=" + c.name + " n=" + n + " on=leases mode=lease from=" + from
+                    + " to=" + to + " node="
+                    + (node == null ? "-" : node.substring(node.lastIndexOf('/') + 1))
+                    + " token=-");
+            }
+            semaphore.returnAll(held);
+        }
+    }
+
+    /** An exception's kind, one word: its class's simple name. */
+    private static String kind(Throwable e) {
+        return e.getClass().getSimpleName().isEmpty() ? "Exception" : e.getClass().getSimpleName();
+    }
+}
