@@ -13,7 +13,9 @@
 use std::time::Duration;
 
 use zk_proto::records::*;
-use zk_proto::{CreateMode, EventType, MultiOp, MultiRequest, MultiResult, Request, Response};
+use zk_proto::{
+    CreateMode, ErrorCode, EventType, MultiOp, MultiRequest, MultiResult, Request, Response,
+};
 
 use crate::deps::{self, Need};
 use crate::wire::{WireError, WireSession};
@@ -64,13 +66,29 @@ fn step(title: &str) {
     println!("\n== {title}");
 }
 
+/// A lock node's name as the demo shows it: its last path component, with Curator's
+/// `_c_<UUID>` protection prefix cut to `…`, so `/demo/lock/_c_7f74c237-…-lock-0000000012`
+/// reads `…-lock-0000000012`.
+fn short(node: &str) -> String {
+    let name = node.rsplit('/').next().unwrap_or(node);
+    match name.strip_prefix("_c_").and_then(|rest| rest.get(36..)) {
+        Some(tail) if tail.starts_with('-') => format!("…{tail}"),
+        _ => name.to_owned(),
+    }
+}
+
+/// `alice's`, `bob's`.
+fn possessive(name: &str) -> String {
+    format!("{name}'s")
+}
+
 /// Runs the demo.
 pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     deps::ensure(&[Need::Java, Need::ZooKeeper])?;
     step("starting a local ZooKeeper 3.8 (standalone, 127.0.0.1, free port)");
     let server = ZkServer::start_with(ZkOptions::default())?;
     println!(
-        "serving at {} (data in {})",
+        "ZooKeeper serves at {}, with its data in {}",
         server.connect_string(),
         server.data_dir().display()
     );
@@ -86,7 +104,7 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     drop(runtime);
     step("stopping ZooKeeper");
     drop(server);
-    println!("done");
+    println!("ZooKeeper stopped; the demo is done");
     Ok(())
 }
 
@@ -112,9 +130,14 @@ fn demo(server: &ZkServer) -> Result<(), WireError> {
     for name in ["alice", "bob", "carol"] {
         let session = WireSession::connect(server.addr(), timeout)?;
         let h = &session.handshake;
+        let access = match h.read_only {
+            Some(true) => "a read-only connection (the server is cut off from its quorum)",
+            Some(false) => "a read-write connection",
+            None => "a connection (the server did not say whether it is read-only)",
+        };
         println!(
-            "{name:<6} session 0x{:016x}, timeout {} ms negotiated, read-only {:?}",
-            h.session_id, h.time_out, h.read_only
+            "{name:<6} connected: session 0x{:016x}, with a {} ms session timeout and {access}",
+            h.session_id, h.time_out
         );
         all.push(Contender {
             name,
@@ -133,6 +156,10 @@ fn demo(server: &ZkServer) -> Result<(), WireError> {
     first
         .session
         .call_ok(&create(lock, CreateMode::Container))?;
+    println!(
+        "Each session creates an ephemeral sequential node {lock}/_c_<UUID>-lock-; the server appends a number."
+    );
+    println!("Below, a node is shown by its end only, as in …-lock-0000000000.");
     for c in &mut all {
         let prefix = format!("{lock}/_c_{}-lock-", recipe_mutex::random_uuid());
         let reply = c
@@ -141,7 +168,7 @@ fn demo(server: &ZkServer) -> Result<(), WireError> {
         let Some(Response::Create(created)) = reply else {
             return Err("create returned no path".into());
         };
-        println!("{:<6} created {}", c.name, created.path);
+        println!("{:<6} created {}", c.name, short(&created.path));
         c.node = created
             .path
             .rsplit('/')
@@ -151,14 +178,22 @@ fn demo(server: &ZkServer) -> Result<(), WireError> {
     }
     let first = all.first_mut().ok_or("no session")?;
     let order = sorted_by_sequence(children(&mut first.session, lock)?, "lock-");
-    let mut ahead: Option<&String> = None;
+    let mut ahead: Option<(&str, &String)> = None;
     for node in &order {
         let owner = find(&mut all, node)?.name;
         match ahead {
-            None => println!("{owner:<6} {node} holds the lock"),
-            Some(pred) => println!("{owner:<6} {node} waits, watching {pred}"),
+            None => println!(
+                "{owner:<6} holds the lock: {} has the lowest number",
+                short(node)
+            ),
+            Some((pred_owner, pred)) => println!(
+                "{owner:<6} waits: {} comes right after {} node {}",
+                short(node),
+                possessive(pred_owner),
+                short(pred)
+            ),
         }
-        ahead = Some(node);
+        ahead = Some((owner, node));
     }
 
     step("each waiter sets a data watch on its predecessor (getData, not exists)");
@@ -170,7 +205,13 @@ fn demo(server: &ZkServer) -> Result<(), WireError> {
             watch: true,
         };
         c.session.call_ok(&Request::GetData(watch))?;
-        println!("{:<6} watches {pred}", c.name);
+        let name = c.name;
+        let pred_owner = find(&mut all, pred)?.name;
+        println!(
+            "{name:<6} watches {} node {}",
+            possessive(pred_owner),
+            short(pred)
+        );
     }
 
     step("the holder releases: deletes its node; only the next in line is notified");
@@ -183,91 +224,174 @@ fn demo(server: &ZkServer) -> Result<(), WireError> {
         path: path.clone(),
         version: -1,
     }))?;
-    println!("{:<6} deleted {path}", holder.name);
+    println!(
+        "{:<6} releases the lock by deleting {}",
+        holder.name,
+        short(&path)
+    );
     let next = find(&mut all, next_node)?;
     let event = next.session.next_event()?;
-    println!(
-        "{:<6} got {:?} for {}",
-        next.name, event.event_type, event.path
-    );
     if event.event_type != EventType::NodeDeleted {
         return Err(format!("expected NodeDeleted, got {event:?}").into());
     }
-    let now = sorted_by_sequence(children(&mut next.session, lock)?, "lock-");
-    let first_now = now.first().ok_or("no lock node left")?;
     println!(
-        "{:<6} lists again: {first_now} is first, so it holds the lock now",
-        next.name
+        "{:<6} is told that {} was deleted (a NodeDeleted watch event)",
+        next.name,
+        short(&event.path)
     );
+    let now = sorted_by_sequence(children(&mut next.session, lock)?, "lock-");
+    let next_name = next.name;
+    let first_now = now.first().ok_or("no lock node left")?;
+    let first_owner = find(&mut all, first_now)?.name;
+    let whose = if first_owner == next_name {
+        "its own".to_owned()
+    } else {
+        possessive(first_owner)
+    };
+    println!(
+        "{next_name:<6} lists the lock's nodes again: {whose} node {} is now first, so {first_owner} holds the lock",
+        short(first_now)
+    );
+    let next = find(&mut all, next_node)?;
 
     step("a multi transaction: all or nothing, with one result per op");
-    let ok = MultiRequest {
-        ops: vec![
+    let ok = [
+        (
+            format!("check that {lock} exists"),
             MultiOp::Check(CheckVersionRequest {
                 path: lock.into(),
                 version: -1,
             }),
+        ),
+        (
+            "create /demo/config holding \"v1\"".into(),
             MultiOp::Create(CreateRequest {
                 path: "/demo/config".into(),
                 data: Some("v1".into()),
                 acl: Acl::open_unsafe(),
                 mode: CreateMode::Persistent,
             }),
+        ),
+        (
+            "set /demo/config to \"v2\" if its version is 0".into(),
             MultiOp::SetData(SetDataRequest {
                 path: "/demo/config".into(),
                 data: Some("v2".into()),
                 version: 0,
             }),
-        ],
-    };
-    print_multi(next.session.call_ok(&Request::Multi(ok))?);
-    let failing = MultiRequest {
-        ops: vec![
+        ),
+    ];
+    multi(&mut next.session, next.name, ok)?;
+    let failing = [
+        (
+            "set /demo/config to \"v3\"".into(),
             MultiOp::SetData(SetDataRequest {
                 path: "/demo/config".into(),
                 data: Some("v3".into()),
                 version: -1,
             }),
+        ),
+        (
+            "check that /demo/config is at version 7".into(),
             MultiOp::Check(CheckVersionRequest {
                 path: "/demo/config".into(),
                 version: 7,
             }),
-        ],
-    };
-    print_multi(next.session.call_ok(&Request::Multi(failing))?);
+        ),
+    ];
+    multi(&mut next.session, next.name, failing)?;
 
     step("closeSession: the server removes the session's ephemeral nodes at once");
     let last = all.pop().ok_or("no session")?;
     let stats = last.session.close()?;
     println!(
-        "{} closed ({} frames / {} bytes out, {} frames / {} bytes in)",
+        "{:<6} closes its session, having sent {} frames ({} bytes) and received {} ({} bytes)",
         last.name, stats.frames_out, stats.bytes_out, stats.frames_in, stats.bytes_in
     );
     let first = all.first_mut().ok_or("no session")?;
     let left = sorted_by_sequence(children(&mut first.session, lock)?, "lock-");
-    println!("{lock} now holds {left:?}");
+    let mut owned = Vec::new();
+    for node in &left {
+        let owner = find(&mut all, node).map_or("nobody", |c| c.name);
+        owned.push(format!("{} ({})", short(node), possessive(owner)));
+    }
+    let gone = if left.contains(&last.node) {
+        "is still there"
+    } else {
+        "went with the session"
+    };
+    println!(
+        "{} node {} {gone}: {lock} now holds {} node{}: {}",
+        possessive(last.name),
+        short(&last.node),
+        left.len(),
+        if left.len() == 1 { "" } else { "s" },
+        owned.join(", ")
+    );
     for c in all {
         c.session.close()?;
     }
     Ok(())
 }
 
-fn print_multi(reply: Option<Response>) {
+/// Sends `ops` as one multi transaction and says what became of each.
+fn multi(
+    session: &mut WireSession,
+    who: &str,
+    ops: impl IntoIterator<Item = (String, MultiOp)>,
+) -> Result<(), WireError> {
+    let (what, ops): (Vec<String>, Vec<MultiOp>) = ops.into_iter().unzip();
+    let n = ops.len();
+    let reply = session.call_ok(&Request::Multi(MultiRequest { ops }))?;
     let Some(Response::Multi(r)) = reply else {
-        println!("unexpected reply {reply:?}");
-        return;
+        return Err("the server answered a multi with something else".into());
     };
     match r.first_error() {
-        None => println!("committed:"),
-        Some((i, code)) => println!("rolled back, op {i} failed with {code}:"),
+        None => println!("{who} sends a transaction of {n} ops: it commits, and every op applies:"),
+        Some((i, code)) => println!(
+            "{who} sends a transaction of {n} ops: op {} fails with {code}, so it is rolled back, and no op applies:",
+            i + 1
+        ),
     }
-    for (i, result) in r.results.iter().enumerate() {
+    for (i, (result, what)) in r.results.iter().zip(&what).enumerate() {
         let text = match result {
-            MultiResult::Create(c) => format!("created {}", c.path),
-            MultiResult::SetData(s) => format!("set data, version now {}", s.stat.version),
-            MultiResult::Error(code) => format!("error {code}"),
-            other => format!("{other:?}"),
+            MultiResult::Create(c) => format!("done, {} created", c.path),
+            MultiResult::Create2(c) => format!("done, {} created", c.path),
+            MultiResult::SetData(s) => format!("done, the version is now {}", s.stat.version),
+            MultiResult::Check => "passed".to_owned(),
+            MultiResult::Delete => "done".to_owned(),
+            MultiResult::GetChildren(_) | MultiResult::GetData(_) => "read".to_owned(),
+            MultiResult::Error(ErrorCode::Ok) => {
+                "would have succeeded, undone with the rest".to_owned()
+            }
+            MultiResult::Error(ErrorCode::RuntimeInconsistency) => {
+                "not tried, after the failure".to_owned()
+            }
+            MultiResult::Error(code) => format!("failed with {code}"),
         };
-        println!("  op {i}: {text}");
+        println!("  op {} ({what}): {text}", i + 1);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short;
+
+    #[test]
+    fn short_names_keep_the_sequence_suffix() {
+        assert_eq!(
+            short("/demo/lock/_c_7f74c237-6418-4569-a29c-64e5e0658e26-lock-0000000012"),
+            "…-lock-0000000012"
+        );
+        assert_eq!(
+            short("_c_09223de3-75ff-442a-a3b5-11c61c57792e-__READ__0000000004"),
+            "…-__READ__0000000004"
+        );
+        assert_eq!(
+            short("/demo/pool/leases/lease-0000000003"),
+            "lease-0000000003"
+        );
+        assert_eq!(short("/demo/config"), "config");
     }
 }

@@ -31,6 +31,9 @@ pub(super) async fn multilock_demo(server: &ZkServer) -> Result<(), Box<dyn std:
             .and_then(|s| s.parse().ok())
             .unwrap_or(0)
     };
+    println!(
+        "Each transfer takes the locks of its two accounts, always in name order, so no two transfers deadlock."
+    );
     let mut tasks = Vec::new();
     for (from, to, amount) in [
         ("a", "b", 10),
@@ -57,9 +60,14 @@ pub(super) async fn multilock_demo(server: &ZkServer) -> Result<(), Box<dyn std:
                 version: Some(ts.version),
             });
             client.multi(&ops).await?;
+            let taken: Vec<&str> = multi
+                .members()
+                .iter()
+                .map(|m| m.path().rsplit('/').next().unwrap_or_default())
+                .collect();
             println!(
-                "moved {amount:>2} from {from} to {to} under {:?} (taken in that order whatever the order given)",
-                multi.members().iter().map(|m| m.path()).collect::<Vec<_>>()
+                "moved {amount:>2} from {from} to {to} under the locks of {} (given as {from}, {to})",
+                taken.join(" then ")
             );
             guard.release().await?;
             Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
@@ -73,10 +81,15 @@ pub(super) async fn multilock_demo(server: &ZkServer) -> Result<(), Box<dyn std:
         let (data, _) = client
             .get_data(&format!("/demo/bank/acct/{account}"))
             .await?;
-        println!("account {account}: {}", balance(&data));
+        println!("account {account} holds {}", balance(&data));
         total += balance(&data);
     }
-    println!("total {total} (300 before: transfers under both locks, committed with check ops)");
+    if total != 300 {
+        return Err(format!("the accounts hold {total} in all, not 300: money was lost").into());
+    }
+    println!(
+        "the accounts hold {total} in all, as before: each transfer was one transaction that checked both locks"
+    );
     client.close().await?;
     Ok(())
 }

@@ -30,69 +30,80 @@ pub(super) async fn mutex_demo(server: &ZkServer) -> Result<(), Box<dyn std::err
     );
     let ga = ma.lock().await?;
     println!(
-        "alice  holds, fencing token {} ({})",
-        ga.fencing_token(),
-        ga.node_path()
+        "alice  holds the lock with node {}; her fencing token is {}",
+        short(ga.node_path()),
+        ga.fencing_token()
     );
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut queued = 1;
     for (name, m) in [("bob", mb.clone()), ("carol", mc.clone())] {
         let tx = tx.clone();
         tokio::spawn(async move {
             let result = m.lock().await;
             let _ = tx.send((name, result));
         });
-        // Queue them in this order.
-        while ma.participant_nodes().await?.len() < if name == "bob" { 2 } else { 3 } {
+        // Queue them in this order: the node that appears is the newcomer's.
+        let mut nodes = ma.participant_nodes().await?;
+        while nodes.len() <= queued {
             tokio::time::sleep(Duration::from_millis(10)).await;
+            nodes = ma.participant_nodes().await?;
         }
+        queued = nodes.len();
+        let node = nodes.last().map(|n| short(n)).unwrap_or_default();
+        println!("{name:<6} asks for the lock and waits in line with node {node}");
     }
-    println!(
-        "queue  {:?}",
-        ma.participant_nodes()
-            .await?
-            .iter()
-            .map(|p| p.rsplit('/').next().unwrap_or(""))
-            .collect::<Vec<_>>()
-    );
+    let mut last_token = (ga.fencing_token(), "alice");
     ga.release().await?;
-    println!("alice  released");
+    println!("alice  releases the lock");
     for _ in 0..2 {
         let Some((name, result)) = rx.recv().await else {
             break;
         };
         let g = result?;
         println!(
-            "{name:<6} holds, fencing token {} (strictly higher than before)",
-            g.fencing_token()
+            "{name:<6} holds the lock next, with fencing token {}, higher than {} {}",
+            g.fencing_token(),
+            possessive(last_token.1),
+            last_token.0
         );
+        last_token = (g.fencing_token(), name);
         g.release().await?;
-        println!("{name:<6} released");
+        println!("{name:<6} releases the lock");
     }
 
     step("a holder whose network fails: told it can no longer be sure, then that the lock is gone");
     let ga = ma.lock().await?;
-    println!("alice  holds again, fencing token {}", ga.fencing_token());
+    println!(
+        "alice  holds the lock again, with fencing token {}; bob asks for it and waits",
+        ga.fencing_token()
+    );
     let waiting = tokio::spawn(async move { mb.lock().await });
     proxy.stall();
-    println!("alice's network stalls (no close, no pings: as if her process hung)");
-    let loss = ga.lost().await;
-    println!("alice  guard.lost() -> {loss:?}: stop acting as the holder");
-    let gb = waiting.await??;
     println!(
-        "bob    holds after the server expired alice's session, fencing token {} > {}",
+        "alice's network stalls: no close and no pings reach the server, as if her process hung"
+    );
+    let loss = ga.lost().await;
+    match loss {
+        Loss::Unsure => println!(
+            "alice  hears nothing from the server: her guard says she may no longer hold the lock, so she stops acting on it"
+        ),
+        Loss::Lost => println!("alice  is told at once that her lock is gone"),
+    }
+    let gb = waiting.await??;
+    println!("bob    holds the lock: the server expired alice's session and deleted her node");
+    println!(
+        "bob's fencing token {} is higher than alice's {}, so a store that checks tokens refuses her late writes",
         gb.fencing_token(),
         ga.fencing_token()
     );
     let mut states = alice.state_watch();
     let _ = states.wait_for(|s| *s == SessionState::Lost).await;
-    println!(
-        "alice  guard.lost() -> {:?}, is_valid() = {}",
-        ga.lost().await,
-        ga.is_valid()
-    );
-    if ga.lost().await != Loss::Lost {
+    if ga.lost().await != Loss::Lost || ga.is_valid() {
         return Err("alice should know the lock is lost".into());
     }
+    println!(
+        "alice  learns that her session expired: her guard now says the lock is lost, and it is no longer valid"
+    );
     gb.release().await?;
     drop(ga);
     proxy.pass();

@@ -18,7 +18,7 @@ pub(super) async fn rwlock_demo(server: &ZkServer) -> Result<(), Box<dyn std::er
     let r1 = la.read_lock().lock().await?;
     let r2 = lb.read_lock().lock().await?;
     println!(
-        "alice and bob both hold the read lock ({} readers)",
+        "alice and bob both hold the read lock: {} readers at once",
         la.read_lock().participant_nodes().await?.len()
     );
     let writer = {
@@ -28,7 +28,7 @@ pub(super) async fn rwlock_demo(server: &ZkServer) -> Result<(), Box<dyn std::er
     while la.write_lock().participant_nodes().await?.is_empty() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    println!("bob asks for the write lock in another task: it queues behind the readers");
+    println!("bob asks for the write lock in another task: his writer queues behind the readers");
     let late_reader = tokio::spawn({
         let la = la.clone();
         async move {
@@ -37,15 +37,20 @@ pub(super) async fn rwlock_demo(server: &ZkServer) -> Result<(), Box<dyn std::er
                 .await
         }
     });
+    if late_reader.await??.is_some() {
+        return Err("a reader arriving after a waiting writer got the read lock".into());
+    }
     println!(
-        "a reader arriving after the writer waits too (no writer starvation): got it within 200 ms? {}",
-        late_reader.await??.is_some()
+        "alice asks for a second read lock after bob's writer queued: she did not get it within 200 ms."
+    );
+    println!(
+        "That is expected: a reader arriving after a waiting writer waits behind it, so writers are not starved."
     );
     r1.release().await?;
     r2.release().await?;
     let w = writer.await??;
     println!(
-        "readers gone: bob writes, fencing token {}",
+        "alice and bob release their read locks: bob's writer gets the write lock, with fencing token {}",
         w.fencing_token()
     );
     w.release().await?;
@@ -54,8 +59,9 @@ pub(super) async fn rwlock_demo(server: &ZkServer) -> Result<(), Box<dyn std::er
         "a downgrade: alice writes, then downgrade() turns her write hold into a read hold; bob's queued writer stays out",
     );
     let wa = la.write_lock().lock().await?;
-    let write_node = wa.node_path().rsplit('/').next().unwrap_or("").to_owned();
+    let write_node = short(wa.node_path());
     let token = wa.fencing_token();
+    println!("alice  holds the write lock with node {write_node}, fencing token {token}");
     let queued = {
         let lb = lb.clone();
         tokio::spawn(async move { lb.write_lock().lock().await })
@@ -63,28 +69,38 @@ pub(super) async fn rwlock_demo(server: &ZkServer) -> Result<(), Box<dyn std::er
     while la.write_lock().participant_nodes().await?.len() < 2 {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    println!("bob    asks for the write lock and queues behind alice");
     let ra = wa.downgrade().await?;
     println!(
-        "alice's read node sorts level with her write node ({} / {}), keeps its fencing token ({} = {token}); bob's writer holds? {}",
-        ra.node_path().rsplit('/').next().unwrap_or(""),
-        write_node,
-        ra.fencing_token(),
-        queued.is_finished()
+        "alice  downgrades: her read node {} sorts level with her write node; her token stays {}",
+        short(ra.node_path()),
+        ra.fencing_token()
+    );
+    if queued.is_finished() {
+        return Err("bob's queued writer got in during the downgrade".into());
+    }
+    println!(
+        "bob's writer is still waiting, as expected: it queued behind alice's write node, and her read node takes its place"
     );
     match la
         .write_lock()
         .try_lock_for(Duration::from_millis(300))
         .await?
     {
-        None => println!(
-            "alice (a reader) asking for the write lock queues behind her own read, as with any RwLock: none within 300 ms (Curator hangs for ever)"
-        ),
+        None => {
+            println!(
+                "alice, now a reader, asks for the write lock: she did not get it within 300 ms."
+            );
+            println!(
+                "That is expected: a writer waits behind every reader, her own too (no upgrade; Curator would wait for ever)."
+            );
+        }
         Some(_) => return Err("a write lock granted beside a read".into()),
     }
     ra.release().await?;
     let wb = queued.await??;
     println!(
-        "alice stopped reading: bob writes, fencing token {}",
+        "alice releases her read lock: bob's queued writer gets the write lock, with fencing token {}",
         wb.fencing_token()
     );
     wb.release().await?;

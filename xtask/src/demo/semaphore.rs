@@ -27,14 +27,14 @@ pub(super) async fn semaphore_demo(server: &ZkServer) -> Result<(), Box<dyn std:
         clients.push(client);
         for worker in 0..2 {
             let (pool, in_use, peak) = (pool.clone(), in_use.clone(), peak.clone());
-            let name = format!("s{session}/w{worker}");
+            let name = format!("session {session}, worker {worker}");
             tasks.push(tokio::spawn(async move {
                 let lease = pool.acquire().await?;
                 let now = in_use.fetch_add(1, Ordering::SeqCst) + 1;
                 peak.fetch_max(now, Ordering::SeqCst);
                 println!(
-                    "{name} has a connection ({now} in use), lease {}",
-                    lease.node_path().rsplit('/').next().unwrap_or_default()
+                    "{name} takes a connection ({now} of 2 in use) with lease {}",
+                    short(lease.node_path())
                 );
                 tokio::time::sleep(std::time::Duration::from_millis(40)).await;
                 in_use.fetch_sub(1, Ordering::SeqCst);
@@ -57,14 +57,20 @@ pub(super) async fn semaphore_demo(server: &ZkServer) -> Result<(), Box<dyn std:
     let client = clients.first().cloned().ok_or("no client")?;
     let mutex = InterProcessSemaphoreMutex::new(client, "/demo/job")?;
     let guard = mutex.lock().await?;
-    println!("held, fencing token {}", guard.fencing_token());
+    println!(
+        "a task holds /demo/job, with fencing token {}; another task will release that guard in 200 ms",
+        guard.fencing_token()
+    );
     let releaser = tokio::spawn(async move {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         guard.release().await
     });
+    println!(
+        "the same task asks again: the mutex is not re-entrant, so this waits for the first guard's release"
+    );
     let second = mutex.lock().await?;
     println!(
-        "asked again: granted once another task released the first guard, fencing token {}",
+        "the first guard is released: the second lock() returns, with fencing token {}",
         second.fencing_token()
     );
     releaser.await??;
