@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use xtask::zk::{Ensemble, Mode, Stopped, ZkOptions, ZkServer, four_letter};
+use xtask::zk::{DetachedEnsemble, Ensemble, Mode, Stopped, ZkOptions, ZkServer, four_letter};
 
 const LEADER_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -227,17 +227,133 @@ fn detached_server_outlives_its_handle_until_stopped() {
     );
 }
 
-/// Marks the helper process of [`server_dies_with_a_killed_test_process`].
-const HELPER_ENV: &str = "XTASK_ZK_TEST_HELPER";
+/// Stops a detached ensemble when dropped, so that a failed assertion leaves no server.
+struct StopOnDrop(DetachedEnsemble);
 
-/// Not a test of its own: run by [`server_dies_with_a_killed_test_process`] in a child
-/// process, it starts a server, prints its pid and directory, and waits to be killed.
-#[test]
-#[ignore = "helper process for server_dies_with_a_killed_test_process"]
-fn helper_holds_a_server_until_killed() {
-    if std::env::var_os(HELPER_ENV).is_none() {
-        return;
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.stop(Duration::from_secs(10));
     }
+}
+
+/// Issue 26: `cargo xtask zk start`, then `cargo xtask demo` and `cargo xtask test`, and the
+/// first server was gone: every process that starts a test server first sweeps the
+/// directories of dead processes, and took the detached server's for one. Here, as with the
+/// commands, one process starts the detached server and exits, and another starts and drops
+/// an ordinary server (its first start runs the sweep); the detached server must still serve
+/// a session from its directory.
+#[test]
+fn detached_server_survives_a_later_process_sweeping_stale_directories() {
+    let state = std::env::temp_dir().join(format!(
+        "xtask-servers-test-{}-detached-state",
+        std::process::id()
+    ));
+    run_helper(HelperStep::StartDetached, &state);
+    let detached = DetachedEnsemble::load(&state)
+        .unwrap()
+        .expect("the helper wrote no state");
+    let _ = std::fs::remove_file(&state);
+    let guard = StopOnDrop(detached.clone());
+    let member = detached.members.first().unwrap();
+    assert!(
+        member.is_alive(),
+        "the detached server died with its starter"
+    );
+
+    run_helper(HelperStep::StartAndDrop, &state);
+    assert!(
+        member.dir.join("zoo.cfg").exists(),
+        "the sweep of a later process removed the detached server's directory {}",
+        member.dir.display()
+    );
+    assert!(member.is_alive(), "the detached server is gone");
+    assert_eq!(member.mode().unwrap(), Some(Mode::Standalone));
+    open_session(member.client_addr()).unwrap();
+
+    drop(guard);
+    assert!(gone_within(member.pid, Duration::from_secs(5)));
+    assert!(!detached.root.exists());
+}
+
+/// What [`helper_process`] does, passed in [`HELPER_ENV`].
+#[derive(Clone, Copy)]
+enum HelperStep {
+    /// Start a server, print its pid and directory, and wait to be killed.
+    Hold,
+    /// Start a detached server, write its state to [`HELPER_STATE_ENV`]'s path, and exit,
+    /// as `cargo xtask zk start` does.
+    StartDetached,
+    /// Start an ordinary server (the process's first, so the sweep runs) and drop it.
+    StartAndDrop,
+}
+
+impl HelperStep {
+    fn name(self) -> &'static str {
+        match self {
+            HelperStep::Hold => "hold",
+            HelperStep::StartDetached => "start-detached",
+            HelperStep::StartAndDrop => "start-and-drop",
+        }
+    }
+}
+
+/// Marks the helper process and says which [`HelperStep`] it runs.
+const HELPER_ENV: &str = "XTASK_ZK_TEST_HELPER";
+/// Where [`HelperStep::StartDetached`] writes the state.
+const HELPER_STATE_ENV: &str = "XTASK_ZK_TEST_HELPER_STATE";
+
+/// The command running [`helper_process`] in a child process for `step`.
+fn helper_command(step: HelperStep) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "helper_process",
+        "--exact",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(HELPER_ENV, step.name())
+    .stdin(Stdio::null());
+    cmd
+}
+
+/// Runs `step` in a child process to its end, and fails if it failed.
+fn run_helper(step: HelperStep, state: &Path) {
+    let output = helper_command(step)
+        .env(HELPER_STATE_ENV, state)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "helper {} failed ({}):\n{}\n{}",
+        step.name(),
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Not a test of its own: the second process of the tests that need one
+/// ([`server_dies_with_a_killed_test_process`],
+/// [`detached_server_survives_a_later_process_sweeping_stale_directories`]); does nothing
+/// unless [`HELPER_ENV`] names a [`HelperStep`].
+#[test]
+#[ignore = "helper process, run by the tests that need a second process"]
+fn helper_process() {
+    match std::env::var(HELPER_ENV).as_deref() {
+        Ok("hold") => hold_a_server_until_killed(),
+        Ok("start-detached") => {
+            let detached = Ensemble::start_detached(1, ZkOptions::default()).unwrap();
+            let state = std::env::var_os(HELPER_STATE_ENV).unwrap();
+            detached.save(Path::new(&state)).unwrap();
+        }
+        Ok("start-and-drop") => drop(Ensemble::start(1, ZkOptions::default()).unwrap()),
+        _ => {}
+    }
+}
+
+/// [`HelperStep::Hold`].
+fn hold_a_server_until_killed() {
     let zk = ZkServer::start().unwrap();
     println!(
         "\nXTASK_ZK_HELPER pid={} root={}",
@@ -251,16 +367,7 @@ fn helper_holds_a_server_until_killed() {
 
 #[test]
 fn server_dies_with_a_killed_test_process() {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "helper_holds_a_server_until_killed",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(HELPER_ENV, "1")
-        .stdin(Stdio::null())
+    let mut child = helper_command(HelperStep::Hold)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
