@@ -16,6 +16,9 @@ pub enum Plant {
     TurnIgnoresDeadline,
     /// The client's local `Lost` ends every waiter, as if the session had expired.
     LostEndsWaiters,
+    /// A waiter holds as soon as the node it watches goes, without listing again (in
+    /// `recipes-core`'s acquire machine): a negative control for the chaos suite.
+    HandOffShortcut,
 }
 
 #[cfg(feature = "plant")]
@@ -32,12 +35,14 @@ mod switch {
             Some(Plant::NoRuntimeRetry) => 1,
             Some(Plant::TurnIgnoresDeadline) => 2,
             Some(Plant::LostEndsWaiters) => 3,
+            Some(Plant::HandOffShortcut) => 4,
         }
     }
 
     /// Puts `plant` back (`None`: no defect).
     pub fn set(plant: Option<Plant>) {
         ACTIVE.store(code(plant), Ordering::SeqCst);
+        recipes_core::plant::set_hand_off_shortcut(plant == Some(Plant::HandOffShortcut));
     }
 
     pub(crate) fn active(plant: Plant) -> bool {

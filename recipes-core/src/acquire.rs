@@ -487,6 +487,15 @@ impl<P: Predicate> Machine for AcquireMachine<P> {
             Input::Start => {}
             Input::Reply(reply) => self.on_reply(now, reply),
             Input::Watch { event, .. } => {
+                let planted = crate::plant::hand_off_shortcut();
+                if planted && self.phase == Phase::Waiting && event == WatchEvent::Deleted {
+                    // The planted defect: hold on the predecessor's deletion, unlooked.
+                    if let (Some(ours), Some(czxid)) = (self.ours.clone(), self.czxid) {
+                        let path = self.child(&ours);
+                        self.finish(Outcome::Held(Held { path, czxid }));
+                        return;
+                    }
+                }
                 if self.phase == Phase::Waiting && event != WatchEvent::SessionEnded {
                     // Whatever happened to the node we wait on, look again: only a listing
                     // that shows our node in front lets us hold.

@@ -21,6 +21,8 @@ pub mod cleanup;
 pub mod machine;
 pub mod name;
 pub mod op;
+#[doc(hidden)]
+pub mod plant;
 pub mod predicate;
 pub mod runner;
 pub mod rwlock;

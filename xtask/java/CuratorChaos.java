@@ -11,7 +11,8 @@
 // each thread then loops until the run's end: acquire in a style (release: with the time left
 // as timeout; timeout: a short one; cancel: interrupted after 1..40 ms if still acquiring;
 // drop has no Curator form and is taken as release), and while holding, update the recipe's
-// protected register(s): read with its Stat, wait 0.2..3 ms, setData(read + 1) at the version
+// protected register(s) through the process's store session (60 s timeout, outliving a pause):
+// read with its Stat, wait 0.2..3 ms, setData(read + 1) at the version
 // read (a Curator user's best: it refuses a write after another's, not a write by a holder
 // whose session is gone that read afresh). A connection state LOST while holding is the hold's
 // lost signal. The lines (xtask/src/chaos/history.rs) go to <dir>/java-<process>.history:
@@ -65,6 +66,9 @@ public final class CuratorChaos {
     private static final AtomicLong EVENTS = new AtomicLong();
     /** Acquires under way, by client: the ACQ line's start, for those that never end. */
     private static final Map<String, String> ACQUIRING = new ConcurrentHashMap<>();
+    /** The store's session: registers are read and written through it (60 s timeout: it
+     * outlives a pause of this process, as a real store would). */
+    private static CuratorFramework store;
 
     /** Curator's mutex, exposing the holder's lock node (protected getLockPath). */
     static final class Mutex extends InterProcessMutex {
@@ -79,7 +83,7 @@ public final class CuratorChaos {
     }
 
     static void line(String text) {
-        LINES.append(text).append('\n');
+        LINES.append(text + "\n"); // one append: StringBuffer locks each call, not a pair
         EVENTS.incrementAndGet();
     }
 
@@ -97,12 +101,27 @@ public final class CuratorChaos {
             this.recipe = recipe;
             this.zk = zk;
             this.end = end;
+            session();
             zk.getConnectionStateListenable().addListener((c, state) -> {
                 long h = holding;
                 if (state == ConnectionState.LOST && h != 0) {
                     line("LOST who=" + name + " n=" + h + " at=" + CuratorInterop.now());
                 }
+                if (state == ConnectionState.CONNECTED || state == ConnectionState.RECONNECTED) {
+                    session();
+                }
             });
+        }
+
+        /** Records the session the client has now (a node left is traced to it). */
+        void session() {
+            try {
+                long id = zk.getZookeeperClient().getZooKeeper().getSessionId();
+                line("SESSION who=" + name + " id=0x" + Long.toHexString(id) + " at="
+                    + CuratorInterop.now());
+            } catch (Exception e) {
+                System.err.println("CuratorChaos " + name + " session id: " + e);
+            }
         }
 
         boolean over() {
@@ -146,6 +165,12 @@ public final class CuratorChaos {
                 throw new IOException("client " + i + " did not connect to " + connect);
             }
             sessions.add(zk);
+        }
+        store = CuratorFrameworkFactory.newClient(connect, 60_000, 5_000,
+            new ExponentialBackoffRetry(100, 5));
+        store.start();
+        if (!store.blockUntilConnected(30, TimeUnit.SECONDS)) {
+            throw new IOException("the store client did not connect to " + connect);
         }
         BufferedReader stdin = new BufferedReader(
             new InputStreamReader(System.in, StandardCharsets.UTF_8));
@@ -198,6 +223,7 @@ public final class CuratorChaos {
         for (CuratorFramework zk : sessions) {
             zk.close();
         }
+        store.close();
     }
 
     private static void body(Client c, int leases) {
@@ -362,7 +388,7 @@ public final class CuratorChaos {
         try {
             for (int i = 0; i < regs.size(); i++) {
                 Stat stat = new Stat();
-                byte[] data = c.zk.getData().storingStatIn(stat)
+                byte[] data = store.getData().storingStatIn(stat)
                     .forPath(REGISTERS + "/" + regs.get(i));
                 read[i] = Long.parseLong(new String(data, StandardCharsets.UTF_8).trim());
                 versions[i] = stat.getVersion();
@@ -375,7 +401,7 @@ public final class CuratorChaos {
             long sent = CuratorInterop.now();
             String result;
             try {
-                Stat stat = c.zk.setData().withVersion(versions[i])
+                Stat stat = store.setData().withVersion(versions[i])
                     .forPath(REGISTERS + "/" + regs.get(i),
                         Long.toString(read[i] + 1).getBytes(StandardCharsets.UTF_8));
                 result = "ok:" + stat.getVersion();

@@ -237,6 +237,11 @@ pub struct Chaos {
     /// stale writes of ours accepted (given pauses of our processes).
     #[arg(long)]
     pub no_fence: bool,
+    /// Negative control: our workers hold on their predecessor's deletion without looking
+    /// again (a hand-off shortcut planted in the acquire machine); the run must then fail
+    /// with overlapping holds. Builds a zk-worker of its own with xtask's feature `plant`.
+    #[arg(long)]
+    pub plant_shortcut: bool,
 }
 
 /// `stress RECIPE [FLAGS]`.

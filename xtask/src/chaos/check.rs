@@ -26,8 +26,9 @@
 //!   stopped acquiring and released (their sessions still open).
 //!
 //! The run fails ([`Report::failure`]) on an overlap, a lost update or accepted stale write
-//! of ours, a stuck acquire of ours, a missing lost signal of ours, or a node left. Curator's
-//! stale writes, lost signals and stuck acquires are counted beside ours, not judged.
+//! of ours, a stuck acquire of ours, a missing lost signal of ours, or a node of ours left
+//! (or of a session no client recorded). Curator's stale writes, lost signals, stuck
+//! acquires and nodes left are counted beside ours, not judged.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -61,6 +62,15 @@ pub struct Pause {
     pub to: u64,
 }
 
+/// A node found under a lock path at the end, while every client's session still lived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftNode {
+    /// Its path.
+    pub path: String,
+    /// Its owner session.
+    pub owner: i64,
+}
+
 /// What the checker is given.
 #[derive(Debug, Clone)]
 pub struct Input<'a> {
@@ -74,8 +84,8 @@ pub struct Input<'a> {
     pub leases: u32,
     /// By when every acquire must have ended (ns).
     pub acquire_deadline: u64,
-    /// Nodes found under the lock paths at the end (full paths).
-    pub nodes_left: &'a [String],
+    /// Nodes found under the lock paths at the end.
+    pub nodes_left: &'a [LeftNode],
 }
 
 /// One recipe and library's counts.
@@ -120,8 +130,9 @@ pub struct Report {
     pub rows: BTreeMap<(Recipe, String), Row>,
     /// The first findings of each kind, as sentences.
     pub samples: Vec<String>,
-    /// Nodes left.
-    pub nodes_left: Vec<String>,
+    /// Nodes left, each with the client whose session owns it (`?` when no client recorded
+    /// that session).
+    pub nodes_left: Vec<(String, String)>,
     /// Lines that did not fit (a write without its hold): a harness or worker bug.
     pub malformed: Vec<String>,
 }
@@ -159,8 +170,13 @@ impl Report {
                 "{missing} holds of ours lost without a lost signal"
             ));
         }
-        if !self.nodes_left.is_empty() {
-            why.push(format!("{} nodes left", self.nodes_left.len()));
+        let ours_left = self
+            .nodes_left
+            .iter()
+            .filter(|(_, who)| !who.starts_with("java-"))
+            .count();
+        if ours_left > 0 {
+            why.push(format!("{ours_left} nodes of ours left"));
         }
         if !self.malformed.is_empty() {
             why.push(format!("{} records that do not fit", self.malformed.len()));
@@ -227,8 +243,8 @@ impl fmt::Display for Report {
             )?;
         }
         writeln!(f, "nodes left: {}", self.nodes_left.len())?;
-        for node in self.nodes_left.iter().take(SAMPLES) {
-            writeln!(f, "  left: {node}")?;
+        for (node, who) in self.nodes_left.iter().take(SAMPLES) {
+            writeln!(f, "  left: {node}, by {who}")?;
         }
         for s in &self.samples {
             writeln!(f, "  {s}")?;
@@ -242,8 +258,26 @@ impl fmt::Display for Report {
 
 /// Checks a run.
 pub fn check(input: &Input<'_>) -> Report {
+    let sessions: HashMap<i64, &str> = input
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Session(s) => Some((s.id, s.who.as_str())),
+            _ => None,
+        })
+        .collect();
     let mut report = Report {
-        nodes_left: input.nodes_left.to_vec(),
+        nodes_left: input
+            .nodes_left
+            .iter()
+            .map(|n| {
+                let who = sessions.get(&n.owner).map_or("?", |w| *w);
+                (
+                    format!("{} (session {:#x})", n.path, n.owner),
+                    who.to_owned(),
+                )
+            })
+            .collect(),
         ..Report::default()
     };
     let t = u64::try_from(input.session_timeout.as_nanos()).unwrap_or(u64::MAX);
@@ -289,6 +323,7 @@ pub fn check(input: &Input<'_>) -> Report {
                 }
                 writes.push((who, w));
             }
+            Event::Session(_) => {}
             Event::Lost(l) => {
                 let at = lost.entry((l.who.as_str(), l.n)).or_insert(l.at);
                 *at = (*at).min(l.at);

@@ -10,6 +10,7 @@
 //! ACQ who=rust-1.mutex.0 n=12 style=drop start=<ns> end=<ns> outcome=held
 //! WRITE who=rust-1.mutex.0 n=12 reg=mutex read=41 sent=<ns> replied=<ns> result=ok:42
 //! LOST who=rust-1.mutex.0 n=12 at=<ns>
+//! SESSION who=rust-1.mutex.0 id=0x30000b424a40007 at=<ns>
 //! ```
 //!
 //! - `HOLD` is the interop's [`Hold`] (what was held, from after the acquire returned to
@@ -23,6 +24,8 @@
 //!   accepted write the register's version after it).
 //! - `LOST`: the client was told that hold `n` is lost (ours: the guard's `lost()`;
 //!   Curator's: the connection state `LOST` while holding).
+//! - `SESSION`: the client has a session with this id (each new one, after an expiry), so
+//!   that a node left at the end can be traced to its client.
 
 use std::fmt;
 use std::path::Path;
@@ -256,6 +259,17 @@ pub struct Lost {
     pub at: u64,
 }
 
+/// A client's session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    /// The client.
+    pub who: String,
+    /// The session id.
+    pub id: i64,
+    /// When the client had it.
+    pub at: u64,
+}
+
 /// One line of a chaos history.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
@@ -267,6 +281,8 @@ pub enum Event {
     Write(Write),
     /// A lost hold.
     Lost(Lost),
+    /// A session.
+    Session(Session),
 }
 
 impl Event {
@@ -277,6 +293,7 @@ impl Event {
             Event::Acquire(a) => &a.who,
             Event::Write(w) => &w.who,
             Event::Lost(l) => &l.who,
+            Event::Session(s) => &s.who,
         }
     }
 
@@ -331,6 +348,19 @@ impl Event {
                     at: f.number("at")?,
                 })
             }
+            "SESSION" => {
+                let f = Fields::parse(line, "SESSION")?.only(&["who", "id", "at"])?;
+                let id = f.text("id")?;
+                Event::Session(Session {
+                    who: f.text("who")?.to_owned(),
+                    id: id
+                        .strip_prefix("0x")
+                        .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+                        .map(|v| v as i64)
+                        .ok_or_else(|| format!("`id={id}` is not a session id in {line:?}"))?,
+                    at: f.number("at")?,
+                })
+            }
             _ => return Err(format!("not a chaos history line: {line:?}")),
         };
         Who::parse(event.who())?;
@@ -364,6 +394,7 @@ impl fmt::Display for Event {
                 w.result.text()
             ),
             Event::Lost(l) => write!(f, "LOST who={} n={} at={}", l.who, l.n, l.at),
+            Event::Session(s) => write!(f, "SESSION who={} id={:#x} at={}", s.who, s.id, s.at),
         }
     }
 }
@@ -411,6 +442,7 @@ mod tests {
             "WRITE who=java-1.mutex.0 n=2 reg=mutex read=41 sent=30 replied=31 result=badversion",
             "WRITE who=rust-1.mutex.0 n=9 reg=mutex read=7 sent=30 replied=31 result=fenced",
             "LOST who=rust-1.mutex.0 n=12 at=25",
+            "SESSION who=java-1.mutex.0 id=0x30000b424a40007 at=3",
         ];
         for line in lines {
             let event = Event::parse(line).unwrap();

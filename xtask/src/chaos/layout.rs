@@ -1,7 +1,15 @@
 //! Where a chaos run's locks and registers live, the same for ours and Curator's workers
 //! (`java/CuratorChaos.java` spells them out again).
 
+use std::time::Duration;
+
 use crate::recipe::Recipe;
+
+/// The session timeout of each worker's store session, through which the registers are read
+/// and written: long enough to outlive any pause of the nemesis (the ensemble's
+/// `maxSessionTimeout` is raised to allow it), so that a holder paused past its own session
+/// still reaches the store when it resumes, as a real store would let it.
+pub const STORE_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Every lock lives under this node.
 pub const ROOT: &str = "/chaos";

@@ -58,11 +58,16 @@ pub fn run(cli: &crate::cli::Chaos) -> Result<(), Box<dyn Error>> {
         leases: crate::recipe::LEASES,
         session_timeout: Duration::from_millis(cli.session_timeout_ms),
         fence: !cli.no_fence,
+        shortcut: cli.plant_shortcut,
         recipes,
         out_dir: out_dir.clone(),
     };
-    eprintln!("chaos: building zk-worker (release)...");
-    let ours_bin = crate::bench::worker::build_release_bin("zk-worker")?;
+    let ours_bin = if cli.plant_shortcut {
+        planted_worker()?
+    } else {
+        eprintln!("chaos: building zk-worker (release)...");
+        crate::bench::worker::build_release_bin("zk-worker")?
+    };
     let classpath = crate::curator::classpath()?;
     let outcome = run::run(&opts, &ours_bin, &classpath)?;
 
@@ -103,4 +108,34 @@ pub fn run(cli: &crate::cli::Chaos) -> Result<(), Box<dyn Error>> {
             Ok(())
         }
     }
+}
+
+/// A release zk-worker with the feature `plant`, in a target directory of its own (so that
+/// the benchmarks' worker is never built with a plant in it).
+fn planted_worker() -> Result<std::path::PathBuf, Box<dyn Error>> {
+    let target = crate::paths::target_dir().join("chaos-plant");
+    eprintln!(
+        "chaos: building zk-worker (release, feature plant) in {}...",
+        target.display()
+    );
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .current_dir(crate::paths::workspace_root())
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "xtask",
+            "--bin",
+            "zk-worker",
+            "--features",
+            "plant",
+        ])
+        .arg("--target-dir")
+        .arg(&target)
+        .status()?;
+    if !status.success() {
+        return Err(format!("building the planted zk-worker failed ({status})").into());
+    }
+    Ok(target.join("release").join("zk-worker"))
 }

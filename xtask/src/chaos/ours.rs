@@ -1,9 +1,10 @@
 //! Our side of a chaos run: `zk-worker chaos <args>` ([`process_main`]), one process of
 //! several. For each recipe, `clients` clients, each with a session of its own, loop until
 //! the run's end: acquire in one of four [`Style`]s, and while holding, update the recipe's
-//! protected register(s): read, wait a little, then write `read + 1` in one `multi` guarded by
-//! the guard's fencing `check_ops` (or, with the fence off — the negative control — without
-//! them). Every acquire, hold, write and lost signal is recorded ([`history`](super::history))
+//! protected register(s) through the process's store session (one with a long timeout, as a
+//! store outlives a holder's pause): read, wait a little, then write `read + 1` in one
+//! `multi` guarded by the guard's fencing `check_ops` (or, with the fence off — the negative
+//! control — without them). Every acquire, hold, write and lost signal is recorded ([`history`](super::history))
 //! and written to `<dir>/rust-<process>.history` at the end.
 //!
 //! Lines: `READY` once every client is connected; `GO` starts the run; after it, `DONE
@@ -25,7 +26,7 @@ use recipe_semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
 use tokio::time::Instant;
 use zk_client::{Client, Op, OpResult};
 
-use super::history::{Acquire, AcquireEnd, Event, Lost, Style, Who, Write, WriteResult};
+use super::history::{Acquire, AcquireEnd, Event, Lost, Session, Style, Who, Write, WriteResult};
 use super::layout;
 use crate::interop::holds::{Clock, Hold, Mode};
 use crate::recipe::Recipe;
@@ -49,8 +50,11 @@ pub struct OursConfig {
     pub leases: u32,
     /// The clients' session timeout.
     pub session_timeout: Duration,
-    /// Whether writes carry the fencing check (off: the negative control).
+    /// Whether writes carry the fencing check (off: a negative control).
     pub fence: bool,
+    /// Whether the hand-off shortcut is planted (a negative control; needs a worker built
+    /// with xtask's feature `plant`).
+    pub shortcut: bool,
     /// The recipes to run.
     pub recipes: Vec<Recipe>,
 }
@@ -66,7 +70,12 @@ impl OursConfig {
             self.dir.display().to_string(),
             self.leases.to_string(),
             self.session_timeout.as_millis().to_string(),
-            if self.fence { "fence" } else { "no-fence" }.to_owned(),
+            match (self.fence, self.shortcut) {
+                (_, true) => "shortcut",
+                (true, false) => "fence",
+                (false, false) => "no-fence",
+            }
+            .to_owned(),
             self.recipes
                 .iter()
                 .map(|r| r.name())
@@ -94,7 +103,7 @@ impl OursConfig {
         else {
             return Err(
                 "usage: zk-worker chaos <connect> <process> <clients per recipe> \
-                        <run ms> <dir> <leases> <session ms> <fence|no-fence> <recipes>"
+                        <run ms> <dir> <leases> <session ms> <fence|no-fence|shortcut> <recipes>"
                     .into(),
             );
         };
@@ -106,10 +115,13 @@ impl OursConfig {
             dir: PathBuf::from(dir),
             leases: leases.parse()?,
             session_timeout: Duration::from_millis(session_ms.parse()?),
-            fence: match fence.as_str() {
-                "fence" => true,
-                "no-fence" => false,
-                other => return Err(format!("`{other}`: expected fence or no-fence").into()),
+            fence: fence != "no-fence",
+            shortcut: match fence.as_str() {
+                "fence" | "no-fence" => false,
+                "shortcut" => true,
+                other => {
+                    return Err(format!("`{other}`: expected fence, no-fence or shortcut").into());
+                }
             },
             recipes: recipes
                 .split(',')
@@ -128,6 +140,9 @@ const DEADMAN: Duration = Duration::from_secs(300);
 /// Bad arguments, a client that cannot connect, no `GO`, or a history that cannot be written.
 pub fn process_main(args: &[String]) -> Result<()> {
     let cfg = OursConfig::parse(args)?;
+    if cfg.shortcut {
+        plant_shortcut()?;
+    }
     let rt = crate::worker_process::side_runtime()?;
     let mut clients = Vec::new();
     for recipe in &cfg.recipes {
@@ -147,6 +162,12 @@ pub fn process_main(args: &[String]) -> Result<()> {
             clients.push((who, client));
         }
     }
+    let store = rt.block_on(
+        Client::builder()
+            .hosts(&cfg.connect)
+            .session_timeout(layout::STORE_SESSION_TIMEOUT)
+            .connect(),
+    )?;
     println!("READY");
     let mut stdin = std::io::stdin().lock();
     let mut line = String::new();
@@ -160,7 +181,7 @@ pub fn process_main(args: &[String]) -> Result<()> {
         eprintln!("zk-worker chaos: still running {DEADMAN:?} after its run; exiting");
         std::process::exit(4);
     });
-    let (events, last) = rt.block_on(run(&cfg, &clients));
+    let (events, last) = rt.block_on(run(&cfg, &clients, &store));
     let path = cfg.dir.join(format!("rust-{}.history", cfg.process));
     let text: String = events.iter().map(|e| format!("{e}\n")).collect();
     std::fs::write(&path, text)?;
@@ -169,12 +190,32 @@ pub fn process_main(args: &[String]) -> Result<()> {
     // CLOSE, or the harness gone (stdin ends): close the sessions either way.
     let _ = stdin.read_line(&mut line);
     rt.block_on(async {
-        let all = clients.into_iter().map(|(_, c)| c).chain(last);
+        let all = clients
+            .into_iter()
+            .map(|(_, c)| c)
+            .chain(last)
+            .chain([store]);
         for client in all {
             let _ = tokio::time::timeout(Duration::from_secs(5), client.close()).await;
         }
     });
     Ok(())
+}
+
+/// Switches the planted hand-off shortcut on.
+#[cfg(feature = "plant")]
+fn plant_shortcut() -> Result<()> {
+    recipe_mutex::plant::set(Some(recipe_mutex::plant::Plant::HandOffShortcut));
+    Ok(())
+}
+
+/// Without the feature there is nothing to switch on.
+#[cfg(not(feature = "plant"))]
+fn plant_shortcut() -> Result<()> {
+    Err(
+        "this zk-worker was built without the feature `plant`: the shortcut cannot be planted"
+            .into(),
+    )
 }
 
 /// Shared by a process's clients: the clock, the events, the acquires under way.
@@ -195,7 +236,11 @@ impl Shared {
 /// Runs every client until the run's end; then waits for them, up to two session timeouts
 /// and a little past the end (an acquire still running then is recorded as unfinished).
 /// Every client's last session comes back with the events (kept open until `CLOSE`).
-async fn run(cfg: &OursConfig, clients: &[(Who, Client)]) -> (Vec<Event>, Vec<Client>) {
+async fn run(
+    cfg: &OursConfig,
+    clients: &[(Who, Client)],
+    store: &Client,
+) -> (Vec<Event>, Vec<Client>) {
     let shared = Arc::new(Shared {
         clock: Clock::start(),
         events: Mutex::new(Vec::new()),
@@ -208,6 +253,7 @@ async fn run(cfg: &OursConfig, clients: &[(Who, Client)]) -> (Vec<Event>, Vec<Cl
             name: who.to_string(),
             who: who.clone(),
             client: client.clone(),
+            store: store.clone(),
             cfg: cfg.clone(),
             shared: shared.clone(),
             end,
@@ -251,6 +297,10 @@ async fn run(cfg: &OursConfig, clients: &[(Who, Client)]) -> (Vec<Event>, Vec<Cl
 
 /// One client of ours.
 struct Contender {
+    /// The protected store's session: the registers are read and written through it, not
+    /// through the lock's session (a store outlives a holder's pause; a write carries the
+    /// fence, a check of the holder's lock node, or nothing).
+    store: Client,
     name: String,
     who: Who,
     client: Client,
@@ -287,6 +337,7 @@ impl Contender {
     /// process was paused or its connections stalled), goes on with a new one, as a user
     /// would.
     async fn run(&mut self) {
+        self.session();
         while !self.over() {
             self.run_session().await;
             if self.over() {
@@ -299,11 +350,23 @@ impl Contender {
                     .connect()
                     .await;
                 match fresh {
-                    Ok(client) => self.client = client,
+                    Ok(client) => {
+                        self.client = client;
+                        self.session();
+                    }
                     Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
                 }
             }
         }
+    }
+
+    /// Records the client's session (a node left is traced to its client by it).
+    fn session(&self) {
+        self.shared.push(Event::Session(Session {
+            who: self.name.clone(),
+            id: self.client.session_id(),
+            at: self.now(),
+        }));
     }
 
     /// Whether to stop the loop: the run is over or the session ended.
@@ -566,7 +629,7 @@ impl Contender {
         }
         let mut read = Vec::with_capacity(regs.len());
         for reg in regs {
-            match self.client.get_data(&layout::register_path(reg)).await {
+            match self.store.get_data(&layout::register_path(reg)).await {
                 Ok((data, _)) => {
                     let v = std::str::from_utf8(&data)
                         .ok()
@@ -592,7 +655,7 @@ impl Contender {
             ));
         }
         let sent = self.now();
-        let result = self.client.multi(&ops).await;
+        let result = self.store.multi(&ops).await;
         let replied = self.now();
         let mut all = true;
         for (i, (reg, v)) in regs.iter().zip(&read).enumerate() {

@@ -40,8 +40,10 @@ pub struct ChaosOptions {
     pub leases: u32,
     /// The clients' session timeout.
     pub session_timeout: Duration,
-    /// Whether our writes carry the fence (off: the negative control).
+    /// Whether our writes carry the fence (off: a negative control).
     pub fence: bool,
+    /// Whether our workers run with the hand-off shortcut planted (a negative control).
+    pub shortcut: bool,
     /// The recipes.
     pub recipes: Vec<Recipe>,
     /// Where the chart and the kept histories go.
@@ -95,6 +97,9 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
     eprintln!("chaos: starting a {}-member ensemble...", opts.members);
     let zk_opts = ZkOptions {
         tick_time_ms: 500,
+        max_session_timeout_ms: Some(
+            u32::try_from(layout::STORE_SESSION_TIMEOUT.as_millis()).unwrap_or(u32::MAX),
+        ),
         ..ZkOptions::default()
     };
     let mut zk = Ensemble::start(opts.members, zk_opts)?;
@@ -123,6 +128,7 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
             leases: opts.leases,
             session_timeout: opts.session_timeout,
             fence: opts.fence,
+            shortcut: opts.shortcut,
             recipes: opts.recipes.clone(),
         };
         let mut cmd = std::process::Command::new(ours_bin);
@@ -140,6 +146,7 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
             leases: opts.leases,
             session_timeout: opts.session_timeout,
             fence: true,
+            shortcut: false,
             recipes: opts.recipes.clone(),
         };
         let mut cmd = std::process::Command::new("java");
@@ -243,7 +250,11 @@ fn setup_registers(connect: &str, recipes: &[Recipe]) -> Result<()> {
 
 /// The nodes under the lock paths, once they stop going away: the drops' deletes and the
 /// expired sessions' nodes are given up to a session timeout and 5 s to go.
-fn nodes_left(connect: &str, recipes: &[Recipe], session_timeout: Duration) -> Result<Vec<String>> {
+fn nodes_left(
+    connect: &str,
+    recipes: &[Recipe],
+    session_timeout: Duration,
+) -> Result<Vec<check::LeftNode>> {
     let rt = crate::worker_process::side_runtime()?;
     rt.block_on(async {
         let client = Client::builder().hosts(connect).connect().await?;
@@ -257,15 +268,11 @@ fn nodes_left(connect: &str, recipes: &[Recipe], session_timeout: Duration) -> R
                             let path = format!("{dir}/{child}");
                             // Whose: the owner session and the data (Curator's lock nodes
                             // carry the client's address).
-                            let about = match client.get_data(&path).await {
-                                Ok((data, stat)) => format!(
-                                    "{path} (session {:#x}, data {:?})",
-                                    stat.ephemeral_owner,
-                                    String::from_utf8_lossy(&data)
-                                ),
-                                Err(_) => path,
+                            let owner = match client.exists(&path).await {
+                                Ok(Some(stat)) => stat.ephemeral_owner,
+                                _ => 0,
                             };
-                            left.push(about);
+                            left.push(check::LeftNode { path, owner });
                         }
                     }
                     Err(zk_client::Error::NoNode) => {}

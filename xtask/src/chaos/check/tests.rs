@@ -51,7 +51,7 @@ fn ok(version: u64) -> WriteResult {
     WriteResult::Accepted { version }
 }
 
-fn run(events: &[Event], pauses: &[Pause], nodes_left: &[String]) -> Report {
+fn run(events: &[Event], pauses: &[Pause], nodes_left: &[LeftNode]) -> Report {
     check(&Input {
         events,
         pauses,
@@ -235,12 +235,38 @@ fn a_stuck_acquire_and_a_node_left_fail_the_run() {
         Some(2_000 * S),
         AcquireEnd::TimedOut,
     ));
-    let left = ["/chaos/mutex/_c_x-lock-0000000009".to_owned()];
-    let r = run(&events, &[], &left);
+    events.push(Event::Session(crate::chaos::history::Session {
+        who: "rust-0.mutex.0".into(),
+        id: 7,
+        at: 0,
+    }));
+    events.push(Event::Session(crate::chaos::history::Session {
+        who: "java-0.mutex.0".into(),
+        id: 8,
+        at: 0,
+    }));
+    let node = |owner| LeftNode {
+        path: "/chaos/mutex/_c_x-lock-0000000009".to_owned(),
+        owner,
+    };
+    let r = run(&events, &[], &[node(7)]);
     assert_eq!(row(&r, "rust").stuck, 2, "{r}");
     let why = r.failure().unwrap();
     assert!(why.contains("2 acquires of ours that never ended"), "{why}");
-    assert!(why.contains("1 nodes left"), "{why}");
+    assert!(why.contains("1 nodes of ours left"), "{why}");
+    // Curator's node left is reported, not judged; one of no known session is judged.
+    let mut sessions = clean();
+    sessions.extend(
+        events
+            .iter()
+            .filter(|e| matches!(e, Event::Session(_)))
+            .cloned(),
+    );
+    let r = run(&sessions, &[], &[node(8)]);
+    assert_eq!(r.failure(), None, "{r}");
+    assert_eq!(r.nodes_left.len(), 1);
+    let r = run(&sessions, &[], &[node(9)]);
+    assert!(r.failure().unwrap().contains("1 nodes of ours left"), "{r}");
 }
 
 #[test]
