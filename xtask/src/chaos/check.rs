@@ -6,7 +6,8 @@
 //!   hold across a pause of its process that could have outlived the session (at least two
 //!   thirds of the session timeout: the server expires a session it has not heard from for
 //!   the timeout, and a client pings every third) ends half a timeout into that pause, before
-//!   the earliest expiry. Within those bounds a node existed and the holder was right to
+//!   the earliest expiry; a pause during the acquire counts too (a hold decided before the
+//!   pause and returned after it is as stale: it ends where it begins). Within those bounds a node existed and the holder was right to
 //!   believe it held: two that overlap are an **overlap**, a broken lock.
 //! - **The register** of each lock (and of each multi-lock member): the accepted writes, in
 //!   the register's version order, each from a hold. A **lost update** is an accepted write
@@ -331,6 +332,17 @@ pub fn check(input: &Input<'_>) -> Report {
         }
     }
 
+    // When each acquire that held was called.
+    let acquired: HashMap<(&str, u64), u64> = input
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Acquire(a) if a.outcome == AcquireEnd::Held => {
+                Some(((a.who.as_str(), a.n), a.start))
+            }
+            _ => None,
+        })
+        .collect();
     // Holds cut where their node may have gone.
     let mut cut: Vec<(Who, Hold)> = Vec::with_capacity(holds.len());
     for (who, hold) in &holds {
@@ -340,13 +352,17 @@ pub fn check(input: &Input<'_>) -> Report {
         }
         let process = who.process_name();
         let mut expired_by: Option<u64> = None;
+        // The acquire that led to the hold began here (a hold decided before a pause and
+        // returned after it is as stale as one held across it).
+        let asked = acquired
+            .get(&(hold.who.as_str(), hold.n))
+            .copied()
+            .unwrap_or(hold.from);
         for p in input.pauses.iter().filter(|p| p.process == process) {
             let long = p.to.saturating_sub(p.from);
-            if p.from >= hold.from
-                && p.from < hold.to
-                && long.saturating_mul(3) >= t.saturating_mul(2)
+            if p.from >= asked && p.from < hold.to && long.saturating_mul(3) >= t.saturating_mul(2)
             {
-                to = to.min(p.from + t / 2);
+                to = to.min((p.from + t / 2).max(hold.from));
                 if long.saturating_mul(2) >= t.saturating_mul(3) {
                     expired_by = Some(expired_by.map_or(p.to, |e: u64| e.min(p.to)));
                 }
@@ -380,7 +396,8 @@ pub fn check(input: &Input<'_>) -> Report {
 
     // Exclusion, recipe by recipe.
     let mut by_recipe: BTreeMap<Recipe, Vec<Hold>> = BTreeMap::new();
-    for (who, hold) in &cut {
+    // A hold cut to nothing (stale from its start) is not counted.
+    for (who, hold) in cut.iter().filter(|(_, h)| h.to > h.from) {
         by_recipe.entry(who.recipe).or_default().push(hold.clone());
     }
     for (recipe, holds) in &by_recipe {

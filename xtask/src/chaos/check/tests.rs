@@ -275,3 +275,30 @@ fn a_write_without_its_hold_is_reported() {
     let r = run(&events, &[], &[]);
     assert!(r.failure().unwrap().contains("do not fit"), "{r}");
 }
+
+/// Seen in a run: our process paused while its acquire waited; on resume the acquire
+/// returned held (decided from replies read before the pause), 1.5 ms before its lost signal,
+/// while a newer holder held. A pause during the acquire makes the hold stale from its start.
+#[test]
+fn a_hold_decided_before_a_pause_and_returned_after_it_is_not_an_overlap() {
+    let events = [
+        acq("rust-1.mutex.0", 1, 10 * S, Some(30 * S), AcquireEnd::Held),
+        hold("rust-1.mutex.0", 1, 30 * S, 30 * S + 2_000_000),
+        Event::Lost(Lost {
+            who: "rust-1.mutex.0".into(),
+            n: 1,
+            at: 30 * S + 1_500_000,
+        }),
+        hold("java-0.mutex.0", 1, 29 * S, 31 * S),
+    ];
+    let pauses = [Pause {
+        process: "rust-1".into(),
+        from: 12 * S,
+        to: 29 * S + 900_000_000,
+    }];
+    let r = run(&events, &pauses, &[]);
+    assert_eq!(r.failure(), None, "{r}");
+    // Without the pause it is an overlap.
+    let r = run(&events, &[], &[]);
+    assert!(r.failure().unwrap().contains("overlapping"), "{r}");
+}
