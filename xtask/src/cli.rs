@@ -22,7 +22,13 @@ pub enum Command {
     #[command(subcommand)]
     Zk(Zk),
     /// Start a local ZooKeeper and show the recipes at work.
-    Demo,
+    Demo {
+        /// Also print the client's and the recipes' events (feature `tracing`) to stderr, at
+        /// this level and above: `info` (state changes, holds, releases, reconnects) or
+        /// `debug` (every attempt, request and reply).
+        #[arg(long, value_name = "LEVEL", num_args = 0..=1, default_missing_value = "info")]
+        log: Option<LogLevel>,
+    },
     /// The whole suite: `cargo test --workspace --all-features [ARGS]`, then the conformance
     /// checks.
     Test {
@@ -368,4 +374,15 @@ mod tests {
         };
         assert_eq!(cargo_args, ["-p", "zk-proto", "--", "--nocapture"]);
     }
+}
+
+/// How much `demo --log` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogLevel {
+    /// Warnings only: failed attempts, sessions that ended.
+    Warn,
+    /// State changes, holds, releases, reconnect decisions.
+    Info,
+    /// Every attempt, request, reply and cleanup.
+    Debug,
 }

@@ -31,7 +31,7 @@ fn run(command: Command) -> Result {
         Command::Zk(Zk::Start { ensemble, port }) => zk_start(usize::from(ensemble), port),
         Command::Zk(Zk::Status) => zk_status(),
         Command::Zk(Zk::Stop) => zk_stop(),
-        Command::Demo => xtask::demo::run(),
+        Command::Demo { log } => xtask::demo::run(log),
         Command::Test { cargo_args } => xtask::suite::run(&cargo_args),
         Command::Conformance => xtask::conformance::run(),
         Command::Bench(bench) => xtask::bench::run(&bench),

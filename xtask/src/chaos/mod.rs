@@ -128,6 +128,7 @@ fn planted_worker() -> Result<std::path::PathBuf, Box<dyn Error>> {
             "xtask",
             "--bin",
             "zk-worker",
+            "--no-default-features",
             "--features",
             "plant",
         ])

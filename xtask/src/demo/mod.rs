@@ -9,6 +9,8 @@
 //! gone, while a waiter takes over with a higher token. Then the read/write lock (readers
 //! sharing, a writer waiting, a downgrade that keeps a queued writer out, an upgrade refused)
 //! and the multi-lock (transfers between accounts under two locks, in one canonical order).
+//! With `--log`, the client's and the recipes' own events (their feature `tracing`) go to
+//! stderr as they happen.
 
 use std::time::Duration;
 
@@ -83,8 +85,11 @@ fn possessive(name: &str) -> String {
 }
 
 /// Runs the demo.
-pub fn run() -> Result<(), Box<dyn std::error::Error>> {
+pub fn run(log: Option<crate::cli::LogLevel>) -> Result<(), Box<dyn std::error::Error>> {
     deps::ensure(&[Need::Java, Need::ZooKeeper])?;
+    if let Some(level) = log {
+        start_log(level)?;
+    }
     step("starting a local ZooKeeper 3.8 (standalone, 127.0.0.1, free port)");
     let server = ZkServer::start_with(ZkOptions::default())?;
     println!(
@@ -106,6 +111,29 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     drop(server);
     println!("ZooKeeper stopped; the demo is done");
     Ok(())
+}
+
+/// `--log`: the client's and the recipes' `tracing` events, to stderr, at `level` and above.
+#[cfg(feature = "log")]
+fn start_log(level: crate::cli::LogLevel) -> Result<(), Box<dyn std::error::Error>> {
+    use crate::cli::LogLevel;
+    let max = match level {
+        LogLevel::Warn => tracing_subscriber::filter::LevelFilter::WARN,
+        LogLevel::Info => tracing_subscriber::filter::LevelFilter::INFO,
+        LogLevel::Debug => tracing_subscriber::filter::LevelFilter::DEBUG,
+    };
+    tracing_subscriber::fmt()
+        .with_max_level(max)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init()
+        .map_err(|e| format!("starting the log: {e}").into())
+}
+
+/// Without the feature `log` there is nothing to print with.
+#[cfg(not(feature = "log"))]
+fn start_log(_level: crate::cli::LogLevel) -> Result<(), Box<dyn std::error::Error>> {
+    Err("this xtask was built without its feature `log`; build it with the default features".into())
 }
 
 /// One session taking part in the demo lock.
