@@ -26,12 +26,13 @@
 use std::error::Error;
 use std::process::Command;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::procfs;
+use super::progress::{self, Plan};
 use super::sample::Sample;
 use super::versions::{cpu_model, java_version};
-use super::worker::{build_release_bin, millis, run_worker};
+use super::worker::{build_worker, millis, run_worker};
 use crate::deps::{self, Need};
 use crate::java;
 use crate::zk::{ZkOptions, ZkServer};
@@ -113,10 +114,10 @@ const WORKLOADS: [(&str, &str); 2] = [
 /// not start, or a worker that fails or overruns (it is killed).
 pub fn run(opts: &Options) -> Result<()> {
     let opts = *opts;
+    let started = Instant::now();
     deps::ensure(&[Need::Java, Need::ZooKeeper])?;
 
-    eprintln!("bench client: building zk-worker (release)...");
-    let rust_worker = build_release_bin("zk-worker")?;
+    let rust_worker = build_worker("bench client")?;
     let classpath = java::jars(&JAVA_JARS);
     let classes = java::compile(
         "JavaClientBench",
@@ -154,12 +155,29 @@ pub fn run(opts: &Options) -> Result<()> {
         .to_owned();
     let hz = procfs::clock_ticks_per_second();
 
+    let warmup_of = |side| match side {
+        Side::Ours | Side::OursTls => opts.rust_warmup,
+        Side::Java => opts.java_warmup,
+    };
+    let mut plan = Plan::new(plan(&opts, &sides, warmup_of));
+    let say = |plan: &Plan, what_runs: String| {
+        let (i, n) = plan.step();
+        eprintln!(
+            "bench client: run {i}/{n}: {what_runs}; about {} left",
+            progress::human(plan.left())
+        );
+    };
+
     if opts.server_warmup > 0.0 {
         for (workload, label) in WORKLOADS {
-            eprintln!(
-                "bench client: {label}: warming the server up ({} s, not measured)...",
-                opts.server_warmup
+            say(
+                &plan,
+                format!(
+                    "server warm-up, {label}, ours ({} s, not measured)",
+                    opts.server_warmup
+                ),
             );
+            let run_started = Instant::now();
             let mut cmd = Command::new(&rust_worker);
             cmd.arg("bench")
                 .arg(server.connect_string())
@@ -170,6 +188,7 @@ pub fn run(opts: &Options) -> Result<()> {
             let budget = Duration::from_secs_f64(opts.server_warmup) + WORKER_SLACK;
             run_worker(cmd, budget, |_| false)
                 .map_err(|e| format!("{label}, server warm-up: {e}"))?;
+            plan.on_run_done(run_started.elapsed());
         }
     }
 
@@ -184,11 +203,12 @@ pub fn run(opts: &Options) -> Result<()> {
         for side in order {
             let path = format!("/bench-{}-{workload}", side.name());
             let mut hosts = server.connect_string();
-            let (warmup, mut cmd) = match side {
+            let warmup = warmup_of(side);
+            let mut cmd = match side {
                 Side::Ours => {
                     let mut cmd = Command::new(&rust_worker);
                     cmd.arg("bench");
-                    (opts.rust_warmup, cmd)
+                    cmd
                 }
                 Side::OursTls => {
                     let mut cmd = Command::new(&rust_worker);
@@ -197,12 +217,12 @@ pub fn run(opts: &Options) -> Result<()> {
                         cmd.env(TLS_CA_ENV, ca);
                         hosts.clone_from(secure);
                     }
-                    (opts.rust_warmup, cmd)
+                    cmd
                 }
                 Side::Java => {
                     let mut cmd = Command::new("java");
                     cmd.arg("-cp").arg(&java_classpath).arg("JavaClientBench");
-                    (opts.java_warmup, cmd)
+                    cmd
                 }
             };
             cmd.arg(hosts)
@@ -210,15 +230,20 @@ pub fn run(opts: &Options) -> Result<()> {
                 .arg(millis(warmup).to_string())
                 .arg(millis(opts.seconds).to_string())
                 .arg(&path);
-            eprintln!(
-                "bench client: round {round}/{}: {label}: {} ({warmup} s warm-up, {} s measured)...",
-                opts.rounds,
-                side.name(),
-                opts.seconds
+            say(
+                &plan,
+                format!(
+                    "round {round}/{}, {label}, {} ({warmup} s warm-up + {} s measured)",
+                    opts.rounds,
+                    side.name(),
+                    opts.seconds
+                ),
             );
+            let run_started = Instant::now();
             let budget = Duration::from_secs_f64(warmup + opts.seconds) + WORKER_SLACK;
             let sample = run_worker(cmd, budget, |_| false)
                 .map_err(|e| format!("{label}, {} worker: {e}", side.name()))?;
+            plan.on_run_done(run_started.elapsed());
             results.push(Run {
                 label,
                 side,
@@ -251,6 +276,11 @@ pub fn run(opts: &Options) -> Result<()> {
          server warmed up {} s per workload first; {} round(s), order alternating",
         opts.seconds, opts.rust_warmup, opts.java_warmup, opts.server_warmup, opts.rounds
     );
+    println!(
+        "time:    {} wall-clock for this bench, from its start to this report (the worker \
+         build, the Java compile, the server's start, every warm-up and window)",
+        progress::human(started.elapsed())
+    );
     println!();
     print!("{}", table(&results, &sides, opts.rounds, hz));
     println!();
@@ -260,6 +290,30 @@ pub fn run(opts: &Options) -> Result<()> {
         print!("{}", tls_cost(&results, hz));
     }
     Ok(())
+}
+
+/// The nominal length (warm-up plus window) of every worker run, in the order they run: the
+/// server's warm-up per workload, then per round, workload and client.
+fn plan(opts: &Options, sides: &[Side], warmup_of: impl Fn(Side) -> f64) -> Vec<Duration> {
+    let secs = |s: f64| Duration::try_from_secs_f64(s).unwrap_or_default();
+    let mut all = Vec::new();
+    if opts.server_warmup > 0.0 {
+        all.extend(WORKLOADS.iter().map(|_| secs(opts.server_warmup)));
+    }
+    for round in 1..=opts.rounds {
+        for _workload in WORKLOADS {
+            let mut order = sides.to_vec();
+            if round % 2 == 0 {
+                order.reverse();
+            }
+            all.extend(
+                order
+                    .into_iter()
+                    .map(|side| secs(warmup_of(side) + opts.seconds)),
+            );
+        }
+    }
+    all
 }
 
 /// One worker's outcome.

@@ -9,13 +9,17 @@
 //!   `target/bench/` (`report`); `cargo xtask bench` alone runs every lock recipe.
 //!
 //! The workers print one [`sample::Sample`] line each; [`procfs`] reads their CPU time and
-//! peak memory. Nothing here asserts on timing: benchmarks report, they do not pass or fail.
+//! peak memory. Before each worker run a bench prints one line on stderr (the run's number,
+//! round, case and library, and the time left, from `progress`), and its report gives the
+//! bench's wall-clock time from its start. Nothing here asserts on timing: benchmarks report,
+//! they do not pass or fail.
 
 pub mod client;
 pub mod histogram;
 pub mod locks;
 mod pin;
 pub mod procfs;
+mod progress;
 mod report;
 pub mod sample;
 mod versions;
@@ -38,6 +42,7 @@ pub(crate) fn median_by<T>(all: &[T], field: impl Fn(&T) -> f64) -> Option<f64> 
 /// A benchmark's own failure.
 pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
     use crate::cli::{BenchName, OnOff};
+    let started = std::time::Instant::now();
     let names = if cli.names.is_empty() {
         BenchName::recipes()
     } else {
@@ -55,6 +60,7 @@ pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
         pin: cli.pin == OnOff::On,
     };
     let mut wrote_reports = false;
+    let count = names.len();
     for name in names {
         let recipe = match name {
             BenchName::Client => {
@@ -75,6 +81,12 @@ pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
     }
     if wrote_reports {
         println!("\nreports: {}", report::dir().join("README.md").display());
+    }
+    if count > 1 {
+        println!(
+            "bench: {} wall-clock for the {count} benchmarks, builds and server starts included",
+            progress::human(started.elapsed())
+        );
     }
     Ok(())
 }

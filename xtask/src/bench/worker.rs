@@ -1,9 +1,9 @@
-//! Worker processes shared by the benchmarks (and the interop harness): building the
-//! release worker binaries, and running one worker to its `RESULT` line.
+//! Worker processes shared by the benchmarks (and the interop, stress and chaos harnesses):
+//! building the release worker binaries in sight, and running one worker to its `RESULT` line.
 
 use std::error::Error;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::sample::Sample;
@@ -12,21 +12,28 @@ use crate::worker_process::WorkerProcess;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
+/// Builds `zk-worker`, the process our side runs in, for `who` (`bench mutex`, `interop
+/// rwlock`, ...), and returns its path. One line first says what is built and why; cargo's own
+/// progress follows (see [`build_release_bin`]).
+pub(crate) fn build_worker(who: &str) -> Result<PathBuf> {
+    eprintln!(
+        "{who}: building zk-worker, the process our side runs in, in release mode (cargo build \
+         --release -p xtask --bin zk-worker): minutes the first time, seconds after that"
+    );
+    build_release_bin("zk-worker")
+}
+
 /// Builds xtask's binary `name` in release mode with the Cargo running us, and returns its
-/// path.
+/// path. Cargo's progress (its `Compiling` lines, or its bar on a terminal) goes to our
+/// stderr, so a long first build is seen to move.
 pub(crate) fn build_release_bin(name: &str) -> Result<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(workspace_root())
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "xtask",
-            "--bin",
-            name,
-        ])
+        .args(["build", "--release", "-p", "xtask", "--bin", name])
+        .stdin(Stdio::null())
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
         .status()?;
     if !status.success() {
         return Err(format!("building {name} failed ({status})").into());

@@ -174,10 +174,9 @@ pub fn run_interop(opts: &InteropOptions) -> Result<Totals> {
     let what = opts.recipe.name();
     let java_classpath = crate::curator::classpath()?;
     let rust_worker = match &opts.rust_side {
-        RustSide::ReleaseProcess => {
-            eprintln!("interop {what}: building zk-worker (release)...");
-            Some(crate::bench::worker::build_release_bin("zk-worker")?)
-        }
+        RustSide::ReleaseProcess => Some(crate::bench::worker::build_worker(&format!(
+            "interop {what}"
+        ))?),
         RustSide::Process(path) => Some(path.clone()),
         RustSide::InProcess => None,
     };

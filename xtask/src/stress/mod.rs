@@ -89,8 +89,7 @@ pub fn run(cli: &crate::cli::Stress) -> Result<()> {
         usize::from(cli.tasks),
     );
     crate::deps::ensure(&[crate::deps::Need::Java, crate::deps::Need::ZooKeeper])?;
-    eprintln!("stress {}: building zk-worker (release)...", recipe.name());
-    let exe = crate::bench::worker::build_release_bin("zk-worker")?;
+    let exe = crate::bench::worker::build_worker(&format!("stress {}", recipe.name()))?;
     let server = ZkServer::start()?;
     let path = format!("/stress/{}", recipe.name());
     let dirs = directories(recipe, &path);

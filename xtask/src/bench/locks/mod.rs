@@ -52,6 +52,7 @@ use std::time::{Duration, Instant};
 
 use super::pin::Pinning;
 use super::procfs;
+use super::progress::{self, Plan};
 use super::report;
 use super::sample::Sample;
 use super::worker::{self, millis};
@@ -214,13 +215,13 @@ impl Lib {
 /// Bad arguments, missing Java, ZooKeeper, Curator or kazoo, a failed build or compile, a
 /// server that does not start, or a worker that fails or overruns (it is killed).
 pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
+    let started = Instant::now();
     let cases = cases(recipe, &opts.sessions);
     let libs = libs(recipe);
     let what = recipe.name();
     deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator, Need::Kazoo])?;
 
-    eprintln!("bench {what}: building zk-worker (release)...");
-    let rust = worker::build_release_bin("zk-worker")?;
+    let rust = worker::build_worker(&format!("bench {what}"))?;
     let java_classpath = crate::curator::classpath()?;
     let workers = Workers {
         rust,
@@ -247,14 +248,31 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
         .to_owned();
     let hz = procfs::clock_ticks_per_second();
     let connect = server.connect_string();
-    let started = Instant::now();
+
+    let warmup_of = |lib| match lib {
+        Lib::Ours | Lib::OursDrop => opts.rust_warmup,
+        Lib::Curator => opts.java_warmup,
+        Lib::Kazoo => opts.kazoo_warmup,
+    };
+    let mut plan = Plan::new(plan(&cases, libs, opts, warmup_of));
+    let say = |plan: &Plan, what_runs: String| {
+        let (i, n) = plan.step();
+        eprintln!(
+            "bench {what}: run {i}/{n}: {what_runs}; about {} left",
+            progress::human(plan.left())
+        );
+    };
 
     if opts.server_warmup > 0.0 {
         for (i, case) in cases.iter().enumerate() {
-            eprintln!(
-                "bench {what}: warming the server up: ours, {} ({} s, not measured)...",
-                case.label, opts.server_warmup
+            say(
+                &plan,
+                format!(
+                    "server warm-up, {}, ours ({} s, not measured)",
+                    case.label, opts.server_warmup
+                ),
             );
+            let run_started = Instant::now();
             let cmd = workers.command(
                 Lib::Ours,
                 case.workload,
@@ -267,6 +285,7 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
             let budget = Duration::from_secs_f64(opts.server_warmup) + WORKER_SLACK;
             run_worker(cmd, budget, &server)
                 .map_err(|e| format!("server warm-up, {}: {e}", case.label))?;
+            plan.on_run_done(run_started.elapsed());
         }
     }
 
@@ -281,11 +300,7 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
                 if !runs(lib, case) {
                     continue;
                 }
-                let warmup = match lib {
-                    Lib::Ours | Lib::OursDrop => opts.rust_warmup,
-                    Lib::Curator => opts.java_warmup,
-                    Lib::Kazoo => opts.kazoo_warmup,
-                };
+                let warmup = warmup_of(lib);
                 let path = format!("/bench/{what}/{}-{c}", lib.slug());
                 let cmd = workers.command(
                     lib,
@@ -296,17 +311,21 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
                     warmup,
                     opts.seconds,
                 );
-                eprintln!(
-                    "bench {what}: round {round}/{}: {}: {} ({warmup} s warm-up, {} s \
-                     measured)...",
-                    opts.rounds,
-                    case.label,
-                    lib.name(),
-                    opts.seconds
+                say(
+                    &plan,
+                    format!(
+                        "round {round}/{}, {}, {} ({warmup} s warm-up + {} s measured)",
+                        opts.rounds,
+                        case.label,
+                        lib.name(),
+                        opts.seconds
+                    ),
                 );
+                let run_started = Instant::now();
                 let budget = Duration::from_secs_f64(warmup + opts.seconds) + WORKER_SLACK;
                 let (sample, requests) = run_worker(cmd, budget, &server)
                     .map_err(|e| format!("{}, {} worker: {e}", case.label, lib.name()))?;
+                plan.on_run_done(run_started.elapsed());
                 results.push(Run {
                     lib,
                     case: c,
@@ -317,7 +336,6 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
             }
         }
     }
-    let elapsed = started.elapsed();
     drop(server);
 
     let cpus = thread::available_parallelism().map_or(0, |n| n.get());
@@ -357,15 +375,18 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
     );
     header.push(format!(
         "window:  {} s measured per worker; warm-up {} s ours, {} s Curator, {} s kazoo; \
-         server warmed up {} s per session count first; {} round(s), order alternating; \
-         {:.0} s in all",
+         server warmed up {} s per case first; {} round(s), order alternating",
         opts.seconds,
         opts.rust_warmup,
         opts.java_warmup,
         opts.kazoo_warmup,
         opts.server_warmup,
         opts.rounds,
-        elapsed.as_secs_f64()
+    ));
+    header.push(format!(
+        "time:    {} wall-clock for this bench, from its start to this report (the worker \
+         build, the server's start, every warm-up and window)",
+        progress::human(started.elapsed())
     ));
     header.push(
         "columns: cycles/s over all contenders; p50/p99 of one acquire+release cycle; client \
@@ -398,6 +419,33 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
         Err(e) => eprintln!("bench {what}: could not write the report: {e}"),
     }
     Ok(())
+}
+
+/// The nominal length (warm-up plus window) of every worker run of a bench, in the order they
+/// run: the server's warm-up per case, then per round, case and library.
+fn plan(
+    cases: &[Case],
+    libs: &[Lib],
+    opts: &Options,
+    warmup_of: impl Fn(Lib) -> f64,
+) -> Vec<Duration> {
+    let secs = |s: f64| Duration::try_from_secs_f64(s).unwrap_or_default();
+    let mut all = Vec::new();
+    if opts.server_warmup > 0.0 {
+        all.extend(cases.iter().map(|_| secs(opts.server_warmup)));
+    }
+    for round in 1..=opts.rounds {
+        let mut order = libs.to_vec();
+        if round % 2 == 0 {
+            order.reverse();
+        }
+        for case in cases {
+            for &lib in order.iter().filter(|&&lib| runs(lib, case)) {
+                all.push(secs(warmup_of(lib) + opts.seconds));
+            }
+        }
+    }
+    all
 }
 
 fn sessions_label(n: usize) -> String {
