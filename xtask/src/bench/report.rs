@@ -1,7 +1,8 @@
 //! The bench report people can look at: a Markdown page per recipe under `target/bench/`
 //! (the machine, versions and settings; the medians of every library at every contention
 //! level; the ratios; the targets) with grouped bar charts in plain SVG (cycles/s and p99
-//! latency, one bar per library), and an index of the pages.
+//! latency, one bar per library, each with its value written above it), and an index of the
+//! pages.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -34,7 +35,7 @@ const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 375.0;
 const LEFT: f64 = 70.0;
 const RIGHT: f64 = 20.0;
-const TOP: f64 = 40.0;
+const TOP: f64 = 46.0;
 const BOTTOM: f64 = 95.0;
 
 /// The chart as a standalone SVG document.
@@ -47,6 +48,7 @@ pub(crate) fn svg(chart: &Chart) -> String {
         .filter(|v| v.is_finite())
         .fold(0.0_f64, f64::max);
     let top = nice_ceiling(max);
+    let numbers = NumberFormat::for_axis(top);
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;
     let groups = chart.groups.len().max(1) as f64;
@@ -75,7 +77,7 @@ pub(crate) fn svg(chart: &Chart) -> String {
             WIDTH - RIGHT,
             LEFT - 6.0,
             y + 4.0,
-            short(value)
+            numbers.tick(value)
         );
     }
     let _ = writeln!(
@@ -94,13 +96,20 @@ pub(crate) fn svg(chart: &Chart) -> String {
             let h = if top > 0.0 { plot_h * value / top } else { 0.0 };
             let x = x0 + bar_w * s as f64;
             let y = TOP + plot_h - h;
+            let width = bar_w * 0.92;
+            let label = numbers.value(value);
             let _ = writeln!(
                 out,
-                r#"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{h:.1}" fill="{}"><title>{}: {}</title></rect>"#,
-                bar_w * 0.92,
+                r#"<rect x="{x:.1}" y="{y:.1}" width="{width:.1}" height="{h:.1}" fill="{}"><title>{}: {label}</title></rect>"#,
                 colour(name),
                 escape(name),
-                short(value)
+            );
+            let _ = writeln!(
+                out,
+                r#"<text class="value" x="{:.1}" y="{:.1}" text-anchor="middle" font-size="{:.1}">{label}</text>"#,
+                x + width / 2.0,
+                y - 4.0,
+                label_size(&label, width),
             );
         }
         // A long label goes on two lines, split at its comma.
@@ -153,17 +162,88 @@ fn nice_ceiling(v: f64) -> f64 {
     10.0 * magnitude
 }
 
-/// A value for an axis or a tooltip: no decimals from 100 up, thousands as `k`.
-fn short(v: f64) -> String {
-    if v == 0.0 {
-        "0".to_owned()
-    } else if v >= 10_000.0 {
-        format!("{:.0}k", v / 1000.0)
-    } else if v >= 100.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
+/// How one chart writes its numbers, chosen once from its axis top: every tick of the axis
+/// in one form (never `500` beside `1.5k`), and every bar's value in the same unit.
+///
+/// Below 10 000 numbers are plain with thousands separators (`1,200`), from 10 000 up all in
+/// thousands (`20k`). Ticks carry the decimals their step needs (`0.2`, `0.4`, ... or `0`,
+/// `400`, ...), all the same count; bar values carry about three significant digits of the
+/// axis top (`1,834` under 2,000, `42.3` under 50, `8.3k` under 10k).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct NumberFormat {
+    /// Written in thousands, with a `k`.
+    thousands: bool,
+    tick_decimals: usize,
+    value_decimals: usize,
+}
+
+impl NumberFormat {
+    /// The form of an axis from 0 to `top` in five steps (`top` as [`nice_ceiling`] gives).
+    fn for_axis(top: f64) -> NumberFormat {
+        let thousands = top >= 10_000.0;
+        let scaled = if thousands { top / 1000.0 } else { top };
+        // Digits after the point that a number of this size needs: 0 from 1 up, 1 for 0.1 to
+        // 0.9, and so on (the epsilon keeps 0.1 from reading as 0.0999...).
+        let decimals_for = |v: f64| -> usize {
+            if !(v.is_finite() && v > 0.0) {
+                return 0;
+            }
+            let needed = (-v.log10() - 1e-6).ceil();
+            if needed > 0.0 { needed as usize } else { 0 }
+        };
+        let tick_decimals = decimals_for(scaled / 5.0);
+        // Three significant digits of the top: 0 decimals from 100 up, 1 from 10, 2 from 1.
+        let value_decimals = decimals_for(scaled / 100.0).max(tick_decimals);
+        NumberFormat {
+            thousands,
+            tick_decimals,
+            value_decimals,
+        }
     }
+
+    /// A tick of the axis.
+    fn tick(self, v: f64) -> String {
+        self.write(v, self.tick_decimals)
+    }
+
+    /// A bar's value.
+    fn value(self, v: f64) -> String {
+        self.write(v, self.value_decimals)
+    }
+
+    fn write(self, v: f64, decimals: usize) -> String {
+        if self.thousands {
+            format!("{}k", grouped(v / 1000.0, decimals))
+        } else {
+            grouped(v, decimals)
+        }
+    }
+}
+
+/// `v` with `decimals` digits after the point and its whole part in groups of three:
+/// `12,345.6`.
+fn grouped(v: f64, decimals: usize) -> String {
+    let fixed = format!("{:.*}", decimals, v.abs());
+    let (whole, fraction) = fixed.split_at(fixed.find('.').unwrap_or(fixed.len()));
+    let mut out = String::with_capacity(fixed.len() + whole.len() / 3 + 1);
+    if v < 0.0 && fixed.bytes().any(|b| b.is_ascii_digit() && b != b'0') {
+        out.push('-');
+    }
+    for (i, digit) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out.push_str(fraction);
+    out
+}
+
+/// The font size of a bar's value: 10 when it fits the bar's width, smaller (down to 7) when
+/// it does not (a digit is about 0.6 of the font size wide).
+fn label_size(label: &str, width: f64) -> f64 {
+    let chars = label.chars().count().max(1) as f64;
+    (width / (0.6 * chars)).clamp(7.0, 10.0)
 }
 
 fn escape(s: &str) -> String {
@@ -234,8 +314,20 @@ mod tests {
             3 + 2,
             "3 bars, 2 legend keys"
         );
-        assert!(svg.contains("<title>ours: 1500</title>"));
+        assert!(svg.contains("<title>ours: 1,500</title>"));
         assert!(svg.contains(">curator<"));
+        let values: Vec<&str> = svg
+            .lines()
+            .filter(|l| l.starts_with(r#"<text class="value""#))
+            .filter_map(|l| l.split('>').nth(1)?.strip_suffix("</text"))
+            .collect();
+        assert_eq!(values, ["1,500", "1,000", "1,200"], "one value per bar");
+        let ticks: Vec<&str> = svg
+            .lines()
+            .filter(|l| l.starts_with("<line"))
+            .filter_map(|l| l.rsplit_once("\">")?.1.strip_suffix("</text>"))
+            .collect();
+        assert_eq!(ticks, ["0", "400", "800", "1,200", "1,600", "2,000"]);
     }
 
     #[test]
@@ -243,6 +335,71 @@ mod tests {
         assert_eq!(nice_ceiling(1834.0), 2000.0);
         assert_eq!(nice_ceiling(420.0), 500.0);
         assert_eq!(nice_ceiling(0.0), 1.0);
-        assert_eq!(short(26543.0), "27k");
+    }
+
+    fn ticks(top: f64) -> Vec<String> {
+        let f = NumberFormat::for_axis(top);
+        (0..=5).map(|i| f.tick(top * f64::from(i) / 5.0)).collect()
+    }
+
+    #[test]
+    fn every_tick_of_an_axis_is_written_alike() {
+        assert_eq!(
+            ticks(2000.0),
+            ["0", "400", "800", "1,200", "1,600", "2,000"]
+        );
+        assert_eq!(
+            ticks(5000.0),
+            ["0", "1,000", "2,000", "3,000", "4,000", "5,000"]
+        );
+        assert_eq!(ticks(10_000.0), ["0k", "2k", "4k", "6k", "8k", "10k"]);
+        assert_eq!(ticks(50_000.0), ["0k", "10k", "20k", "30k", "40k", "50k"]);
+        assert_eq!(ticks(5.0), ["0", "1", "2", "3", "4", "5"]);
+        assert_eq!(ticks(1.0), ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"]);
+        assert_eq!(ticks(0.2), ["0.00", "0.04", "0.08", "0.12", "0.16", "0.20"]);
+        // Whatever the top: one suffix and one count of decimals per axis.
+        for exp in -3..8 {
+            for step in [1.0, 2.0, 5.0] {
+                let top = step * 10f64.powi(exp);
+                let all = ticks(top);
+                let decimals = |t: &String| t.trim_end_matches('k').split('.').nth(1).map(str::len);
+                let kinds: std::collections::BTreeSet<_> = all
+                    .iter()
+                    .map(|t| (t.ends_with('k'), decimals(t)))
+                    .collect();
+                assert_eq!(kinds.len(), 1, "top {top}: {all:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn bar_values_share_the_axis_unit_with_three_digits() {
+        let value = |top: f64, v: f64| NumberFormat::for_axis(top).value(v);
+        assert_eq!(value(2000.0, 1834.4), "1,834");
+        assert_eq!(value(500.0, 423.6), "424");
+        assert_eq!(value(50.0, 42.345), "42.3");
+        assert_eq!(value(5.0, 4.2345), "4.23");
+        assert_eq!(value(10_000.0, 8345.0), "8.3k");
+        assert_eq!(value(10_000.0, 345.0), "0.3k");
+        assert_eq!(value(200_000.0, 123_456.0), "123k");
+        assert_eq!(value(2_000_000.0, 1_234_567.0), "1,235k");
+        assert_eq!(value(0.5, 0.123), "0.123");
+    }
+
+    #[test]
+    fn thousands_are_grouped() {
+        assert_eq!(grouped(0.0, 0), "0");
+        assert_eq!(grouped(999.0, 0), "999");
+        assert_eq!(grouped(1234.0, 0), "1,234");
+        assert_eq!(grouped(1_234_567.891, 2), "1,234,567.89");
+        assert_eq!(grouped(-1234.5, 1), "-1,234.5");
+        assert_eq!(grouped(-0.01, 1), "0.0");
+    }
+
+    #[test]
+    fn a_value_too_wide_for_its_bar_is_written_smaller() {
+        assert_eq!(label_size("1,834", 44.0), 10.0);
+        assert!(label_size("12,345.6", 30.0) < 10.0);
+        assert_eq!(label_size("12,345.6", 5.0), 7.0);
     }
 }
