@@ -409,3 +409,129 @@ fn cleanup(root: &Path) {
         let _ = std::fs::remove_dir_all(root);
     }
 }
+
+/// How long a partition or a heal may take to show in the members' modes.
+const PARTITION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Each member's mode from `srvr`: `None` when it does not serve or does not answer.
+fn modes(zk: &Ensemble) -> Vec<Option<Mode>> {
+    (0..zk.len())
+        .map(|i| {
+            four_letter(zk.client_addr(i), "srvr", Duration::from_secs(2))
+                .ok()
+                .and_then(|text| xtask::zk::parse_mode(&text))
+        })
+        .collect()
+}
+
+/// Polls the members' modes until `done` holds for them, for at most `timeout`, and returns
+/// them; panics naming `what` and the last modes seen.
+fn wait_modes(
+    zk: &Ensemble,
+    timeout: Duration,
+    what: &str,
+    done: impl Fn(&[Option<Mode>]) -> bool,
+) -> Vec<Option<Mode>> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let now = modes(zk);
+        if done(&now) {
+            return now;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not {what} within {timeout:?}: modes {now:?}"
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A partitionable ensemble: the leader cut off from the other two steps down and serves no
+/// client, the two elect a leader and serve sessions, and after the heal the old leader
+/// rejoins as a follower, its view of the ensemble unchanged (its peers through proxies).
+/// An ensemble started without the option refuses `isolate`.
+#[test]
+fn isolated_leader_steps_down_and_rejoins_as_follower_after_heal() {
+    let opts = ZkOptions::default().force_sync(false).partitionable(true);
+    let mut zk = Ensemble::start(3, opts).unwrap();
+    assert!(zk.is_partitionable());
+    let old = zk.wait_leader(LEADER_TIMEOUT).unwrap();
+    let others: Vec<usize> = (0..3).filter(|&i| i != old).collect();
+
+    let isolated_at = Instant::now();
+    zk.isolate(old).unwrap();
+    assert_eq!(zk.isolated(), [old]);
+    let during = wait_modes(&zk, PARTITION_TIMEOUT, "a leader among the two", |m| {
+        let leaders = others
+            .iter()
+            .filter(|&&i| m.get(i) == Some(&Some(Mode::Leader)))
+            .count();
+        let followers = others
+            .iter()
+            .filter(|&&i| m.get(i) == Some(&Some(Mode::Follower)))
+            .count();
+        m.get(old) == Some(&None) && leaders == 1 && followers == 1
+    });
+    eprintln!("partitioned in {:?}: {during:?}", isolated_at.elapsed());
+    let new = *others
+        .iter()
+        .find(|&&i| during.get(i) == Some(&Some(Mode::Leader)))
+        .unwrap();
+    let follower = *others.iter().find(|&&i| i != new).unwrap();
+
+    // The majority commits a session (a `createSession` transaction); the isolated member
+    // closes a client's connection instead of answering.
+    let before = zxid(&zk.four_letter(follower, "srvr").unwrap());
+    open_session(zk.client_addr(follower)).unwrap();
+    let after = zxid(&zk.four_letter(follower, "srvr").unwrap());
+    assert!(
+        after > before,
+        "no transaction: zxid {before:#x} -> {after:#x}"
+    );
+    open_session(zk.client_addr(old)).unwrap_err();
+    assert_eq!(zk.mode(old).unwrap(), None, "{}", describe_modes(&zk));
+
+    let healed_at = Instant::now();
+    zk.heal().unwrap();
+    assert!(zk.isolated().is_empty());
+    wait_modes(&zk, PARTITION_TIMEOUT, "rejoined", |m| {
+        m.get(old) == Some(&Some(Mode::Follower))
+    });
+    eprintln!("rejoined in {:?}", healed_at.elapsed());
+    assert_eq!(zk.leader(), Some(new), "{}", describe_modes(&zk));
+    open_session(zk.client_addr(old)).unwrap();
+
+    // Nothing rewrote a member's view: itself on the wildcard, the others not at their real
+    // ports (it dials them through its proxies).
+    for i in 0..3 {
+        let conf = zk.four_letter(i, "conf").unwrap();
+        let own = zk.ports(i);
+        assert!(
+            conf.contains(&format!(
+                "server.{}=0.0.0.0:{}:{}",
+                i + 1,
+                own.peer,
+                own.election
+            )),
+            "member {i}: {conf}"
+        );
+        for j in (0..3).filter(|&j| j != i) {
+            let real = zk.ports(j);
+            assert!(
+                !conf.contains(&format!(":{}:{}", real.peer, real.election)),
+                "member {i} dials member {j} directly: {conf}"
+            );
+        }
+    }
+    drop(zk);
+
+    let err = Ensemble::start(1, ZkOptions::default().partitionable(true)).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{err}");
+    let mut plain = Ensemble::start(1, ZkOptions::default()).unwrap();
+    assert!(!plain.is_partitionable());
+    let err = plain.isolate(0).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::Unsupported, "{err}");
+    assert!(err.to_string().contains("partitionable"), "{err}");
+    assert_eq!(plain.heal().unwrap_err().kind(), io::ErrorKind::Unsupported);
+    assert!(plain.isolated().is_empty());
+}

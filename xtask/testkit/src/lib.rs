@@ -1,8 +1,9 @@
 //! The test kit: real ZooKeeper servers for tests, and what they need.
 //!
 //! - [`ZkServer`] (standalone) and [`Ensemble`] (N members) on free loopback ports, each
-//!   member a JVM running Debian's ZooKeeper 3.8 jars; members can be killed, restarted and
-//!   paused; everything is stopped and removed when dropped, also when a test panics.
+//!   member a JVM running Debian's ZooKeeper 3.8 jars; members can be killed, restarted,
+//!   paused and cut off from each other; everything is stopped and removed when dropped, also
+//!   when a test panics.
 //! - [`FaultProxy`]: a loopback TCP proxy that delays, stalls, cuts or refuses connections.
 //! - [`deps`]: makes sure Java, ZooKeeper, Curator and kazoo are installed; [`java`]: the
 //!   classpaths and a cached `javac`.

@@ -16,6 +16,10 @@ const CHUNK: usize = 16 * 1024;
 /// connect succeeds or is refused at once.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// The pause between two attempts to connect to the target, with
+/// [`FaultProxy::retry_connect`](super::FaultProxy::retry_connect).
+const CONNECT_RETRY_INTERVAL: Duration = Duration::from_millis(20);
+
 /// Serves the registered connection `id`: connects to the target, forwards client to server
 /// on this thread and server to client on a second one, and unregisters once both are done.
 pub(super) fn serve(shared: &Arc<Shared>, id: u64, conn: &Arc<Conn>, client: TcpStream) {
@@ -56,11 +60,20 @@ impl Drop for Registered<'_> {
     }
 }
 
-/// Connects to the target, sets up both sockets and attaches the server side to `conn`.
-/// Returns the server socket, or `None` when the target cannot be reached or the connection
-/// was closed meanwhile.
+/// Connects to the target (trying again for the proxy's retry time), sets up both sockets and
+/// attaches the server side to `conn`. Returns the server socket, or `None` when the target
+/// cannot be reached or the connection was closed meanwhile.
 fn connect(shared: &Shared, conn: &Conn, client: &TcpStream) -> Option<TcpStream> {
-    let server = TcpStream::connect_timeout(&shared.target, CONNECT_TIMEOUT).ok()?;
+    let give_up = Instant::now().checked_add(shared.connect_retry());
+    let server = loop {
+        match TcpStream::connect_timeout(&shared.target, CONNECT_TIMEOUT) {
+            Ok(server) => break server,
+            Err(_) if give_up.is_some_and(|t| Instant::now() < t) && !shared.stopped(conn) => {
+                thread::sleep(CONNECT_RETRY_INTERVAL);
+            }
+            Err(_) => return None,
+        }
+    };
     let handle = configure(client)
         .and_then(|()| configure(&server))
         .and_then(|()| server.try_clone());

@@ -12,6 +12,7 @@
 //! - [`FaultProxy::pass`], [`FaultProxy::delay`], [`FaultProxy::stall`]: the forwarding mode.
 //! - [`FaultProxy::cut`]: close every current connection (one-shot, the mode is unchanged).
 //! - [`FaultProxy::refuse`]: close new connections as soon as they are accepted.
+//! - [`FaultProxy::retry_connect`]: keep trying a target that is down before giving up.
 
 mod forward;
 mod state;
@@ -123,6 +124,20 @@ impl FaultProxy {
         self.shared.set_refuse(on);
     }
 
+    /// When connecting to the target fails (it is down, or not listening yet), keeps trying
+    /// for up to `within` before closing the client's connection; what the client sends
+    /// meanwhile waits in the proxy. The default is zero: closed at once. Applies to
+    /// connections accepted from now on.
+    ///
+    /// A client connecting directly would see its connect refused and might retry it; through
+    /// the proxy its connect succeeds and the connection then closes, which some clients treat
+    /// as a failure of the server rather than of the connect. A ZooKeeper learner, for one,
+    /// retries a leader's quorum port that refuses it, but gives the leader up when the port
+    /// closes the connection.
+    pub fn retry_connect(&self, within: Duration) {
+        self.shared.set_connect_retry(within);
+    }
+
     /// How many proxied connections are open now: accepted and not refused, and not yet closed
     /// on both sides.
     pub fn connections(&self) -> usize {
@@ -156,6 +171,7 @@ impl fmt::Debug for FaultProxy {
             .field("target", &self.shared.target)
             .field("policy", &self.shared.policy())
             .field("refusing", &self.shared.refusing())
+            .field("retry_connect", &self.shared.connect_retry())
             .field("connections", &self.connections())
             .field("accepted", &self.accepted())
             .finish()
@@ -221,5 +237,47 @@ fn admit(shared: &Arc<Shared>, client: TcpStream) {
             shared.close(&conn);
             shared.unregister(id);
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::io::{Read, Write};
+
+    use super::*;
+
+    /// A target that starts listening after the client connected is reached with
+    /// `retry_connect`, and the client's early bytes arrive; without it the client's
+    /// connection closes.
+    #[test]
+    fn retry_connect_waits_for_a_late_target() {
+        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let target = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+
+        let impatient = FaultProxy::start(target).unwrap();
+        let mut client = TcpStream::connect(impatient.addr()).unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let closed = matches!(client.read(&mut [0u8; 1]), Ok(0) | Err(_));
+        assert!(closed, "a connection to a dead target stayed open");
+
+        let patient = FaultProxy::start(target).unwrap();
+        patient.retry_connect(Duration::from_secs(5));
+        let mut client = TcpStream::connect(patient.addr()).unwrap();
+        client.write_all(b"early").unwrap();
+        let listener = TcpListener::bind(target).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        server
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut got = [0u8; 5];
+        server.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"early");
     }
 }

@@ -95,6 +95,8 @@ pub(super) struct Shared {
     policy_changed: Condvar,
     /// Whether new connections are closed at once.
     refuse: AtomicBool,
+    /// How long connecting to the target is retried before a connection is given up.
+    connect_retry: Mutex<Duration>,
     /// Set when the proxy is dropped.
     shutdown: AtomicBool,
     /// The open connections and counters.
@@ -111,6 +113,7 @@ impl Shared {
             policy: Mutex::new(Policy::Pass),
             policy_changed: Condvar::new(),
             refuse: AtomicBool::new(false),
+            connect_retry: Mutex::new(Duration::ZERO),
             shutdown: AtomicBool::new(false),
             registry: Mutex::new(Registry::default()),
             registry_changed: Condvar::new(),
@@ -138,6 +141,16 @@ impl Shared {
         self.refuse.store(on, Ordering::SeqCst);
     }
 
+    /// How long connecting to the target is retried.
+    pub(super) fn connect_retry(&self) -> Duration {
+        *lock(&self.connect_retry)
+    }
+
+    /// Sets how long connecting to the target is retried.
+    pub(super) fn set_connect_retry(&self, within: Duration) {
+        *lock(&self.connect_retry) = within;
+    }
+
     /// Whether the proxy is shutting down.
     pub(super) fn is_shutdown(&self) -> bool {
         self.shutdown.load(Ordering::SeqCst)
@@ -150,7 +163,7 @@ impl Shared {
     }
 
     /// Whether `conn`'s threads should stop.
-    fn stopped(&self, conn: &Conn) -> bool {
+    pub(super) fn stopped(&self, conn: &Conn) -> bool {
         conn.is_closed() || self.is_shutdown()
     }
 
@@ -237,8 +250,10 @@ impl Shared {
             id
         };
         self.registry_changed.notify_all();
-        if self.is_shutdown() {
-            // Accepted while the proxy was being dropped: close it like the others.
+        if self.is_shutdown() || self.refusing() {
+            // Accepted while the proxy was being dropped, or while `refuse` was being turned
+            // on and `cut` may have missed it (`admit` saw the flag off): close it like the
+            // others.
             self.close(&conn);
         }
         (id, conn)

@@ -16,6 +16,16 @@ pub struct MemberPorts {
     pub election: u16,
 }
 
+/// The ports on 127.0.0.1 where one member dials another member's quorum and election ports
+/// when its links go through proxies (see [`render_routed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerRoute {
+    /// Dialed for the other member's quorum (peer) port.
+    pub quorum: u16,
+    /// Dialed for the other member's election port.
+    pub election: u16,
+}
+
 /// Renders `zoo.cfg` for member `index` (0-based) of an ensemble whose members listen on `all`.
 ///
 /// One member is a standalone server; more get `server.<index + 1>=127.0.0.1:<peer>:<election>`
@@ -23,6 +33,29 @@ pub struct MemberPorts {
 /// four-letter word, disables the admin HTTP server and dynamic reconfiguration, and lifts the
 /// per-host connection limit; `opts.extra_config` comes last, so it can override any of this.
 pub fn render(opts: &ZkOptions, index: usize, all: &[MemberPorts], data_dir: &Path) -> String {
+    render_routed(opts, index, all, None, data_dir)
+}
+
+/// As [`render`], but with `routes` (one per member, the member's own entry ignored) member
+/// `index` dials each other member `j` at `routes[j]` instead of its real ports:
+/// `server.<j + 1>=127.0.0.1:<quorum route>:<election route>` (a member without a route is
+/// dialed directly).
+///
+/// The member's own line is then `server.<index + 1>=0.0.0.0:<peer>:<election>`. A member
+/// binds the ports of its own line, and when it dials a peer's election port it sends that
+/// line's election address; the peer, when it has the higher id, drops the connection and
+/// dials back to the address it was sent (ZooKeeper 3.8 `QuorumCnxManager.handleConnection`),
+/// which would bypass the proxies. A wildcard address is not sent on (ZOOKEEPER-2164), so the
+/// peer dials back by its own config, through its proxy. The price: the member's quorum and
+/// election ports listen on every interface, not only loopback (the client port stays on
+/// 127.0.0.1).
+pub fn render_routed(
+    opts: &ZkOptions,
+    index: usize,
+    all: &[MemberPorts],
+    routes: Option<&[Option<PeerRoute>]>,
+    data_dir: &Path,
+) -> String {
     let mut cfg = String::new();
     let mut line = |key: &str, value: &dyn std::fmt::Display| {
         let _ = writeln!(cfg, "{key}={value}");
@@ -49,9 +82,17 @@ pub fn render(opts: &ZkOptions, index: usize, all: &[MemberPorts], data_dir: &Pa
         line("standaloneEnabled", &true);
     } else {
         for (i, ports) in all.iter().enumerate() {
+            let (host, peer, election) = match routes {
+                Some(_) if i == index => ("0.0.0.0", ports.peer, ports.election),
+                Some(routes) => match routes.get(i).copied().flatten() {
+                    Some(route) => ("127.0.0.1", route.quorum, route.election),
+                    None => ("127.0.0.1", ports.peer, ports.election),
+                },
+                None => ("127.0.0.1", ports.peer, ports.election),
+            };
             line(
                 &format!("server.{}", i + 1),
-                &format!("127.0.0.1:{}:{}", ports.peer, ports.election),
+                &format!("{host}:{peer}:{election}"),
             );
         }
     }
@@ -100,5 +141,33 @@ mod tests {
         assert!(cfg.contains("forceSync=no\n"));
         assert!(cfg.ends_with("snapCount=10\n"));
         assert!(!cfg.contains("standaloneEnabled"));
+    }
+
+    #[test]
+    fn routed_member_binds_its_own_ports_on_the_wildcard_and_dials_the_routes() {
+        let all = [ports(3000), ports(3010), ports(3020)];
+        let routes = [
+            Some(PeerRoute {
+                quorum: 4001,
+                election: 4002,
+            }),
+            None,
+            Some(PeerRoute {
+                quorum: 4021,
+                election: 4022,
+            }),
+        ];
+        let cfg = render_routed(
+            &ZkOptions::default(),
+            1,
+            &all,
+            Some(&routes),
+            Path::new("/d"),
+        );
+        assert!(cfg.contains("server.1=127.0.0.1:4001:4002\n"), "{cfg}");
+        assert!(cfg.contains("server.2=0.0.0.0:3011:3012\n"), "{cfg}");
+        assert!(cfg.contains("server.3=127.0.0.1:4021:4022\n"), "{cfg}");
+        assert!(cfg.contains("clientPortAddress=127.0.0.1\n"));
+        assert!(cfg.contains("reconfigEnabled=false\n"));
     }
 }

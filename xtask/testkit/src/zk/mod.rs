@@ -1,6 +1,6 @@
 //! ZooKeeper servers for tests and for `cargo xtask zk`: a standalone server or an N-member
 //! ensemble on 127.0.0.1, with free ports, temporary directories, fault injection (kill,
-//! restart, pause), and cleanup when dropped or when the starting process dies.
+//! restart, pause, partitions), and cleanup when dropped or when the starting process dies.
 //!
 //! The servers are Debian's ZooKeeper 3.8 jars run by Java 17 (see [`crate::deps`]). Each JVM
 //! is started through a tiny Java launcher (`xtask/java/ZkLauncher.java`) that halts the server

@@ -54,6 +54,22 @@ pub struct ZkOptions {
     pub tls: Option<TlsOptions>,
     /// SASL DIGEST-MD5 users (and whether SASL is enforced). Default none.
     pub sasl: Option<SaslOptions>,
+    /// Whether the members reach each other through fault proxies, so that
+    /// [`Ensemble::isolate`](super::Ensemble::isolate) can cut one off and
+    /// [`Ensemble::heal`](super::Ensemble::heal) reconnect it. Default false (direct links).
+    ///
+    /// Each member dials every other member's quorum and election ports through a
+    /// [`FaultProxy`](crate::FaultProxy) of its own (two per ordered pair of members, in this
+    /// process: the ensemble cannot be detached). Each member's `zoo.cfg` lists the proxies
+    /// for the others and `0.0.0.0` for itself, so its quorum and election ports listen on
+    /// every interface (see [`render_routed`](super::config::render_routed) for why). The
+    /// members also get `zookeeper.fastleader.maxNotificationInterval=2000` (unless set in
+    /// [`system_properties`](Self::system_properties)): a member looking for a leader retries
+    /// its peers at least every 2 s instead of backing off to 60 s, so it rejoins soon after a
+    /// heal. The quorum links' proxies keep trying a member's quorum port for up to 3 s when
+    /// it is not listening yet ([`FaultProxy::retry_connect`](crate::FaultProxy::retry_connect)),
+    /// as a follower dialing it directly would. Needs at least two members.
+    pub partitionable: bool,
 }
 
 impl Default for ZkOptions {
@@ -70,6 +86,7 @@ impl Default for ZkOptions {
             start_timeout: Duration::from_secs(60),
             tls: None,
             sasl: None,
+            partitionable: false,
         }
     }
 }
@@ -134,6 +151,12 @@ impl ZkOptions {
     /// Sets [`sasl`](Self::sasl).
     pub fn sasl(mut self, sasl: SaslOptions) -> Self {
         self.sasl = Some(sasl);
+        self
+    }
+
+    /// Sets [`partitionable`](Self::partitionable).
+    pub fn partitionable(mut self, on: bool) -> Self {
+        self.partitionable = on;
         self
     }
 }

@@ -1,5 +1,5 @@
 //! [`Ensemble`]: ZooKeeper servers on loopback for tests, one standalone server or a quorum,
-//! with faults to inject (kill, restart, pause) and cleanup on drop.
+//! with faults to inject (kill, restart, pause, partitions) and cleanup on drop.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -22,7 +22,10 @@ use crate::deps::{self, Need};
 use crate::java;
 
 mod faults;
+mod partition;
 mod query;
+
+use partition::Links;
 
 /// How often conditions are polled while waiting for servers.
 const POLL_INTERVAL: Duration = Duration::from_millis(50);
@@ -52,6 +55,8 @@ const QUORUM_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
 /// [`kill`](Self::kill) (SIGKILL), [`start_member`](Self::start_member) and
 /// [`restart`](Self::restart) (same ports and data), [`pause`](Self::pause) and
 /// [`resume`](Self::resume) (SIGSTOP and SIGCONT: sockets stay open, nothing answers).
+/// With [`ZkOptions::partitionable`], the members reach each other through fault proxies, and
+/// [`isolate`](Self::isolate) cuts one off from the others until [`heal`](Self::heal).
 ///
 /// Servers never outlive the test: [`Drop`] (which also runs when a test panics) kills them,
 /// and each JVM halts by itself when the process that started it dies, even by SIGKILL,
@@ -97,6 +102,8 @@ pub struct Ensemble {
     pki: Option<TestPki>,
     /// Each member's TLS client port (empty without TLS).
     secure_ports: Vec<u16>,
+    /// The proxies between the members, with [`ZkOptions::partitionable`].
+    links: Option<Links>,
 }
 
 impl Ensemble {
@@ -108,9 +115,9 @@ impl Ensemble {
     /// launcher on first use.
     ///
     /// # Errors
-    /// `n` is 0; Java or ZooKeeper are missing; a member exits, or the ensemble does not serve
-    /// within [`ZkOptions::start_timeout`]. The message then quotes the end of the member's
-    /// `server.log`.
+    /// `n` is 0, or 1 with [`ZkOptions::partitionable`]; Java or ZooKeeper are missing; a
+    /// member exits, or the ensemble does not serve within [`ZkOptions::start_timeout`]. The
+    /// message then quotes the end of the member's `server.log`.
     pub fn start(n: usize, opts: ZkOptions) -> io::Result<Ensemble> {
         Self::start_as(n, opts, Launch::Watched)
     }
@@ -123,7 +130,9 @@ impl Ensemble {
     /// exit nor a Ctrl-C in its terminal ends it.
     ///
     /// # Errors
-    /// As for [`start`](Self::start); on error no member is left running.
+    /// As for [`start`](Self::start), and `InvalidInput` with [`ZkOptions::partitionable`]
+    /// (the proxies between the members live in this process); on error no member is left
+    /// running.
     pub fn start_detached(n: usize, opts: ZkOptions) -> io::Result<DetachedEnsemble> {
         let mut ensemble = Self::start_as(n, opts, Launch::Detached)?;
         Ok(ensemble.detach())
@@ -136,18 +145,35 @@ impl Ensemble {
                 "an ensemble needs at least one member",
             ));
         }
+        if opts.partitionable && n < 2 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a partitionable ensemble needs at least two members: a standalone server has no links to cut",
+            ));
+        }
+        if opts.partitionable && launch == Launch::Detached {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a partitionable ensemble cannot be detached: the proxies between its members live in this process",
+            ));
+        }
         ensure_deps()?;
         let launcher_dir = java::compile(
             "zk-launcher",
             &[java::java_dir().join("ZkLauncher.java")],
             "",
         )?;
-        let jvm = Jvm {
+        let mut jvm = Jvm {
             launcher_dir,
             main_class: if n == 1 { STANDALONE_MAIN } else { QUORUM_MAIN },
             heap_mb: opts.jvm_heap_mb,
             system_properties: opts.system_properties.clone(),
         };
+        let (key, value) = partition::MAX_NOTIFICATION_INTERVAL;
+        if opts.partitionable && !jvm.system_properties.iter().any(|(k, _)| k == key) {
+            jvm.system_properties
+                .push((key.to_owned(), value.to_owned()));
+        }
         let mut attempt = 1;
         loop {
             let mut ensemble = Self::create(n, opts.clone(), jvm.clone(), launch)?;
@@ -204,6 +230,7 @@ impl Ensemble {
             remove_on_drop: true,
             pki: None,
             secure_ports: Vec::new(),
+            links: None,
         };
         let per_member = if n == 1 { 1 } else { 3 };
         let secure = if ensemble.opts.tls.is_some() { n } else { 0 };
@@ -239,6 +266,9 @@ impl Ensemble {
             ensemble.pki = Some(TestPki::generate(&ensemble.root.join("pki"))?);
             ensemble.secure_ports = picked.by_ref().take(n).collect();
         }
+        if ensemble.opts.partitionable {
+            ensemble.links = Some(Links::start(&all, &ensemble.secure_ports)?);
+        }
         for (i, ports) in all.iter().enumerate() {
             let member = Member::new(ensemble.root.join(format!("member-{i}")), *ports);
             // The security lines before `extra_config`, which comes last and so can override
@@ -247,7 +277,14 @@ impl Ensemble {
                 extra_config: Vec::new(),
                 ..ensemble.opts.clone()
             };
-            let mut cfg = config::render(&without_extras, i, &all, &member.data_dir());
+            let routes = ensemble.links.as_ref().map(|links| links.routes_from(i, n));
+            let mut cfg = config::render_routed(
+                &without_extras,
+                i,
+                &all,
+                routes.as_deref(),
+                &member.data_dir(),
+            );
             let mut lines = security.clone();
             if let (Some(tls), Some(pki), Some(port)) = (
                 &ensemble.opts.tls,
