@@ -18,19 +18,30 @@ type Result<T> = std::result::Result<T, Box<dyn Error>>;
 pub(crate) fn build_worker(who: &str) -> Result<PathBuf> {
     eprintln!(
         "{who}: building zk-worker, the process our side runs in, in release mode (cargo build \
-         --release -p xtask --bin zk-worker): minutes the first time, seconds after that"
+         --release -p xtask --bin zk-worker --no-default-features): minutes the first time, \
+         seconds after that"
     );
     build_release_bin("zk-worker")
 }
 
 /// Builds xtask's binary `name` in release mode with the Cargo running us, and returns its
 /// path. Cargo's progress (its `Compiling` lines, or its bar on a terminal) goes to our
-/// stderr, so a long first build is seen to move.
+/// stderr, so a long first build is seen to move. Without xtask's default features: the
+/// workers measured are the recipes as a user builds them, without `tracing` (the demo's
+/// `--log`) compiled in.
 pub(crate) fn build_release_bin(name: &str) -> Result<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(workspace_root())
-        .args(["build", "--release", "-p", "xtask", "--bin", name])
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "xtask",
+            "--bin",
+            name,
+            "--no-default-features",
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::inherit())
         .stderr(Stdio::inherit())

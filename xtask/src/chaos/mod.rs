@@ -65,8 +65,7 @@ pub fn run(cli: &crate::cli::Chaos) -> Result<(), Box<dyn Error>> {
     let ours_bin = if cli.plant_shortcut {
         planted_worker()?
     } else {
-        eprintln!("chaos: building zk-worker (release)...");
-        crate::bench::worker::build_release_bin("zk-worker")?
+        crate::bench::worker::build_worker("chaos")?
     };
     let classpath = crate::curator::classpath()?;
     let outcome = run::run(&opts, &ours_bin, &classpath)?;

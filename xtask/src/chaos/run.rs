@@ -101,7 +101,8 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
             u32::try_from(layout::STORE_SESSION_TIMEOUT.as_millis()).unwrap_or(u32::MAX),
         ),
         ..ZkOptions::default()
-    };
+    }
+    .partitionable(opts.nemesis.contains(&Kind::Partition));
     let mut zk = Ensemble::start(opts.members, zk_opts)?;
     zk.wait_leader(Duration::from_secs(60))?;
     // Our clients reach each member through a proxy of its own (stalls and cuts).
@@ -381,7 +382,23 @@ fn apply(
             });
             Ok((format!("member {i}"), heal))
         }
-        Kind::Partition => Err("partitions need the quorum links through proxies (not yet)".into()),
+        Kind::Partition => {
+            // One member loses its links to the others (a minority of one: when it is a
+            // follower, the leader and the other follower keep the quorum; when it is the
+            // leader, the other two elect one).
+            let i = pick % zk.len().max(1);
+            let role = match zk.mode(i).ok().flatten() {
+                Some(m) if m.is_leading() => "leader",
+                Some(Mode::Follower) => "follower",
+                _ => "member",
+            };
+            zk.isolate(i)?;
+            let heal: Heal = Box::new(|zk, _, _| {
+                zk.heal()?;
+                Ok(())
+            });
+            Ok((format!("member {i} ({role}) cut off"), heal))
+        }
         Kind::ClientStall => {
             for p in proxies {
                 p.stall();
