@@ -14,8 +14,8 @@
 // protected register(s) through the process's store session (60 s timeout, outliving a pause):
 // read with its Stat, wait 0.2..3 ms, setData(read + 1) at the version
 // read (a Curator user's best: it refuses a write after another's, not a write by a holder
-// whose session is gone that read afresh). A connection state LOST while holding is the hold's
-// lost signal. The lines (xtask/src/chaos/history.rs) go to <dir>/java-<process>.history:
+// whose session is gone that read afresh). A connection state SUSPENDED or LOST while holding
+// is the hold's lost signal (as Curator's documentation asks holders to take it). The lines (xtask/src/chaos/history.rs) go to <dir>/java-<process>.history:
 //
 //   HOLD who=java-<p>.<recipe>.<i> n=.. on=.. mode=.. from=<ns> to=<ns> node=.. token=-
 //   ACQ who=.. n=.. style=<release|timeout|cancel> start=<ns> end=<ns|-> outcome=<held|timeout|cancelled|error:<kind>|unfinished>
@@ -104,7 +104,10 @@ public final class CuratorChaos {
             session();
             zk.getConnectionStateListenable().addListener((c, state) -> {
                 long h = holding;
-                if (state == ConnectionState.LOST && h != 0) {
+                // What Curator's documentation asks of a holder: SUSPENDED already means the
+                // lock may be gone (ours says the same at a disconnect: Loss::Unsure).
+                if ((state == ConnectionState.SUSPENDED || state == ConnectionState.LOST)
+                        && h != 0) {
                     line("LOST who=" + name + " n=" + h + " at=" + CuratorInterop.now());
                 }
                 if (state == ConnectionState.CONNECTED || state == ConnectionState.RECONNECTED) {

@@ -23,7 +23,7 @@
 //!   Curator's: `setData` with the version it read), and the result ([`WriteResult`]; for an
 //!   accepted write the register's version after it).
 //! - `LOST`: the client was told that hold `n` is lost (ours: the guard's `lost()`;
-//!   Curator's: the connection state `LOST` while holding).
+//!   Curator's: the connection state `SUSPENDED` or `LOST` while holding).
 //! - `SESSION`: the client has a session with this id (each new one, after an expiry), so
 //!   that a node left at the end can be traced to its client.
 
