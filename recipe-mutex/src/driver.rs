@@ -220,7 +220,7 @@ where
     let error = run.last_error.clone();
     let outcome = run.outcome();
     #[cfg(feature = "tracing")]
-    log_outcome(client, &outcome, error.as_ref(), run.fired);
+    log_outcome(client, &outcome, error.as_ref(), run.waited);
     match &outcome {
         Ok(_) => {
             // Scaffolding (the semaphore's inner lock) goes now, guaranteed, not awaited.
@@ -250,13 +250,13 @@ where
 }
 
 /// Logs how a driven machine ended: each node held (with its lock, session, fencing token and
-/// whether a predecessor's release handed it over), a timeout, a failure.
+/// whether it waited behind a predecessor whose release handed it over), a timeout, a failure.
 #[cfg(feature = "tracing")]
 fn log_outcome<O: std::fmt::Debug + 'static>(
     client: &Client,
     outcome: &Result<O, Ended>,
     error: Option<&zk_client::Error>,
-    fired: u32,
+    waited: bool,
 ) {
     use recipes_core::Held;
     let session = format!("{:#x}", client.session_id());
@@ -276,7 +276,7 @@ fn log_outcome<O: std::fmt::Debug + 'static>(
                     node,
                     session = %session,
                     fencing_token = h.czxid,
-                    handed_over = fired > 0,
+                    handed_over = waited,
                     "lock held"
                 );
             }
@@ -550,8 +550,9 @@ struct Run<M: Machine + Send + 'static> {
     /// The runtime the run started on: where its background work goes if it is dropped off
     /// any runtime.
     runtime: Option<tokio::runtime::Handle>,
-    /// Watch events fed so far (a hold after one was handed over by a predecessor).
-    fired: u32,
+    /// Whether the machine watched a node (waited behind a predecessor): a hold after that
+    /// was handed over by the predecessor's release.
+    waited: bool,
 }
 
 impl<M: Machine + Send + 'static> Run<M> {
@@ -569,7 +570,7 @@ impl<M: Machine + Send + 'static> Run<M> {
             turn: None,
             wake: None,
             runtime: tokio::runtime::Handle::try_current().ok(),
-            fired: 0,
+            waited: false,
         }
     }
 
@@ -589,6 +590,18 @@ impl<M: Machine + Send + 'static> Run<M> {
             self.stuck.get_or_insert(stuck);
         }
         while let Some(op) = runner.poll_op() {
+            if let Op::GetData { path, watch: true }
+            | Op::Exists { path, watch: true }
+            | Op::Children { path, watch: true } = &op
+            {
+                crate::log::debug!(
+                    path = %path,
+                    session = %format_args!("{:#x}", self.client.session_id()),
+                    "waiting: watching a node"
+                );
+                let _ = path; // read by the log only
+                self.waited = true;
+            }
             self.in_flight.push_back(InFlight {
                 future: op_future(self.client.clone(), op),
                 done: None,
@@ -633,7 +646,6 @@ impl<M: Machine + Send + 'static> Run<M> {
                 fired = next_watch(&mut self.watches) => {
                     let (kind, path, event) = fired;
                     crate::log::debug!(path = %path, event = ?event, "watch fired");
-                    self.fired = self.fired.saturating_add(1);
                     self.feed(Input::Watch { kind, path, event });
                 }
                 state = self.states.next() => {
@@ -687,7 +699,7 @@ impl<M: Machine + Send + 'static> Run<M> {
             turn: self.turn.take(),
             wake: None,
             runtime: self.runtime.clone(),
-            fired: self.fired,
+            waited: self.waited,
         };
         if let Some(turn) = &rest.turn {
             turn.abandon();

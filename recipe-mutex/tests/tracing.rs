@@ -158,12 +158,20 @@ async fn a_subscriber_sees_a_reconnect_and_a_hand_over() {
         seen.field("fencing_token"),
         Some(held.fencing_token().to_string().as_str())
     );
+    let from = collector.len();
     let waiting = tokio::spawn(async move { mb.lock().await });
+    let b_session = format!("{:#x}", b.session_id());
+    // b waits behind a: it watches a's node.
+    collector
+        .wait_for(from, "b watching a's node", |e| {
+            e.message() == "waiting: watching a node"
+                && e.field("session") == Some(b_session.as_str())
+        })
+        .await;
     wait_children(&b, path, 2).await;
     let from = collector.len();
     bounded(held.release()).await.unwrap();
     let second = bounded(waiting).await.unwrap().unwrap();
-    let b_session = format!("{:#x}", b.session_id());
     let over = collector
         .wait_for(from, "b's hold, handed over", |e| {
             e.message() == "lock held" && e.field("session") == Some(b_session.as_str())

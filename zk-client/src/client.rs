@@ -250,13 +250,16 @@ impl ClientBuilder {
     /// handed to `dial` as a [`SocketAddr`] on every connection attempt, and a name is an
     /// error (no resolver is asked). `seed` fixes the order the hosts are tried in and the
     /// random pauses before reconnecting, so a run on tokio's paused clock replays exactly.
-    /// A `dial` error is reported as [`Error::Unreachable`]. TLS settings are not applied:
+    /// A `dial` error is reported as [`Error::Unreachable`] (within
+    /// [`Error::NoServerReached`], one per server, when the first connect fails on several
+    /// servers). TLS settings are not applied:
     /// the streams are used as they are.
     ///
     /// # Examples
     ///
     /// A server in memory is `zk_sim::wire::SimServer` (its `client` method calls this).
-    /// With a dial that refuses, the first connect fails after one attempt per host:
+    /// With a dial that refuses, the first connect fails after one attempt per host, and
+    /// says what each did:
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -268,7 +271,9 @@ impl ClientBuilder {
     /// };
     /// let builder = Client::builder().hosts("127.0.0.1:2181,127.0.0.2:2181");
     /// let err = builder.connect_over(refused, 7).await.unwrap_err();
-    /// assert!(matches!(err, zk_client::Error::Unreachable { .. }));
+    /// let zk_client::Error::NoServerReached { failures } = err else { panic!("{err}") };
+    /// assert_eq!(failures.len(), 2);
+    /// assert!(matches!(failures[0], zk_client::Error::Unreachable { .. }));
     /// # Ok(()) }
     /// ```
     #[cfg(feature = "transport")]

@@ -366,8 +366,8 @@ async fn reconnects_pause_at_random_then_back_off_by_rounds() {
     );
 }
 
-/// The servers of the first connect are each tried once, with no pause, before the last
-/// error is reported.
+/// The servers of the first connect are each tried once, with no pause, before every
+/// server's error is reported.
 #[tokio::test(start_paused = true)]
 async fn the_first_connect_tries_every_server_once_without_pausing() {
     let (mem, h) = harness();
@@ -383,8 +383,14 @@ async fn the_first_connect_tries_every_server_once_without_pausing() {
         3,
         "one attempt per server"
     );
+    let Error::NoServerReached { failures } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(failures.len(), 3, "{err:?}");
     assert!(
-        matches!(&err, Error::Unreachable { server, .. } if server.starts_with("127.0.0.")),
+        failures.iter().all(
+            |f| matches!(f, Error::Unreachable { server, .. } if server.starts_with("127.0.0."))
+        ),
         "{err:?}"
     );
 }
