@@ -100,6 +100,9 @@ pub struct Row {
     pub overlaps: u64,
     /// Holds cut short by a lost signal or a long pause of their process.
     pub cut_holds: u64,
+    /// Holds whose client's session was replaced between the acquire's call and the hold's
+    /// end (cut there).
+    pub session_cut: u64,
     /// Register writes.
     pub writes: u64,
     /// Accepted writes that read less than the write before them wrote.
@@ -196,13 +199,13 @@ impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "{:<16} {:<8} {:>7} {:>7} {:>8} {:>7} {:>7} {:>6} {:>17} {:>7} {:>6} {:>6}",
+            "{:<16} {:<8} {:>7} {:>7} {:>8} {:>9} {:>7} {:>6} {:>17} {:>7} {:>6} {:>6}",
             "recipe",
             "library",
             "cycles",
             "holds",
             "overlaps",
-            "cut",
+            "cut/sess",
             "writes",
             "lost",
             "stale att/rej/acc",
@@ -213,13 +216,13 @@ impl fmt::Display for Report {
         for ((recipe, lib), r) in &self.rows {
             writeln!(
                 f,
-                "{:<16} {:<8} {:>7} {:>7} {:>8} {:>7} {:>7} {:>6} {:>17} {:>7} {:>6} {:>6}",
+                "{:<16} {:<8} {:>7} {:>7} {:>8} {:>9} {:>7} {:>6} {:>17} {:>7} {:>6} {:>6}",
                 recipe.name(),
                 if lib == "rust" { "ours" } else { "Curator" },
                 r.cycles,
                 r.holds,
                 r.overlaps,
-                r.cut_holds,
+                format!("{}/{}", r.cut_holds, r.session_cut),
                 r.writes,
                 r.lost_updates,
                 format!(
@@ -231,6 +234,12 @@ impl fmt::Display for Report {
                 r.lost_missing
             )?;
         }
+        writeln!(
+            f,
+            "(cut/sess: holds cut at a lost signal or a long pause / at their session's \
+             replacement; stale: writes after a newer holder's, attempted/rejected/accepted; \
+             no-sig: holds whose session surely expired, with no lost signal)"
+        )?;
         writeln!(f, "acquires by style/outcome:")?;
         for ((recipe, lib), r) in &self.rows {
             let outcomes: Vec<String> =
@@ -284,6 +293,9 @@ pub fn check(input: &Input<'_>) -> Report {
     let t = u64::try_from(input.session_timeout.as_nanos()).unwrap_or(u64::MAX);
     let mut holds: Vec<(Who, Hold)> = Vec::new();
     let mut lost: HashMap<(&str, u64), u64> = HashMap::new();
+    // Each client's sessions in time order: when one replaced another.
+    let mut session_changes: HashMap<&str, Vec<u64>> = HashMap::new();
+    let mut last_session: HashMap<&str, i64> = HashMap::new();
     let mut writes: Vec<(Who, &Write)> = Vec::new();
     for event in input.events {
         let Ok(who) = Who::parse(event.who()) else {
@@ -324,7 +336,15 @@ pub fn check(input: &Input<'_>) -> Report {
                 }
                 writes.push((who, w));
             }
-            Event::Session(_) => {}
+            Event::Session(s) => {
+                let previous = last_session.insert(s.who.as_str(), s.id);
+                if previous.is_some_and(|p| p != s.id) {
+                    session_changes
+                        .entry(s.who.as_str())
+                        .or_default()
+                        .push(s.at);
+                }
+            }
             Event::Lost(l) => {
                 let at = lost.entry((l.who.as_str(), l.n)).or_insert(l.at);
                 *at = (*at).min(l.at);
@@ -349,6 +369,25 @@ pub fn check(input: &Input<'_>) -> Report {
         let mut to = hold.to;
         if let Some(&at) = lost.get(&(hold.who.as_str(), hold.n)) {
             to = to.min(at.max(hold.from));
+        }
+        // A session replaced between the acquire's call and the hold's end: the session the
+        // acquire began in ended, and what it decided may be gone (seen in a long run: Curator
+        // acquires that returned across their session's replacement, while a newer holder
+        // held); the hold is cut there, to nothing if that was before it began.
+        let changed = session_changes.get(hold.who.as_str()).and_then(|changes| {
+            let asked = acquired
+                .get(&(hold.who.as_str(), hold.n))
+                .copied()
+                .unwrap_or(hold.from);
+            changes.iter().copied().find(|&t| t >= asked && t < hold.to)
+        });
+        if let Some(t) = changed {
+            to = to.min(t.max(hold.from));
+            report
+                .rows
+                .entry((who.recipe, who.lib.clone()))
+                .or_default()
+                .session_cut += 1;
         }
         let process = who.process_name();
         let mut expired_by: Option<u64> = None;
@@ -466,23 +505,27 @@ fn check_register(list: &[(&Who, &Write, u64)], report: &mut Report) {
         .collect();
     accepted.sort_by_key(|a| a.0);
     // Lost updates: each accepted write read at least what the one before it wrote.
+    // A lost update is the older hold's doing: either it wrote inside the newer one's read and
+    // write (prev older), or it read before the newer one wrote and wrote after (w older).
     for pair in accepted.windows(2) {
-        let [(_, _, prev, _), (_, who, w, _)] = pair else {
+        let [(_, prev_who, prev, prev_from), (_, w_who, w, w_from)] = pair else {
             continue;
         };
         if w.read <= prev.read {
+            let who = if prev_from < w_from { prev_who } else { w_who };
             let row = report
                 .rows
                 .entry((who.recipe, who.lib.clone()))
                 .or_default();
             row.lost_updates += 1;
             report.sample(format!(
-                "lost update on {}: {} read {} after {} wrote {}",
+                "lost update on {}: {} read {} after {} wrote {} (counted against {})",
                 w.reg,
                 w.who,
                 w.read,
                 prev.who,
-                prev.read + 1
+                prev.read + 1,
+                who
             ));
         }
     }

@@ -629,6 +629,13 @@ impl Contender {
         }
         let mut read = Vec::with_capacity(regs.len());
         for reg in regs {
+            // ZooKeeper's reads are not linearizable: a store session on a member that is
+            // behind (just resumed from a pause, say) reads an old value. A sync first makes
+            // the read as new as every write committed before it (seen in a long run: a read
+            // two seconds old, then a fenced write that lost four updates).
+            if self.store.sync(&layout::register_path(reg)).await.is_err() {
+                return false;
+            }
             match self.store.get_data(&layout::register_path(reg)).await {
                 Ok((data, _)) => {
                     let v = std::str::from_utf8(&data)

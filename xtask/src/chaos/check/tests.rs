@@ -302,3 +302,58 @@ fn a_hold_decided_before_a_pause_and_returned_after_it_is_not_an_overlap() {
     let r = run(&events, &[], &[]);
     assert!(r.failure().unwrap().contains("overlapping"), "{r}");
 }
+
+/// Seen in a long run: a Curator acquire returned 0.3 ms after its client's session was
+/// replaced (the node it decided on went with the old session) while a newer holder held.
+#[test]
+fn a_hold_across_its_sessions_replacement_is_cut_there() {
+    let session = |id, at| {
+        Event::Session(crate::chaos::history::Session {
+            who: "java-1.mutex.1".into(),
+            id,
+            at,
+        })
+    };
+    let events = [
+        session(1, 0),
+        acq("java-1.mutex.1", 1, 10 * S, Some(20 * S), AcquireEnd::Held),
+        session(2, 20 * S - 1_000),
+        hold("java-1.mutex.1", 1, 20 * S, 24 * S),
+        hold("rust-0.mutex.0", 1, 21 * S, 22 * S),
+    ];
+    let r = run(&events, &[], &[]);
+    assert_eq!(r.failure(), None, "{r}");
+    assert_eq!(row(&r, "java").session_cut, 1);
+    // The same session reconnected: nothing is cut, and the overlap shows.
+    let mut same = events.clone();
+    same[2] = session(1, 20 * S - 1_000);
+    let r = run(&same, &[], &[]);
+    assert!(r.failure().unwrap().contains("overlapping"), "{r}");
+}
+
+/// A lost update is counted against the older hold of the two: here Curator's zombie wrote
+/// between our holder's read and its write.
+#[test]
+fn a_lost_update_is_counted_against_the_older_hold() {
+    let w = |who: &str, read, sent, version| {
+        Event::Write(Write {
+            who: who.into(),
+            n: 1,
+            reg: "mutex".into(),
+            read,
+            sent,
+            replied: sent + 1,
+            result: ok(version),
+        })
+    };
+    let events = [
+        hold("java-1.mutex.1", 1, 10, 100),
+        hold("rust-0.mutex.0", 1, 50, 90),
+        // The zombie writes 8 inside our read and write; ours read 7 before it, writes 8.
+        w("java-1.mutex.1", 7, 70, 8),
+        w("rust-0.mutex.0", 7, 80, 9),
+    ];
+    let r = run(&events, &[], &[]);
+    assert_eq!(row(&r, "java").lost_updates, 1, "{r}");
+    assert_eq!(row(&r, "rust").lost_updates, 0, "{r}");
+}
