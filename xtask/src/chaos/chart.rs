@@ -50,7 +50,7 @@ pub fn svg(events: &[Event], timeline: &[Applied], span: (u64, u64), title: &str
             }
         }
     }
-    let height = TOP + ROW * rows.len() as f64 + 60.0;
+    let height = TOP + ROW * rows.len() as f64 + 70.0;
     let x_of =
         |t: u64| LEFT + (t.saturating_sub(start)) as f64 / length as f64 * (WIDTH - LEFT - 10.0);
     let mut out = String::new();
@@ -64,8 +64,10 @@ pub fn svg(events: &[Event], timeline: &[Applied], span: (u64, u64), title: &str
         r#"<text x="10" y="16" font-size="13">{}</text>"#,
         escape(title)
     );
-    // Fault bands.
-    for (i, a) in timeline.iter().enumerate() {
+    // Fault bands, each named above the chart where its name fits (two lines of names; a
+    // long run's faults are too many to name each: the legend counts them).
+    let mut label_end = [f64::MIN; 2];
+    for a in timeline {
         let (x0, x1) = (x_of(a.from), x_of(a.to.max(a.from + slice)));
         let _ = writeln!(
             out,
@@ -75,12 +77,19 @@ pub fn svg(events: &[Event], timeline: &[Applied], span: (u64, u64), title: &str
             a.kind,
             escape(&a.target)
         );
-        let y = TOP - 4.0 - (i % 2) as f64 * 10.0;
-        let _ = writeln!(
-            out,
-            r##"<text x="{x0:.1}" y="{y}" fill="#a22">{}</text>"##,
-            a.kind
-        );
+        let width = a.kind.name().len() as f64 * 5.6;
+        let fits = x0 + width <= WIDTH;
+        if let Some(line) = label_end.iter().position(|&end| fits && x0 > end + 4.0) {
+            let y = TOP - 4.0 - line as f64 * 10.0;
+            let _ = writeln!(
+                out,
+                r##"<text x="{x0:.1}" y="{y}" fill="#a22">{}</text>"##,
+                a.kind
+            );
+            if let Some(end) = label_end.get_mut(line) {
+                *end = x0 + width;
+            }
+        }
     }
     // Rows.
     let mut last_recipe = None;
@@ -150,6 +159,17 @@ pub fn svg(events: &[Event], timeline: &[Applied], span: (u64, u64), title: &str
         r##"<text x="{LEFT}" y="{:.1}">blue: ours held · orange: Curator's held (darker: more of the slice) · red bands: faults · red ticks: writes refused</text>"##,
         axis_y + 16.0
     );
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for a in timeline {
+        *counts.entry(a.kind.name()).or_default() += 1;
+    }
+    let legend: Vec<String> = counts.iter().map(|(k, n)| format!("{n} × {k}")).collect();
+    let _ = writeln!(
+        out,
+        r##"<text x="{LEFT}" y="{:.1}" fill="#a22">faults: {}</text>"##,
+        axis_y + 30.0,
+        escape(&legend.join(", "))
+    );
     out.push_str("</svg>\n");
     out
 }
@@ -158,4 +178,73 @@ fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use crate::chaos::nemesis::Kind;
+    use crate::interop::holds::{Hold, Mode};
+
+    /// A long run's faults: names only where they fit (no two overlapping on a line), every
+    /// fault counted in the legend.
+    #[test]
+    fn a_long_runs_faults_are_named_where_they_fit_and_counted() {
+        const S: u64 = 1_000_000_000;
+        let timeline: Vec<Applied> = (0..200u64)
+            .map(|i| Applied {
+                kind: Kind::ALL[(i % 8) as usize],
+                target: format!("member {}", i % 3),
+                from: i * 5 * S,
+                to: i * 5 * S + 3 * S,
+            })
+            .collect();
+        let events = [Event::Hold(Hold {
+            who: "rust-0.mutex.0".into(),
+            n: 1,
+            on: "lock".into(),
+            mode: Mode::Exclusive,
+            from: S,
+            to: 2 * S,
+            node: None,
+            token: None,
+        })];
+        let svg = svg(&events, &timeline, (0, 1000 * S), "test");
+        if let Ok(dir) = std::env::var("CHAOS_CHART_OUT") {
+            std::fs::write(std::path::Path::new(&dir).join("chart-test.svg"), &svg).unwrap();
+        }
+        let mut ends: [f64; 2] = [f64::MIN; 2];
+        let mut named = 0;
+        for line in svg
+            .lines()
+            .filter(|l| l.starts_with("<text") && l.contains("#a22\">") && !l.contains("faults:"))
+        {
+            let x: f64 = line
+                .split("x=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            let y: f64 = line
+                .split("y=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            let row = usize::from(y < TOP - 8.0);
+            assert!(x > ends[row], "overlapping fault names: {line}");
+            let name = line.split('>').nth(1).unwrap().split('<').next().unwrap();
+            ends[row] = x + name.len() as f64 * 5.6;
+            named += 1;
+        }
+        assert!(named > 10 && named < 200, "{named} named");
+        assert!(svg.contains("faults: 25 × client-cut"), "{svg}");
+    }
 }
