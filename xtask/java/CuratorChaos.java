@@ -288,8 +288,17 @@ public final class CuratorChaos {
         return r == 1 ? "timeout" : r == 3 ? "cancel" : "release";
     }
 
-    /** Acquires `lock` in `style`; the ACQ line is written. Whether it holds. */
-    private static boolean acquire(Client c, InterProcessLock lock, String style) {
+    /** One acquisition: given the timeout, what was held, or null when the time passed. */
+    interface Attempt<T> {
+        T run(long timeoutMs) throws Exception;
+    }
+
+    /**
+     * Acquires in a style drawn at random (its timeout, a cancel by interrupt); the ACQ line
+     * is written. What was held, or null (after an error, a short pause first).
+     */
+    private static <T> T acquire(Client c, Attempt<T> attempt) {
+        String style = style();
         long n = ++c.n;
         long start = CuratorInterop.now();
         String head = "ACQ who=" + c.name + " n=" + n + " style=" + style + " start=" + start;
@@ -302,10 +311,10 @@ public final class CuratorChaos {
             ? new Canceller(Thread.currentThread(), 1 + ThreadLocalRandom.current().nextInt(40))
             : null;
         String outcome;
-        boolean held = false;
+        T held = null;
         try {
-            held = lock.acquire(timeout, TimeUnit.MILLISECONDS);
-            outcome = held ? "held" : "timeout";
+            held = attempt.run(timeout);
+            outcome = held != null ? "held" : "timeout";
         } catch (InterruptedException e) {
             outcome = "cancelled";
         } catch (Exception e) {
@@ -357,8 +366,7 @@ public final class CuratorChaos {
 
     private static void cycle(Client c, InterProcessLock lock, String on, String mode,
             List<String> regs, Mutex node) {
-        String style = style();
-        if (!acquire(c, lock, style)) {
+        if (acquire(c, t -> lock.acquire(t, TimeUnit.MILLISECONDS) ? Boolean.TRUE : null) == null) {
             return;
         }
         long n = c.n;
@@ -420,39 +428,12 @@ public final class CuratorChaos {
 
     private static void semaphoreLoop(Client c, InterProcessSemaphoreV2 semaphore) {
         while (!c.over()) {
-            String style = style();
-            long n = ++c.n;
-            long start = CuratorInterop.now();
-            String head = "ACQ who=" + c.name + " n=" + n + " style=" + style + " start=" + start;
-            ACQUIRING.put(c.name, head);
-            long left = TimeUnit.NANOSECONDS.toMillis(Math.max(0, c.end - System.nanoTime()));
-            long timeout = style.equals("timeout")
-                ? Math.min(left, 20 + ThreadLocalRandom.current().nextInt(400))
-                : left;
-            Canceller cancel = style.equals("cancel")
-                ? new Canceller(Thread.currentThread(), 1 + ThreadLocalRandom.current().nextInt(40))
-                : null;
-            Collection<Lease> held = null;
-            String outcome;
-            try {
-                held = semaphore.acquire(1, timeout, TimeUnit.MILLISECONDS);
-                outcome = held != null ? "held" : "timeout";
-            } catch (InterruptedException e) {
-                outcome = "cancelled";
-            } catch (Exception e) {
-                outcome = cancel != null && cancel.fired() ? "cancelled" : "error:" + kind(e);
-            }
-            if (cancel != null) {
-                cancel.settle();
-            }
-            ACQUIRING.remove(c.name);
-            line(head + " end=" + CuratorInterop.now() + " outcome=" + outcome);
+            Collection<Lease> held =
+                acquire(c, t -> semaphore.acquire(1, t, TimeUnit.MILLISECONDS));
             if (held == null) {
-                if (outcome.startsWith("error")) {
-                    LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
-                }
                 continue;
             }
+            long n = c.n;
             c.holding = n;
             long from = CuratorInterop.now();
             LockSupport.parkNanos(ThreadLocalRandom.current().nextLong(200_000, 3_000_000));

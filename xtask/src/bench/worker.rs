@@ -30,18 +30,33 @@ pub(crate) fn build_worker(who: &str) -> Result<PathBuf> {
 /// workers measured are the recipes as a user builds them, without `tracing` (the demo's
 /// `--log`) compiled in.
 pub(crate) fn build_release_bin(name: &str) -> Result<PathBuf> {
+    build_release_bin_with(name, &[], &target_dir())
+}
+
+/// [`build_release_bin`] with xtask's `features` on, into `target` (a planted worker goes to
+/// a target directory of its own, so that the benchmarks' worker never carries a plant).
+pub(crate) fn build_release_bin_with(
+    name: &str,
+    features: &[&str],
+    target: &std::path::Path,
+) -> Result<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .current_dir(workspace_root())
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "xtask",
-            "--bin",
-            name,
-            "--no-default-features",
-        ])
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(workspace_root()).args([
+        "build",
+        "--release",
+        "-p",
+        "xtask",
+        "--bin",
+        name,
+        "--no-default-features",
+    ]);
+    if !features.is_empty() {
+        cmd.arg("--features").arg(features.join(","));
+    }
+    let status = cmd
+        .arg("--target-dir")
+        .arg(target)
         .stdin(Stdio::null())
         .stdout(Stdio::inherit())
         .stderr(Stdio::inherit())
@@ -49,7 +64,7 @@ pub(crate) fn build_release_bin(name: &str) -> Result<PathBuf> {
     if !status.success() {
         return Err(format!("building {name} failed ({status})").into());
     }
-    Ok(target_dir().join("release").join(name))
+    Ok(target.join("release").join(name))
 }
 
 /// Whole milliseconds in `seconds`, for worker arguments.

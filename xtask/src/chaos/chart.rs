@@ -220,24 +220,11 @@ mod tests {
             .lines()
             .filter(|l| l.starts_with("<text") && l.contains("#a22\">") && !l.contains("faults:"))
         {
-            let x: f64 = line
-                .split("x=\"")
-                .nth(1)
-                .unwrap()
-                .split('"')
-                .next()
-                .unwrap()
-                .parse()
-                .unwrap();
-            let y: f64 = line
-                .split("y=\"")
-                .nth(1)
-                .unwrap()
-                .split('"')
-                .next()
-                .unwrap()
-                .parse()
-                .unwrap();
+            let attr = |name: &str| -> f64 {
+                let after = line.split(&format!("{name}=\"")).nth(1).unwrap();
+                after.split('"').next().unwrap().parse().unwrap()
+            };
+            let (x, y) = (attr("x"), attr("y"));
             let row = usize::from(y < TOP - 8.0);
             assert!(x > ends[row], "overlapping fault names: {line}");
             let name = line.split('>').nth(1).unwrap().split('<').next().unwrap();

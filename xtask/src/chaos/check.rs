@@ -49,6 +49,9 @@ const NOT_APPLIED: [&str; 5] = [
     "SessionLost",
 ];
 
+/// A count a row keeps.
+type Count = fn(&Row) -> u64;
+
 /// How many samples of each finding the report keeps.
 const SAMPLES: usize = 5;
 
@@ -145,34 +148,28 @@ impl Report {
     /// Why the run fails, if it does.
     pub fn failure(&self) -> Option<String> {
         let mut why = Vec::new();
-        let sum = |f: fn(&Row) -> u64, ours: Option<bool>| -> u64 {
-            self.rows
+        // What fails the run: overlaps whoever began them; the rest when they are ours.
+        let judged: [(Count, bool, &str); 5] = [
+            (|r| r.overlaps, false, "overlapping holds"),
+            (|r| r.lost_updates, true, "lost updates of ours"),
+            (|r| r.stale_accepted, true, "stale writes of ours accepted"),
+            (|r| r.stuck, true, "acquires of ours that never ended"),
+            (
+                |r| r.lost_missing,
+                true,
+                "holds of ours lost without a lost signal",
+            ),
+        ];
+        for (count, ours_only, what) in judged {
+            let n: u64 = self
+                .rows
                 .iter()
-                .filter(|((_, lib), _)| ours.is_none_or(|o| (lib == "rust") == o))
-                .map(|(_, r)| f(r))
-                .sum()
-        };
-        let overlaps = sum(|r| r.overlaps, None);
-        if overlaps > 0 {
-            why.push(format!("{overlaps} overlapping holds"));
-        }
-        let lost = sum(|r| r.lost_updates, Some(true));
-        if lost > 0 {
-            why.push(format!("{lost} lost updates of ours"));
-        }
-        let stale = sum(|r| r.stale_accepted, Some(true));
-        if stale > 0 {
-            why.push(format!("{stale} stale writes of ours accepted"));
-        }
-        let stuck = sum(|r| r.stuck, Some(true));
-        if stuck > 0 {
-            why.push(format!("{stuck} acquires of ours that never ended"));
-        }
-        let missing = sum(|r| r.lost_missing, Some(true));
-        if missing > 0 {
-            why.push(format!(
-                "{missing} holds of ours lost without a lost signal"
-            ));
+                .filter(|((_, lib), _)| !ours_only || lib == "rust")
+                .map(|(_, r)| count(r))
+                .sum();
+            if n > 0 {
+                why.push(format!("{n} {what}"));
+            }
         }
         let ours_left = self
             .nodes_left
@@ -370,17 +367,19 @@ pub fn check(input: &Input<'_>) -> Report {
         if let Some(&at) = lost.get(&(hold.who.as_str(), hold.n)) {
             to = to.min(at.max(hold.from));
         }
+        // The acquire that led to the hold began here: what happened from then on (a session
+        // replaced, a pause) may have taken the hold's node before the hold even began.
+        let asked = acquired
+            .get(&(hold.who.as_str(), hold.n))
+            .copied()
+            .unwrap_or(hold.from);
         // A session replaced between the acquire's call and the hold's end: the session the
         // acquire began in ended, and what it decided may be gone (seen in a long run: Curator
         // acquires that returned across their session's replacement, while a newer holder
         // held); the hold is cut there, to nothing if that was before it began.
-        let changed = session_changes.get(hold.who.as_str()).and_then(|changes| {
-            let asked = acquired
-                .get(&(hold.who.as_str(), hold.n))
-                .copied()
-                .unwrap_or(hold.from);
-            changes.iter().copied().find(|&t| t >= asked && t < hold.to)
-        });
+        let changed = session_changes
+            .get(hold.who.as_str())
+            .and_then(|changes| changes.iter().copied().find(|&t| t >= asked && t < hold.to));
         if let Some(t) = changed {
             to = to.min(t.max(hold.from));
             report
@@ -389,14 +388,10 @@ pub fn check(input: &Input<'_>) -> Report {
                 .or_default()
                 .session_cut += 1;
         }
+        // A pause from the acquire's call on: a hold decided before a pause and returned
+        // after it is as stale as one held across it.
         let process = who.process_name();
         let mut expired_by: Option<u64> = None;
-        // The acquire that led to the hold began here (a hold decided before a pause and
-        // returned after it is as stale as one held across it).
-        let asked = acquired
-            .get(&(hold.who.as_str(), hold.n))
-            .copied()
-            .unwrap_or(hold.from);
         for p in input.pauses.iter().filter(|p| p.process == process) {
             let long = p.to.saturating_sub(p.from);
             if p.from >= asked && p.from < hold.to && long.saturating_mul(3) >= t.saturating_mul(2)

@@ -117,25 +117,5 @@ fn planted_worker() -> Result<std::path::PathBuf, Box<dyn Error>> {
         "chaos: building zk-worker (release, feature plant) in {}...",
         target.display()
     );
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = std::process::Command::new(cargo)
-        .current_dir(crate::paths::workspace_root())
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "xtask",
-            "--bin",
-            "zk-worker",
-            "--no-default-features",
-            "--features",
-            "plant",
-        ])
-        .arg("--target-dir")
-        .arg(&target)
-        .status()?;
-    if !status.success() {
-        return Err(format!("building the planted zk-worker failed ({status})").into());
-    }
-    Ok(target.join("release").join("zk-worker"))
+    crate::bench::worker::build_release_bin_with("zk-worker", &["plant"], &target)
 }

@@ -311,12 +311,6 @@ struct Contender {
     n: u64,
 }
 
-/// What an acquire came to.
-enum Took<G> {
-    Held(G),
-    Ended(AcquireEnd),
-}
-
 impl Contender {
     fn now(&self) -> u64 {
         self.shared.clock.now()
@@ -482,44 +476,45 @@ impl Contender {
         }));
     }
 
-    /// Awaits an acquire as its style says.
-    async fn take<G>(
-        &mut self,
-        cancel_after: Option<Duration>,
-        acquire: impl std::future::Future<Output = std::result::Result<Option<G>, impl std::fmt::Debug>>,
-    ) -> Took<G> {
+    /// One acquisition in a style drawn at random: `acquire` is given its deadline; the
+    /// attempt is cancelled (dropped) if the style says so; how it ended is recorded. The
+    /// guard and the style when it holds (after a failure, a short pause first).
+    async fn acquire<G, E, F>(&mut self, acquire: impl FnOnce(Instant) -> F) -> Option<(G, Style)>
+    where
+        F: std::future::Future<Output = std::result::Result<Option<G>, E>>,
+        E: std::fmt::Debug,
+    {
+        let (start, style, deadline, cancel_after) = self.begin();
+        let taking = acquire(deadline);
         let result = match cancel_after {
-            Some(after) => match tokio::time::timeout(after, acquire).await {
-                Ok(r) => r,
-                Err(_) => return Took::Ended(AcquireEnd::Cancelled),
-            },
-            None => acquire.await,
+            Some(after) => tokio::time::timeout(after, taking).await.ok(),
+            None => Some(taking.await),
         };
-        match result {
-            Ok(Some(g)) => Took::Held(g),
-            Ok(None) => Took::Ended(AcquireEnd::TimedOut),
-            Err(e) => Took::Ended(AcquireEnd::Failed(kind_of(&e))),
+        let outcome = match result {
+            None => AcquireEnd::Cancelled,
+            Some(Ok(Some(guard))) => {
+                self.ended(start, style, AcquireEnd::Held);
+                return Some((guard, style));
+            }
+            Some(Ok(None)) => AcquireEnd::TimedOut,
+            Some(Err(e)) => AcquireEnd::Failed(kind_of(&e)),
+        };
+        let failed = matches!(outcome, AcquireEnd::Failed(_));
+        self.ended(start, style, outcome);
+        if failed {
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        None
     }
 
     /// One cycle on a lock: acquire, update the registers under the hold, release.
     async fn cycle(&mut self, lock: &dyn Lock, mode: Mode, regs: &[String]) {
-        let (start, style, deadline, cancel_after) = self.begin();
-        let guard = match self
-            .take(cancel_after, lock.lock_until(Some(deadline)))
+        let Some((guard, style)) = self
+            .acquire(|deadline| lock.lock_until(Some(deadline)))
             .await
-        {
-            Took::Held(g) => g,
-            Took::Ended(outcome) => {
-                let failed = matches!(outcome, AcquireEnd::Failed(_));
-                self.ended(start, style, outcome);
-                if failed {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                return;
-            }
+        else {
+            return;
         };
-        self.ended(start, style, AcquireEnd::Held);
         let from = self.now();
         let lost_at = self.work(guard.as_ref(), regs).await;
         let to = self.now();
@@ -697,20 +692,14 @@ impl Contender {
     /// The semaphore: one lease per acquisition (no register: N holders at once share none).
     async fn lease_loop(&mut self, sem: &InterProcessSemaphoreV2) {
         while !self.stop() {
-            let (start, style, deadline, cancel_after) = self.begin();
-            let left = deadline.saturating_duration_since(Instant::now());
-            let lease = match self.take(cancel_after, sem.acquire_timeout(left)).await {
-                Took::Held(l) => l,
-                Took::Ended(outcome) => {
-                    let failed = matches!(outcome, AcquireEnd::Failed(_));
-                    self.ended(start, style, outcome);
-                    if failed {
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                    continue;
-                }
+            let Some((lease, style)) = self
+                .acquire(|deadline| {
+                    sem.acquire_timeout(deadline.saturating_duration_since(Instant::now()))
+                })
+                .await
+            else {
+                continue;
             };
-            self.ended(start, style, AcquireEnd::Held);
             let from = self.now();
             let hold_for = Duration::from_micros(200 + self.roll(2800));
             let mut lost_at = tokio::select! {

@@ -119,18 +119,30 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
 
     let run_for = Duration::from_secs(opts.seconds);
     let mut workers: Vec<(String, WorkerProcess)> = Vec::new();
+    // Ours go through the client proxies; Curator's straight to the members, unplanted and
+    // fenced (the fence flags mean nothing to Curator's side).
+    let ours = OursConfig {
+        connect: ours_connect,
+        process: 0,
+        clients: opts.clients,
+        run_for,
+        dir: dir.clone(),
+        leases: opts.leases,
+        session_timeout: opts.session_timeout,
+        fence: opts.fence,
+        shortcut: opts.shortcut,
+        recipes: opts.recipes.clone(),
+    };
+    let curators = OursConfig {
+        connect: direct.clone(),
+        fence: true,
+        shortcut: false,
+        ..ours.clone()
+    };
     for p in 0..opts.ours_processes {
         let cfg = OursConfig {
-            connect: ours_connect.clone(),
             process: p,
-            clients: opts.clients,
-            run_for,
-            dir: dir.clone(),
-            leases: opts.leases,
-            session_timeout: opts.session_timeout,
-            fence: opts.fence,
-            shortcut: opts.shortcut,
-            recipes: opts.recipes.clone(),
+            ..ours.clone()
         };
         let mut cmd = std::process::Command::new(ours_bin);
         cmd.arg("chaos").args(cfg.args());
@@ -139,16 +151,8 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
     }
     for p in 0..opts.curator_processes {
         let cfg = OursConfig {
-            connect: direct.clone(),
             process: p,
-            clients: opts.clients,
-            run_for,
-            dir: dir.clone(),
-            leases: opts.leases,
-            session_timeout: opts.session_timeout,
-            fence: true,
-            shortcut: false,
-            recipes: opts.recipes.clone(),
+            ..curators.clone()
         };
         let mut cmd = std::process::Command::new("java");
         cmd.arg("-cp")
