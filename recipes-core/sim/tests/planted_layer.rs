@@ -1,8 +1,9 @@
 //! Proof that the async layer's simulator can fail: the defects the async layer once had
 //! (issue 23: 2, a guard dropped off the runtime gives its delete up; 3, a turn that ignores
-//! the deadline and the session's end; 10, `Lost` ends every waiter) are put back one at a
-//! time and each is caught within a bounded sweep, while the real layer passes the same
-//! schedules. One test, so that the process-wide plant switch is never shared.
+//! the deadline and the session's end; 10, `Lost` ends every waiter), and the hand-off
+//! shortcut the chaos suite's negative control plants in the acquire machine (hold on the
+//! predecessor's deletion without listing again), are put back one at a time and each is
+//! caught within a bounded sweep, while the real layer passes the same schedules. One test, so that the process-wide plant switch is never shared.
 
 #![allow(clippy::unwrap_used)]
 
@@ -18,11 +19,12 @@ const BOUND: u64 = 400;
 /// (tokio picks among ready `select!` branches at random, guards are dropped on plain
 /// threads), so a sweep starts at the kept seed: it catches the defect there almost always,
 /// and within [`BOUND`] schedules always.
-const KEPT: [(Plant, Recipe, u64); 4] = [
+const KEPT: [(Plant, Recipe, u64); 5] = [
     (Plant::NoRuntimeRetry, Recipe::Mutex, 3),
     (Plant::TurnIgnoresDeadline, Recipe::Mutex, 11),
     (Plant::LostEndsWaiters, Recipe::Mutex, 3),
     (Plant::LostEndsWaiters, Recipe::Semaphore { leases: 2 }, 10),
+    (Plant::HandOffShortcut, Recipe::Mutex, 1),
 ];
 
 #[test]
