@@ -379,10 +379,11 @@ async fn parents_chroots_and_reserved_paths() {
 }
 
 /// Cancellation stays bounded without any identity (issue 23): with the connection stalled,
-/// [`PENDING_CLEANUPS`] acquires are dropped with their creates in flight; the next attempt,
-/// by any task on any handle, sends nothing until one of those cleanups is done, so the server
-/// sees exactly that many creates; a timed attempt waiting so still ends within its deadline
-/// and one grace. (Per-handle turns once let an attempt per new handle out: a loop cancelling
+/// [`PENDING_CLEANUPS`] acquires are dropped after 100 ms each (their creates in flight, or,
+/// on a loaded machine, not yet sent: then they send none); the next attempt, by any task on
+/// any handle, sends nothing until one of those cleanups is done, so the server sees at most
+/// that many creates; a timed attempt waiting so still ends within its deadline and one
+/// grace. (Per-handle turns once let an attempt per new handle out: a loop cancelling
 /// on new handles piled up 527 nodes for 32 tasks and one acquisition in 3 s.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_the_pending_cleanups_bound_new_attempts_wait_for_one() {
@@ -433,9 +434,11 @@ async fn past_the_pending_cleanups_bound_new_attempts_wait_for_one() {
         }
         created.push(event.path);
     }
-    assert_eq!(
-        created.len(),
-        PENDING_CLEANUPS,
+    // Exactly PENDING_CLEANUPS when every dropped attempt had sent its create (the usual
+    // case); fewer when one was dropped first (seen once in CI, with apt installing beside
+    // it: 3); never more, whatever waited.
+    assert!(
+        (1..=PENDING_CLEANUPS).contains(&created.len()),
         "lock nodes created: {created:?}"
     );
     // And attempts go again: the same task takes the lock on a third handle.
