@@ -5,8 +5,10 @@
 //! `cargo xtask interop <recipe>` ([`xtask::interop::process_main`]: every recipe's body, a
 //! recipe switch; Curator's side is `java/CuratorInterop.java`, with the same
 //! arguments), `stress` for `cargo xtask stress <recipe>` ([`xtask::stress::worker`]), `chaos`
-//! for `cargo xtask chaos` ([`xtask::chaos::ours::process_main`]). The
-//! lines it prints are [`xtask::line`]'s.
+//! for `cargo xtask chaos` ([`xtask::chaos::ours::process_main`]), `count` for the benches'
+//! counted cost (one session, a fixed number of uncontended cycles, its allocations counted
+//! by the global allocator, [`count_alloc::Counting`], and its instructions by callgrind
+//! around it). The lines it prints are [`xtask::line`]'s.
 //!
 //! ```text
 //! zk-worker bench <connect> <create|get> <warmup ms> <measure ms> <path>
@@ -14,6 +16,7 @@
 //! zk-worker bench <connect> <read|write|rwmix:P|multi:K|semmutex|sem:N> <warmup ms> <measure ms> <path> <sessions>
 //! zk-worker interop <recipe> <connect> <lock path> <clients> <run ms> <dir> <leases>
 //! zk-worker stress <recipe> <connect> <path> <tasks> <run ms> <holds dir>
+//! zk-worker count <connect> <lock workload> <path> <warm-up cycles> <cycles>
 //! zk-worker chaos <connect> <process> <clients per recipe> <run ms> <dir> <leases> <session ms> <fence|no-fence> <recipes>
 //! ```
 //!
@@ -59,6 +62,10 @@ use xtask::bench::sample::Sample;
 use xtask::recipe::Workload;
 use zk_client::{Client, CreateMode, CreateOptions};
 
+/// Counts allocations for `count` (a relaxed atomic add per allocation in the other modes).
+#[global_allocator]
+static ALLOC: count_alloc::Counting = count_alloc::Counting;
+
 type Result<T> = std::result::Result<T, Box<dyn Error + Send + Sync>>;
 
 /// Requests in flight in the `get` workload.
@@ -84,6 +91,8 @@ fn main() -> ExitCode {
         Some((mode, rest)) if mode == "stress" => xtask::stress::worker(rest)
             .map(|()| None)
             .map_err(|e| e.to_string().into()),
+        // Bounded by its cycle count: no watch on stdin (callgrind runs it with none).
+        Some((mode, rest)) if mode == "count" => count(rest).map(Some),
         Some((mode, rest)) if mode == "chaos" => xtask::chaos::ours::process_main(rest)
             .map(|()| None)
             .map_err(|e| e.to_string().into()),
@@ -181,6 +190,47 @@ fn run(args: &[String]) -> Result<Sample> {
         cpu_total_ticks: procfs::cpu_ticks("self")?,
         hwm_kib: procfs::peak_rss_kib("self")?,
     })
+}
+
+/// `count`: one session, `<warm-up cycles>` lock cycles uncounted, then `<cycles>` counted;
+/// prints `COUNT cycles=N allocations=A bytes=B` (the counted cycles' allocations, from the
+/// global allocator). Its instructions are counted from outside, by callgrind over two runs of
+/// different lengths (`xtask::bench::cost`).
+fn count(args: &[String]) -> Result<String> {
+    let [connect, workload, path, warmup, cycles] = args else {
+        return Err(
+            "usage: zk-worker count <connect> <lock workload> <path> <warm-up cycles> <cycles>"
+                .into(),
+        );
+    };
+    let workload: Workload = workload.parse()?;
+    let warmup: u64 = warmup.parse()?;
+    let cycles: u64 = cycles.parse()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let spent = rt.block_on(async {
+        let client = Client::builder()
+            .hosts(connect.as_str())
+            .session_timeout(MUTEX_SESSION_TIMEOUT)
+            .connect()
+            .await?;
+        let mut taker = Taker::new(workload, &client, path, 0)?;
+        for _ in 0..warmup {
+            taker.cycle(Release::Await).await?;
+        }
+        let before = count_alloc::counts();
+        for _ in 0..cycles {
+            taker.cycle(Release::Await).await?;
+        }
+        let spent = count_alloc::counts().since(before);
+        client.close().await?;
+        Ok::<_, Box<dyn Error + Send + Sync>>(spent)
+    })?;
+    Ok(format!(
+        "COUNT cycles={cycles} allocations={} bytes={}",
+        spent.allocations, spent.bytes
+    ))
 }
 
 /// The measured window: an op counts when it completes in `start..end`.
