@@ -22,6 +22,7 @@ pub mod procfs;
 mod progress;
 mod report;
 pub mod sample;
+pub mod tap;
 mod versions;
 pub(crate) mod worker;
 
