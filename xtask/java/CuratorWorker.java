@@ -53,6 +53,9 @@ public final class CuratorWorker {
             case "chaos":
                 CuratorChaos.main(rest);
                 break;
+            case "queue":
+                CuratorQueue.main(rest);
+                break;
             default:
                 System.out.println("ERROR usage: CuratorWorker <bench|interop|chaos> <args>, not `"
                     + mode + "`");

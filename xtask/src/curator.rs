@@ -36,6 +36,7 @@ pub fn classpath() -> Result<String, Box<dyn Error>> {
         "CuratorInterop",
         "CuratorChaos",
         "CuratorBench",
+        "CuratorQueue",
         "BenchSupport",
     ]
     .map(|name| java::java_dir().join(format!("{name}.java")));

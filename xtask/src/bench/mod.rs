@@ -20,6 +20,7 @@ pub mod locks;
 mod pin;
 pub mod procfs;
 mod progress;
+pub mod queue;
 mod report;
 pub mod sample;
 pub mod tap;

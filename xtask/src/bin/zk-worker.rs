@@ -18,6 +18,7 @@
 //! zk-worker stress <recipe> <connect> <path> <tasks> <run ms> <holds dir>
 //! zk-worker count <connect> <lock workload> <path> <warm-up cycles> <cycles>
 //! zk-worker chaos <connect> <process> <clients per recipe> <run ms> <dir> <leases> <session ms> <fence|no-fence> <recipes>
+//! zk-worker queue <connect> <lock path> <waiters> <budget ms>
 //! ```
 //!
 //! The `bench` workloads:
@@ -93,6 +94,9 @@ fn main() -> ExitCode {
             .map_err(|e| e.to_string().into()),
         // Bounded by its cycle count: no watch on stdin (callgrind runs it with none).
         Some((mode, rest)) if mode == "count" => count(rest).map(Some),
+        Some((mode, rest)) if mode == "queue" => {
+            xtask::bench::queue::ours::process_main(rest).map(Some)
+        }
         Some((mode, rest)) if mode == "chaos" => xtask::chaos::ours::process_main(rest)
             .map(|()| None)
             .map_err(|e| e.to_string().into()),
