@@ -82,6 +82,8 @@ pub enum BenchName {
     Client,
     /// A lock recipe against Curator's (and kazoo's where kazoo has it).
     Recipe(Recipe),
+    /// N waiters queued on one mutex and drained, ours against Curator's (`bench::queue`).
+    Queue,
 }
 
 impl BenchName {
@@ -100,6 +102,7 @@ impl ValueEnum for BenchName {
             BenchName::Recipe(Recipe::Multilock),
             BenchName::Recipe(Recipe::Semaphore),
             BenchName::Recipe(Recipe::SemaphoreMutex),
+            BenchName::Queue,
         ]
     }
 
@@ -115,6 +118,9 @@ impl ValueEnum for BenchName {
                 Recipe::Semaphore => "InterProcessSemaphoreV2 of 3 leases at 4 and 16 sessions",
                 Recipe::SemaphoreMutex => "InterProcessSemaphoreMutex at 1 and 4 sessions",
             }),
+            BenchName::Queue => PossibleValue::new("queue").help(
+                "N waiters on one mutex drained one by one (--waiters), in 1 and 4 processes",
+            ),
         })
     }
 }
@@ -136,6 +142,10 @@ pub struct Bench {
     #[arg(long, value_delimiter = ',', default_values_t = [1, 4, 16],
           value_parser = clap::value_parser!(u16).range(1..=256))]
     pub sessions: Vec<u16>,
+    /// Queue lengths of the queue benchmark (1 to 100,000 each).
+    #[arg(long, value_delimiter = ',', default_values_t = crate::bench::queue::DEFAULT_WAITERS,
+          value_parser = queue_waiters)]
+    pub waiters: Vec<usize>,
     /// Our worker's unmeasured warm-up, in seconds.
     #[arg(long, default_value_t = 1.0, value_parser = seconds_warmup)]
     pub rust_warmup: f64,
@@ -314,6 +324,15 @@ fn seconds_warmup(value: &str) -> Result<f64, String> {
     seconds_in(value, 0.0..=60.0)
 }
 
+fn queue_waiters(value: &str) -> Result<usize, String> {
+    let max = crate::bench::queue::ours::MAX_WAITERS;
+    value
+        .parse()
+        .ok()
+        .filter(|n| (1..=max).contains(n))
+        .ok_or_else(|| format!("`{value}`: want a whole number from 1 to {max}"))
+}
+
 fn zk_path(value: &str) -> Result<String, String> {
     zk_proto::validate_path(value, false)
         .map(|()| value.to_owned())
@@ -363,6 +382,18 @@ mod tests {
             (b.names, b.seconds, b.rounds),
             (vec![BenchName::Recipe(Recipe::Mutex)], 2.0, 3)
         );
+        let Command::Bench(b) = parse(&["bench", "queue", "--waiters", "10,100"])
+            .unwrap()
+            .command
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (b.names, b.waiters),
+            (vec![BenchName::Queue], vec![10, 100])
+        );
+        assert!(parse(&["bench", "queue", "--waiters", "0"]).is_err());
+        assert!(parse(&["bench", "queue", "--waiters", "100001"]).is_err());
         assert!(parse(&["bench", "--rounds", "21"]).is_err());
         assert!(parse(&["bench", "--seconds", "0"]).is_err());
         assert!(parse(&["interop", "mutex", "--path", "bad"]).is_err());

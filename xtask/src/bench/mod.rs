@@ -76,6 +76,14 @@ pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
                 })?;
                 continue;
             }
+            BenchName::Queue => {
+                queue::run(&queue::Options {
+                    waiters: cli.waiters.clone(),
+                    force_sync: cli.force_sync == OnOff::On,
+                })?;
+                wrote_reports = true;
+                continue;
+            }
             BenchName::Recipe(recipe) => recipe,
         };
         locks::run(recipe, &lock_opts)?;
