@@ -166,6 +166,11 @@ pub struct Bench {
     /// CPU, which can make it the bottleneck).
     #[arg(long, value_enum, default_value_t = OnOff::On)]
     pub pin: OnOff,
+    /// Skip the lock benchmarks' counted-cost pass (each library once more through a
+    /// counting proxy: round trips, fsync'd writes, requests and bytes per cycle,
+    /// notifications per hand-off).
+    #[arg(long)]
+    pub no_cost: bool,
     /// `bench client` only: serve a TLS client port too and run our client over it as a
     /// third side, to give the cost of TLS against plain TCP.
     #[arg(long)]

@@ -60,6 +60,7 @@ pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
         server_warmup: cli.server_warmup.unwrap_or(2.0),
         force_sync: cli.force_sync == OnOff::On,
         pin: cli.pin == OnOff::On,
+        cost: !cli.no_cost,
     };
     let mut wrote_reports = false;
     let count = names.len();

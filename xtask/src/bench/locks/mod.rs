@@ -43,6 +43,11 @@
 //! ours/Curator and ours/kazoo, and the targets against Curator: cycles/s at least 1.5× at one
 //! session and 1.3× at 16, p99 no worse, CPU per cycle at most 0.2×, peak RSS at most a tenth.
 //! Nothing is asserted: this reports.
+//!
+//! Then (unless `--no-cost`) each library runs each workload twice more through a counting
+//! proxy in front of the server ([`cost`]): alone, for what one cycle costs on the wire
+//! (awaited round trips, `fsync`ed writes, requests, bytes), and with sessions contending, for
+//! the notifications per hand-off; the report and stdout carry that table too.
 
 use std::error::Error;
 use std::path::{Path, PathBuf};
@@ -96,6 +101,8 @@ pub struct Options {
     pub force_sync: bool,
     /// Server and workers on different CPUs (`--pin on|off`, default on).
     pub pin: bool,
+    /// The counted-cost pass ([`cost`]) after the measured runs (off with `--no-cost`).
+    pub cost: bool,
 }
 
 impl Default for Options {
@@ -110,6 +117,7 @@ impl Default for Options {
             server_warmup: 2.0,
             force_sync: true,
             pin: true,
+            cost: true,
         }
     }
 }
@@ -254,7 +262,11 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
         Lib::Curator => opts.java_warmup,
         Lib::Kazoo => opts.kazoo_warmup,
     };
-    let mut plan = Plan::new(plan(&cases, libs, opts, warmup_of));
+    let mut nominal = plan(&cases, libs, opts, warmup_of);
+    if opts.cost {
+        nominal.extend(cost::plan(&cases, libs, warmup_of));
+    }
+    let mut plan = Plan::new(nominal);
     let say = |plan: &Plan, what_runs: String| {
         let (i, n) = plan.step();
         eprintln!(
@@ -336,6 +348,11 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
             }
         }
     }
+    let cost_runs = if opts.cost {
+        cost::run(what, &cases, libs, &workers, &server, warmup_of, &mut plan)?
+    } else {
+        Vec::new()
+    };
     drop(server);
 
     let cpus = thread::available_parallelism().map_or(0, |n| n.get());
@@ -411,7 +428,15 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
     print!("{comparisons}");
     println!();
     print!("{verdicts}");
-    let page = report_page(what, &header, &results_table, &comparisons, &verdicts);
+    let mut page = report_page(what, &header, &results_table, &comparisons, &verdicts);
+    if opts.cost {
+        let cost_table = cost::table(&cases, libs, &cost_runs);
+        println!();
+        print!("{cost_table}");
+        page.push_str(&format!(
+            "\n## Counted protocol cost\n\n```text\n{cost_table}```\n"
+        ));
+    }
     let charts = charts(&results, &cases, libs, hz);
     let charts: Vec<(&str, report::Chart)> = vec![("cycles", charts.0), ("p99", charts.1)];
     match report::write_page(&report::dir(), what, &page, &charts) {
@@ -456,6 +481,7 @@ fn sessions_label(n: usize) -> String {
     }
 }
 
+mod cost;
 mod page;
 mod summary;
 mod workers;
