@@ -12,13 +12,13 @@
 //! the ops in flight (a create in flight is awaited, so its node is deleted by its exact path)
 //! and then runs the cleanups the machine owes, to the end.
 
-use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use recipes_core::queue::Queue;
 use recipes_core::{
     AcquireMachine, Cleanup, CleanupMachine, Connection, Failure, Held, Input, Machine, NodeMode,
     Op, Outcome, Predicate, Reply, Runner, Stuck, WatchEvent, WatchKind, ZkError,
@@ -307,7 +307,9 @@ fn start_releases(client: &Client, releases: Vec<Cleanup>) {
             other => rest.push(other),
         }
     }
-    drop(spawn_cleanups(client, rest));
+    if !rest.is_empty() {
+        drop(spawn_cleanups(client, rest));
+    }
 }
 
 /// Runs `cleanups` to the end in the background (guaranteed deletes: retried across connection
@@ -393,7 +395,7 @@ pub fn guaranteed_delete_on(
         session = %format_args!("{:#x}", client.session_id()),
         "releasing: delete sent"
     );
-    let first = client.delete(&path, None);
+    let first = client.delete(path.as_str(), None);
     let runtime = runtime.filter(|_| !crate::plant::active(crate::plant::Plant::NoRuntimeRetry));
     let handle = match tokio::runtime::Handle::try_current() {
         Ok(handle) => handle,
@@ -536,7 +538,8 @@ struct InFlight {
 struct Run<M: Machine + Send + 'static> {
     client: Client,
     runner: Option<Runner<M>>,
-    in_flight: VecDeque<InFlight>,
+    /// Ops sent, oldest first (an attempt has one to three at a time: inline).
+    in_flight: Queue<InFlight, 4>,
     watches: Vec<(WatchKind, String, OneshotWatcher)>,
     states: StateStream,
     last_error: Option<zk_client::Error>,
@@ -561,7 +564,7 @@ impl<M: Machine + Send + 'static> Run<M> {
         Self {
             client,
             runner: Some(Runner::new(machine)),
-            in_flight: VecDeque::new(),
+            in_flight: Queue::new(),
             watches: Vec::new(),
             states,
             last_error: None,
@@ -752,7 +755,7 @@ impl<M: Machine + Send + 'static> Drop for Run<M> {
 
 /// The next reply, in issue order. Every op in flight is polled, so each request is sent as
 /// soon as it is issued (the first poll of an op's future sends it), in order.
-async fn next_reply(in_flight: &mut VecDeque<InFlight>) -> Completed {
+async fn next_reply(in_flight: &mut Queue<InFlight, 4>) -> Completed {
     std::future::poll_fn(|cx: &mut Context<'_>| {
         for op in in_flight.iter_mut() {
             if op.done.is_none() {
@@ -878,7 +881,7 @@ fn op_future(client: Client, op: Op) -> OpFuture {
         match op {
             Op::Create { path, mode, data } => {
                 match client
-                    .create_with_stat(&path, &data, create_options(mode))
+                    .create_with_stat(path, &data, create_options(mode))
                     .await
                 {
                     Ok((path, stat)) => ok(Reply::Created {
@@ -888,7 +891,7 @@ fn op_future(client: Client, op: Op) -> OpFuture {
                     Err(e) => failed(e),
                 }
             }
-            Op::Children { path, watch: false } => match client.get_children(&path).await {
+            Op::Children { path, watch: false } => match client.get_children(path).await {
                 Ok(children) => ok(Reply::Children(children)),
                 Err(e) => failed(e),
             },
@@ -902,7 +905,7 @@ fn op_future(client: Client, op: Op) -> OpFuture {
                     Err(e) => failed(e),
                 }
             }
-            Op::GetData { path, watch: false } => match client.get_data(&path).await {
+            Op::GetData { path, watch: false } => match client.get_data(path).await {
                 Ok((data, stat)) => ok(Reply::Data {
                     data,
                     czxid: stat.czxid,
@@ -920,7 +923,7 @@ fn op_future(client: Client, op: Op) -> OpFuture {
                 },
                 Err(e) => failed(e),
             },
-            Op::Exists { path, watch: false } => match client.exists(&path).await {
+            Op::Exists { path, watch: false } => match client.exists(path).await {
                 Ok(stat) => ok(Reply::Exists(stat.map(|s| s.czxid))),
                 Err(e) => failed(e),
             },
@@ -932,11 +935,11 @@ fn op_future(client: Client, op: Op) -> OpFuture {
                 },
                 Err(e) => failed(e),
             },
-            Op::Sync { path } => match client.sync(&path).await {
+            Op::Sync { path } => match client.sync(path).await {
                 Ok(()) => ok(Reply::Done),
                 Err(e) => failed(e),
             },
-            Op::Delete { path } => match client.delete(&path, None).await {
+            Op::Delete { path } => match client.delete(path, None).await {
                 Ok(()) => ok(Reply::Done),
                 Err(e) => failed(e),
             },

@@ -181,7 +181,7 @@ impl Holds {
     fn end(
         self: &Arc<Self>,
         id: u64,
-        node: &Acquired,
+        node_path: String,
         runtime: Option<&Handle>,
     ) -> (GuaranteedDelete, oneshot::Receiver<Result<(), Error>>) {
         let mut table = self.table();
@@ -194,7 +194,7 @@ impl Holds {
         let (tx, rx) = oneshot::channel();
         let holds = self.clone();
         let delete =
-            driver::guaranteed_delete_on(runtime, &self.client, node.path.clone(), move |result| {
+            driver::guaranteed_delete_on(runtime, &self.client, node_path, move |result| {
                 holds.table().releasing.remove(&id);
                 let _ = tx.send(result);
             });
@@ -359,10 +359,12 @@ impl LockGuard {
     /// to stop waiting, the delete goes on.
     pub async fn release(mut self) -> Result<(), Error> {
         self.released = true;
+        // The guard is spent: its node's path goes to the delete.
+        let node_path = std::mem::take(&mut self.node.path);
         let (delete, done) = self
             .holds
             .clone()
-            .end(self.id, &self.node, self.runtime.as_ref());
+            .end(self.id, node_path, self.runtime.as_ref());
         driver::finish_release(self.holds.client(), delete, done).await
     }
 }
@@ -371,10 +373,11 @@ impl Drop for LockGuard {
     fn drop(&mut self) {
         if !self.released {
             // Goes on in the background, on the hold's runtime.
+            let node_path = std::mem::take(&mut self.node.path);
             drop(
                 self.holds
                     .clone()
-                    .end(self.id, &self.node, self.runtime.as_ref()),
+                    .end(self.id, node_path, self.runtime.as_ref()),
             );
         }
     }

@@ -6,6 +6,15 @@
 pub mod __private {
     pub use std::time::Duration;
     pub use tokio::time::Instant;
+
+    /// The acquisition's future, boxed: `lock()` and `try_lock_for()` stay a few hundred bytes
+    /// of code at each call site (the acquisition's state machine is compiled once, behind the
+    /// box, instead of inlined into every caller's future), for one allocation per call.
+    pub fn boxed<'a, T>(
+        take: impl std::future::Future<Output = Result<T, crate::Error>> + Send + 'a,
+    ) -> crate::LockFuture<'a, T> {
+        Box::pin(take)
+    }
 }
 
 /// Implements a lock kind's common surface from three methods of its own:
@@ -29,7 +38,7 @@ macro_rules! lock_surface {
         impl $ty {
             #[doc = concat!("Takes ", $what, ", waiting as long as it takes (through outages the session survives), and returns the guard that owns it. Each call is its own participant: it queues like another process's, whatever task or handle it comes from, so two calls joined in one task wait for each other. To re-enter while holding, pass the guard down and use `reenter()`. Cancel-safe: dropped at any point, it leaves no node behind.")]
             pub async fn lock(&self) -> ::std::result::Result<$guard, $crate::Error> {
-                match self.take(None).await? {
+                match $crate::surface::__private::boxed(self.take(None)).await? {
                     ::std::option::Option::Some(guard) => ::std::result::Result::Ok(self.wrap(guard)),
                     ::std::option::Option::None => ::std::result::Result::Err($crate::Error::TimedOut),
                 }
@@ -41,7 +50,8 @@ macro_rules! lock_surface {
                 timeout: $crate::surface::__private::Duration,
             ) -> ::std::result::Result<::std::option::Option<$guard>, $crate::Error> {
                 let deadline = $crate::surface::__private::Instant::now() + timeout;
-                ::std::result::Result::Ok(self.take(Some(deadline)).await?.map(|g| self.wrap(g)))
+                let taken = $crate::surface::__private::boxed(self.take(Some(deadline))).await?;
+                ::std::result::Result::Ok(taken.map(|g| self.wrap(g)))
             }
 
             #[doc = concat!("Whether a guard taken through this handle (or a clone of it) holds ", $what, " (a release in progress counts until its node is deleted), as Curator's `isAcquiredInThisProcess` of its lock object.")]

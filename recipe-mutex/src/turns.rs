@@ -41,6 +41,44 @@ pub const PENDING_CLEANUPS: usize = 4;
 /// A gate's key: the session and the lock's path.
 type Key = (i64, String);
 
+/// A gate's key, owned or borrowed: looked up as `(i64, &str)`, so a lookup allocates nothing.
+trait KeyRef {
+    fn parts(&self) -> (i64, &str);
+}
+
+impl KeyRef for Key {
+    fn parts(&self) -> (i64, &str) {
+        (self.0, &self.1)
+    }
+}
+
+impl KeyRef for (i64, &str) {
+    fn parts(&self) -> (i64, &str) {
+        *self
+    }
+}
+
+impl<'a> std::borrow::Borrow<dyn KeyRef + 'a> for Key {
+    fn borrow(&self) -> &(dyn KeyRef + 'a) {
+        self
+    }
+}
+
+// Hashed and compared as the tuple is, so both forms find the same entry.
+impl std::hash::Hash for dyn KeyRef + '_ {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.parts().hash(state);
+    }
+}
+
+impl PartialEq for dyn KeyRef + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn KeyRef + '_ {}
+
 /// One session and path's count of pending cleanups.
 #[derive(Debug, Default)]
 struct Gate {
@@ -102,7 +140,7 @@ pub async fn wait(
     path: &str,
     deadline: Option<Instant>,
 ) -> Result<Option<Turn>, Error> {
-    let key = (client.session_id(), path.to_owned());
+    let key = (client.session_id(), path);
     let gate = {
         let mut g = GATES.lock().unwrap_or_else(PoisonError::into_inner);
         if g.gates.len() >= g.sweep_at.max(MIN_SWEEP) {
@@ -110,7 +148,14 @@ pub async fn wait(
             g.gates.retain(|_, gate| Arc::strong_count(gate) > 1);
             g.sweep_at = 2 * g.gates.len();
         }
-        g.gates.entry(key).or_default().clone()
+        match g.gates.get(&key as &dyn KeyRef) {
+            Some(gate) => gate.clone(),
+            None => {
+                let gate = Arc::<Gate>::default();
+                g.gates.insert((key.0, path.to_owned()), gate.clone());
+                gate
+            }
+        }
     };
     let mut states = client.state_watch();
     let planted = crate::plant::active(crate::plant::Plant::TurnIgnoresDeadline);
@@ -150,6 +195,25 @@ pub async fn wait(
 pub fn pending(client: &Client, path: &str) -> usize {
     let g = GATES.lock().unwrap_or_else(PoisonError::into_inner);
     g.gates
-        .get(&(client.session_id(), path.to_owned()))
+        .get(&(client.session_id(), path) as &dyn KeyRef)
         .map_or(0, |gate| gate.pending.load(Ordering::Acquire))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_borrowed_key_finds_the_gate_of_its_owned_key() {
+        let mut gates: HashMap<Key, u32, std::hash::BuildHasherDefault<IdHasher>> =
+            HashMap::default();
+        gates.insert((7, "/locks/a".to_owned()), 1);
+        gates.insert((8, "/locks/a".to_owned()), 2);
+        gates.insert((7, "/locks/b".to_owned()), 3);
+        assert_eq!(gates.get(&(7_i64, "/locks/a") as &dyn KeyRef), Some(&1));
+        assert_eq!(gates.get(&(8_i64, "/locks/a") as &dyn KeyRef), Some(&2));
+        assert_eq!(gates.get(&(7_i64, "/locks/b") as &dyn KeyRef), Some(&3));
+        assert_eq!(gates.get(&(9_i64, "/locks/a") as &dyn KeyRef), None);
+    }
 }

@@ -21,35 +21,71 @@ fn next_u64() -> u64 {
     })
 }
 
+/// A random UUID in Curator's form (lowercase 8-4-4-4-12 hex, version 4), held inline: it
+/// derefs to `&str`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Uuid([u8; 36]);
+
+impl Uuid {
+    /// The 36 characters.
+    pub fn as_str(&self) -> &str {
+        // Only ASCII hex digits and dashes are ever written.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+impl std::ops::Deref for Uuid {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Display for Uuid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Debug for Uuid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
 /// A fresh random UUID in Curator's form (lowercase 8-4-4-4-12 hex, version 4).
 ///
 /// Randomness: a per-thread wyrand sequence seeded from std's OS-seeded hasher keys (a UUID
-/// per lock attempt costs a few instructions, not two SipHash rounds).
-pub fn random_uuid() -> String {
+/// per lock attempt costs a few instructions and no allocation).
+pub fn random_uuid() -> Uuid {
     let (a, b) = (next_u64(), next_u64());
     // Version 4 (the 13th hex digit), variant 10xx (the 17th).
     let a = (a & !0xf000) | 0x4000;
     let b = (b & !(0xc000 << 48)) | (0x8000 << 48);
-    // 8-4-4-4-12 hex digits, written without `format!` (this runs once per attempt).
-    let mut out = String::with_capacity(36);
-    push_hex(&mut out, a >> 32, 8);
-    out.push('-');
-    push_hex(&mut out, a >> 16, 4);
-    out.push('-');
-    push_hex(&mut out, a, 4);
-    out.push('-');
-    push_hex(&mut out, b >> 48, 4);
-    out.push('-');
-    push_hex(&mut out, b, 12);
-    out
+    // 8-4-4-4-12 hex digits; the dashes are already in place.
+    let mut out = *b"00000000-0000-0000-0000-000000000000";
+    let groups = [
+        (a >> 32, 0, 8),
+        (a >> 16, 9, 4),
+        (a, 14, 4),
+        (b >> 48, 19, 4),
+        (b, 24, 12),
+    ];
+    for (word, at, digits) in groups {
+        put_hex(&mut out, word, at, digits);
+    }
+    Uuid(out)
 }
 
-/// Appends the low `digits` hex digits of `word`, lowercase.
-fn push_hex(out: &mut String, word: u64, digits: u32) {
+/// Writes the low `digits` hex digits of `word`, lowercase, from `out[at]`.
+fn put_hex(out: &mut [u8; 36], word: u64, at: usize, digits: usize) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    for i in (0..digits).rev() {
-        let nibble = ((word >> (i * 4)) & 0xf) as usize;
-        out.push(char::from(HEX.get(nibble).copied().unwrap_or(b'0')));
+    for i in 0..digits {
+        let nibble = ((word >> ((digits - 1 - i) * 4)) & 0xf) as usize;
+        if let (Some(slot), Some(&hex)) = (out.get_mut(at + i), HEX.get(nibble)) {
+            *slot = hex;
+        }
     }
 }
 
@@ -68,6 +104,7 @@ mod tests {
                 "{u}"
             );
             assert_eq!(&u[14..15], "4");
+            assert_eq!(u.len(), 36);
             assert!(seen.insert(u));
         }
     }

@@ -1,15 +1,15 @@
 //! [`AcquireMachine`]: one attempt to take a fair lock (mutex, read or write lock, the
 //! semaphore's inner lock), as a [`Machine`].
 
-use std::collections::VecDeque;
 use std::time::Instant;
 
 use bytes::Bytes;
 
 use crate::machine::{Cleanup, Failure, Input, Machine, Outcome};
-use crate::name::{node_prefix, protection_prefix, sort_key};
+use crate::name::{protection_prefix, sort_key};
 use crate::op::{Connection, NodeMode, Op, Reply, WatchEvent, ZkError};
 use crate::predicate::{Predicate, Verdict};
+use crate::queue::Queue;
 use crate::schedule::{Resume, Schedule, Step, When};
 
 /// A lock node we hold.
@@ -87,15 +87,15 @@ enum Phase {
 pub struct AcquireMachine<P> {
     base: String,
     predicate: P,
-    uuid: String,
+    /// `_c_<uuid>-`: what our node's name starts with.
     prefix: String,
     data: Bytes,
     phase: Phase,
     /// The plan, the deadline and its grace, the retry timer.
     schedule: Schedule,
     connection: Connection,
-    sent: VecDeque<Sent>,
-    outbox: VecDeque<Op>,
+    sent: Queue<Sent, 4>,
+    outbox: Queue<Op, 4>,
     /// Our node's name (not path) and creation zxid, once known.
     ours: Option<String>,
     czxid: Option<i64>,
@@ -120,14 +120,13 @@ impl<P: Predicate> AcquireMachine<P> {
         Self {
             base: base.to_owned(),
             predicate,
-            uuid: uuid.to_owned(),
             prefix: protection_prefix(uuid),
             data,
             phase: Phase::Idle,
             schedule: Schedule::new(deadline),
             connection: Connection::Connected,
-            sent: VecDeque::new(),
-            outbox: VecDeque::new(),
+            sent: Queue::new(),
+            outbox: Queue::new(),
             ours: None,
             czxid: None,
             create_in_flight: false,
@@ -159,7 +158,7 @@ impl<P: Predicate> AcquireMachine<P> {
         self.phase = Phase::Busy;
         self.create_in_flight = true;
         let create = Op::Create {
-            path: self.child(&node_prefix(&self.uuid, self.predicate.lock_name())),
+            path: node_path(&self.base, &self.prefix, self.predicate.lock_name()),
             mode: NodeMode::EphemeralSequential,
             data: self.data.clone(),
         };
@@ -254,16 +253,20 @@ impl<P: Predicate> AcquireMachine<P> {
         self.schedule.deadline_passed(now)
     }
 
-    fn on_reply(&mut self, now: Instant, reply: Reply) {
+    fn on_reply(&mut self, now: Instant, mut reply: Reply) {
         let Some(kind) = self.sent.pop_front() else {
             return;
         };
         // Bookkeeping first: it decides the cleanups, also once the attempt is over.
         if kind == Sent::Create {
             self.create_in_flight = false;
-            match &reply {
+            match &mut reply {
                 Reply::Created { path, czxid } => {
-                    self.ours = path.rsplit('/').next().map(str::to_owned);
+                    // The path becomes the name, in place.
+                    if let Some(slash) = path.rfind('/') {
+                        path.replace_range(..=slash, "");
+                    }
+                    self.ours = Some(std::mem::take(path));
                     self.czxid = Some(*czxid);
                 }
                 Reply::Failed(e) if e.is_uncertain() || *e == ZkError::Transient => {
@@ -358,8 +361,9 @@ impl<P: Predicate> AcquireMachine<P> {
         self.finish(Outcome::Failed(Failure::NodeVanished));
     }
 
-    fn on_children(&mut self, now: Instant, mut children: Vec<String>) {
-        let Some(ours) = self.ours.clone() else {
+    fn on_children(&mut self, now: Instant, children: Vec<String>) {
+        // Taken while the listing is judged (no copy), put back unless it vanished.
+        let Some(ours) = self.ours.take() else {
             // After a lost create reply and a sync: is our node there?
             match children.iter().find(|c| c.starts_with(&self.prefix)) {
                 Some(found) => {
@@ -382,11 +386,18 @@ impl<P: Predicate> AcquireMachine<P> {
             }
             return;
         };
+        if self.judge(now, children, &ours) {
+            self.ours = Some(ours);
+        }
+    }
+
+    /// Decides on a listing with our node `ours`; false when it is not there (vanished).
+    fn judge(&mut self, now: Instant, mut children: Vec<String>, ours: &str) -> bool {
         // A second node of ours (a create re-sent after a lost reply, applied after all):
         // delete it, so it cannot block the lock.
         let twins: Vec<String> = children
             .iter()
-            .filter(|c| c.starts_with(&self.prefix) && **c != ours)
+            .filter(|c| c.starts_with(&self.prefix) && *c != ours)
             .cloned()
             .collect();
         for twin in twins {
@@ -395,19 +406,22 @@ impl<P: Predicate> AcquireMachine<P> {
             };
             self.send(Sent::DeleteTwin, op);
         }
-        children.retain(|c| !c.starts_with(&self.prefix) || *c == ours);
-        if sort_key(&ours, self.predicate.lock_name()).starts_with('-') {
+        children.retain(|c| !c.starts_with(&self.prefix) || c == ours);
+        if sort_key(ours, self.predicate.lock_name()).starts_with('-') {
             // The parent's sequence counter wrapped: in Curator's order our node would jump
             // ahead of older ones. Never hold on that.
             self.finish(Outcome::Failed(Failure::SequenceWrapped));
-            return;
+            return true;
         }
         self.predicate.sort(&mut children);
-        match self.predicate.verdict(&children, &ours) {
-            Err(_) => self.vanished(),
+        match self.predicate.verdict(&children, ours) {
+            Err(_) => {
+                self.vanished();
+                return false;
+            }
             Ok(Verdict::Hold) => match self.czxid {
                 Some(czxid) => {
-                    let path = self.child(&ours);
+                    let path = self.child(ours);
                     self.finish(Outcome::Held(Held { path, czxid }));
                 }
                 None => self.fail(ZkError::Other),
@@ -424,6 +438,7 @@ impl<P: Predicate> AcquireMachine<P> {
                 self.send(Sent::Watch, op);
             }
         }
+        true
     }
 
     fn on_connection(&mut self, now: Instant, connection: Connection) {
@@ -545,6 +560,17 @@ impl<P: Predicate> Machine for AcquireMachine<P> {
         }
         owed
     }
+}
+
+/// `base/<prefix><lock_name>`, the path to create, in one allocation.
+fn node_path(base: &str, prefix: &str, lock_name: &str) -> String {
+    let base = if base == "/" { "" } else { base };
+    let mut path = String::with_capacity(base.len() + 1 + prefix.len() + lock_name.len());
+    path.push_str(base);
+    path.push('/');
+    path.push_str(prefix);
+    path.push_str(lock_name);
+    path
 }
 
 /// `base/name`, without a double slash under the root.

@@ -24,6 +24,7 @@ pub mod op;
 #[doc(hidden)]
 pub mod plant;
 pub mod predicate;
+pub mod queue;
 pub mod runner;
 pub mod rwlock;
 mod schedule;

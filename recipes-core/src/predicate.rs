@@ -1,6 +1,8 @@
 //! Predicates: given the sorted children and our node, do we hold the lock, and if not, which
 //! node do we wait on?
 
+use std::borrow::Cow;
+
 use crate::name::{sort_children, sort_key};
 
 /// What a predicate says.
@@ -37,16 +39,18 @@ pub trait Predicate: std::fmt::Debug + Send + Sync {
 /// ahead of us. `max_leases` 1 is a fair mutex (and a write lock).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exclusive {
-    lock_name: String,
+    /// Borrowed for the recipes' own names: a predicate is made per attempt, and its clone
+    /// costs nothing.
+    lock_name: Cow<'static, str>,
     max_leases: usize,
 }
 
 impl Exclusive {
     /// A predicate for nodes named `lock_name`, holding when fewer than `max_leases` (at
     /// least 1) precede us.
-    pub fn new(lock_name: &str, max_leases: usize) -> Self {
+    pub fn new(lock_name: impl Into<Cow<'static, str>>, max_leases: usize) -> Self {
         Self {
-            lock_name: lock_name.to_owned(),
+            lock_name: lock_name.into(),
             max_leases: max_leases.max(1),
         }
     }

@@ -1,11 +1,11 @@
 //! [`Runner`]: runs any [`Machine`], keeps count of what it has in flight and which watches it
 //! has set, and checks after every input that the machine is not idle by accident.
 
-use std::collections::VecDeque;
 use std::time::Instant;
 
 use crate::machine::{Input, Machine};
 use crate::op::{Connection, Op, WatchKind};
+use crate::queue::Queue;
 
 /// A machine was left with nothing that can move it on: no op in flight, no watch, no timer
 /// in the future, no outcome, while connected. Run as is, it would wait forever, or spin on a
@@ -40,9 +40,9 @@ pub struct Stuck {
 pub struct Runner<M> {
     machine: M,
     /// Ops handed out but not answered, with the watch each asked for.
-    in_flight: VecDeque<Option<(WatchKind, String)>>,
+    in_flight: Queue<Option<(WatchKind, String)>, 4>,
     /// Ops the machine issued that the caller has not taken yet.
-    outbox: VecDeque<Op>,
+    outbox: Queue<Op, 4>,
     /// Watches set and not fired.
     watches: Vec<(WatchKind, String)>,
     connection: Connection,
@@ -54,8 +54,8 @@ impl<M: Machine> Runner<M> {
     pub fn new(machine: M) -> Self {
         Self {
             machine,
-            in_flight: VecDeque::new(),
-            outbox: VecDeque::new(),
+            in_flight: Queue::new(),
+            outbox: Queue::new(),
             watches: Vec::new(),
             connection: Connection::Connected,
         }

@@ -6,7 +6,6 @@
 //! the last `__READ__`, then by what follows the last `__WRIT__` (so reads and writes interleave
 //! by sequence number; other names keep their whole name).
 
-use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -16,6 +15,7 @@ use crate::machine::{Cleanup, Failure, Input, Machine, Outcome};
 use crate::name::{PROTECTED_PREFIX, java_cmp, sort_key};
 use crate::op::{Connection, NodeMode, Op, Reply, ZkError};
 use crate::predicate::{NodeMissing, Predicate, Verdict};
+use crate::queue::Queue;
 use crate::schedule::DEADLINE_GRACE;
 
 /// The read lock's node name.
@@ -166,8 +166,8 @@ pub struct DowngradeMachine {
     data: Bytes,
     deadline: Option<Instant>,
     connection: Connection,
-    sent: VecDeque<Sent>,
-    outbox: VecDeque<Op>,
+    sent: Queue<Sent, 4>,
+    outbox: Queue<Op, 4>,
     /// What to do once the flight in the air has landed.
     planned: Option<Next>,
     /// Waiting (for the connection or `retry_at`) to do this.
@@ -202,8 +202,8 @@ impl DowngradeMachine {
             data,
             deadline,
             connection: Connection::Connected,
-            sent: VecDeque::new(),
-            outbox: VecDeque::new(),
+            sent: Queue::new(),
+            outbox: Queue::new(),
             planned: None,
             next: None,
             retry_at: None,
@@ -442,7 +442,7 @@ impl Machine for DowngradeMachine {
 
     fn cleanups(&self) -> Vec<Cleanup> {
         let held = matches!(self.outcome, Some(Outcome::Held(_)));
-        let in_flight_create = self.sent.contains(&Sent::Create);
+        let in_flight_create = self.sent.iter().any(|s| *s == Sent::Create);
         let nothing_made = !self.maybe_created && !in_flight_create;
         if held || nothing_made {
             return Vec::new();

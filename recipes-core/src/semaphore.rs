@@ -9,7 +9,6 @@
 //! the maximum (a count, not a position: any child counts, foreign ones too); otherwise it
 //! watches `leases/` and counts again when it changes. Only then does it release the inner lock.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
@@ -21,6 +20,7 @@ use crate::machine::{Cleanup, Failure, Input, Machine, Outcome};
 use crate::name::{node_prefix, protection_prefix};
 use crate::op::{Connection, NodeMode, Op, Reply, WatchEvent, WatchKind, ZkError};
 use crate::predicate::Exclusive;
+use crate::queue::Queue;
 use crate::schedule::{Resume, Schedule, Step, When};
 
 /// The child of a semaphore's path that holds its inner lock.
@@ -163,8 +163,8 @@ pub struct SemaphoreMachine {
     /// The inner lock, once held.
     inner_held: Option<Held>,
     stage: Stage,
-    routes: VecDeque<Route>,
-    outbox: VecDeque<Op>,
+    routes: Queue<Route, 4>,
+    outbox: Queue<Op, 4>,
     /// Lease-stage ops in flight.
     lease_ops: usize,
     /// The lease stage's plan, the deadline and its grace, the retry timer.
@@ -204,8 +204,8 @@ impl SemaphoreMachine {
             inner,
             inner_held: None,
             stage: Stage::Idle,
-            routes: VecDeque::new(),
-            outbox: VecDeque::new(),
+            routes: Queue::new(),
+            outbox: Queue::new(),
             lease_ops: 0,
             schedule: Schedule::new(deadline),
             connection: Connection::Connected,

@@ -19,15 +19,31 @@ impl Chroot {
         })
     }
 
-    /// The client path of a server path; a path outside the chroot is returned whole.
-    pub(crate) fn to_client(&self, path: &str) -> String {
+    /// The server path of an already validated client path, reusing its allocation.
+    pub(crate) fn to_server_owned(&self, mut path: String) -> Option<String> {
+        Some(match &self.0 {
+            None => path,
+            Some(root) if path == "/" => root.clone(),
+            Some(root) => {
+                path.insert_str(0, root);
+                path
+            }
+        })
+    }
+
+    /// The client path of a server path; a path outside the chroot is returned whole. In
+    /// place: no allocation.
+    pub(crate) fn to_client(&self, mut path: String) -> String {
         let Some(root) = &self.0 else {
-            return path.to_owned();
+            return path;
         };
         match path.strip_prefix(root.as_str()) {
             Some("") => "/".to_owned(),
-            Some(rest) if rest.starts_with('/') => rest.to_owned(),
-            _ => path.to_owned(),
+            Some(rest) if rest.starts_with('/') => {
+                path.replace_range(..root.len(), "");
+                path
+            }
+            _ => path,
         }
     }
 }
@@ -42,9 +58,9 @@ mod tests {
         let c = Chroot::new(Some("/app".into()));
         assert_eq!(c.to_server("/").as_deref(), Some("/app"));
         assert_eq!(c.to_server("/a/b").as_deref(), Some("/app/a/b"));
-        assert_eq!(c.to_client("/app"), "/");
-        assert_eq!(c.to_client("/app/a"), "/a");
-        assert_eq!(c.to_client("/apple"), "/apple");
-        assert_eq!(Chroot::default().to_client("/x"), "/x");
+        assert_eq!(c.to_client("/app".into()), "/");
+        assert_eq!(c.to_client("/app/a".into()), "/a");
+        assert_eq!(c.to_client("/apple".into()), "/apple");
+        assert_eq!(Chroot::default().to_client("/x".into()), "/x");
     }
 }

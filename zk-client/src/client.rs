@@ -204,7 +204,10 @@ impl ClientBuilder {
     /// on every attempt, and every address a name resolves to is tried, in a random order,
     /// within the connect timeout (`localhost` reaches a server on `127.0.0.1` or `::1`).
     pub async fn connect(self) -> Result<Client, Error> {
-        self.connect_with(crate::io::system_resolver()).await
+        // Boxed: the handshake's state machine is compiled once, not into each caller's future.
+        let connecting: std::pin::Pin<Box<dyn Future<Output = Result<Client, Error>> + Send>> =
+            Box::pin(self.connect_with(crate::io::system_resolver()));
+        connecting.await
     }
 
     /// Authenticates every connection with SASL DIGEST-MD5 as `user` (feature
@@ -604,14 +607,19 @@ impl Client {
     }
 
     fn path(&self, path: &str, sequential: bool) -> Result<String, Error> {
-        validate_path(path, sequential)?;
+        self.owned_path(path.to_owned(), sequential)
+    }
+
+    /// The server path of client path `path`, validated, reusing its allocation.
+    fn owned_path(&self, path: String, sequential: bool) -> Result<String, Error> {
+        validate_path(&path, sequential)?;
         self.inner
             .chroot
-            .to_server(path)
+            .to_server_owned(path)
             .ok_or(Error::InvalidArgument("path outside the chroot"))
     }
 
-    fn client_path(&self, server_path: &str) -> String {
+    fn client_path(&self, server_path: String) -> String {
         self.inner.chroot.to_client(server_path)
     }
 
@@ -663,11 +671,11 @@ impl Client {
     async fn call_watching(
         &self,
         request: Request,
-        path: &str,
+        path: String,
     ) -> Result<(Response, OneshotWatcher), Error> {
         let id = self.new_watcher();
         let (tx, rx) = oneshot::channel();
-        let watcher = OneshotWatcher::new(rx, self.inner.tx.downgrade(), path.to_owned(), id);
+        let watcher = OneshotWatcher::new(rx, self.inner.tx.downgrade(), path, id);
         let response = self
             .call(request, Some((id, WatchSink::Oneshot(tx))))
             .await?;
@@ -676,12 +684,12 @@ impl Client {
 
     fn create_request(
         &self,
-        path: &str,
+        path: String,
         data: &[u8],
         opts: &CreateOptions,
         with_stat: bool,
     ) -> Result<Request, Error> {
-        let server_path = self.path(path, opts.mode.is_sequential())?;
+        let server_path = self.owned_path(path, opts.mode.is_sequential())?;
         self.check_data(data)?;
         if opts.acl.is_empty() {
             return Err(Error::InvalidArgument("empty ACL"));
@@ -720,9 +728,18 @@ impl Client {
 
     /// Creates a node and returns its path (with the sequence number for sequential modes).
     /// Container and TTL nodes are created with the opcodes they need.
-    pub async fn create(
+    pub fn create<'a>(
+        &'a self,
+        path: impl Into<String>,
+        data: &'a [u8],
+        options: &'a CreateOptions,
+    ) -> impl Future<Output = Result<String, Error>> + Send + 'a {
+        self.create_owned(path.into(), data, options)
+    }
+
+    async fn create_owned(
         &self,
-        path: &str,
+        path: String,
         data: &[u8],
         options: &CreateOptions,
     ) -> Result<String, Error> {
@@ -730,16 +747,25 @@ impl Client {
             .call(self.create_request(path, data, options, false)?, None)
             .await?
         {
-            Response::Create(r) => Ok(self.client_path(&r.path)),
-            Response::Create2(r) => Ok(self.client_path(&r.path)),
+            Response::Create(r) => Ok(self.client_path(r.path)),
+            Response::Create2(r) => Ok(self.client_path(r.path)),
             other => Err(unexpected(other)),
         }
     }
 
     /// Creates a node and returns its path and `Stat` (`create2`).
-    pub async fn create_with_stat(
+    pub fn create_with_stat<'a>(
+        &'a self,
+        path: impl Into<String>,
+        data: &'a [u8],
+        options: &'a CreateOptions,
+    ) -> impl Future<Output = Result<(String, Stat), Error>> + Send + 'a {
+        self.create_with_stat_owned(path.into(), data, options)
+    }
+
+    async fn create_with_stat_owned(
         &self,
-        path: &str,
+        path: String,
         data: &[u8],
         options: &CreateOptions,
     ) -> Result<(String, Stat), Error> {
@@ -747,7 +773,7 @@ impl Client {
             .call(self.create_request(path, data, options, true)?, None)
             .await?
         {
-            Response::Create2(r) => Ok((self.client_path(&r.path), r.stat)),
+            Response::Create2(r) => Ok((self.client_path(r.path), r.stat)),
             other => Err(unexpected(other)),
         }
     }
@@ -759,10 +785,10 @@ impl Client {
     /// later (a guard's drop uses this to release before the next acquire).
     pub fn delete(
         &self,
-        path: &str,
+        path: impl Into<String>,
         version: Option<i32>,
     ) -> impl Future<Output = Result<(), Error>> + Send + 'static {
-        let sent = self.path(path, false).map(|path| {
+        let sent = self.owned_path(path.into(), false).map(|path| {
             let request = Request::Delete(DeleteRequest {
                 path,
                 version: version.unwrap_or(-1),
@@ -773,9 +799,16 @@ impl Client {
     }
 
     /// The node's `Stat`, or `None` if it does not exist.
-    pub async fn exists(&self, path: &str) -> Result<Option<Stat>, Error> {
+    pub fn exists<'a>(
+        &'a self,
+        path: impl Into<String>,
+    ) -> impl Future<Output = Result<Option<Stat>, Error>> + Send + 'a {
+        self.exists_owned(path.into())
+    }
+
+    async fn exists_owned(&self, path: String) -> Result<Option<Stat>, Error> {
         let request = Request::Exists(ExistsRequest {
-            path: self.path(path, false)?,
+            path: self.owned_path(path, false)?,
             watch: false,
         });
         match self.call(request, None).await {
@@ -788,17 +821,24 @@ impl Client {
 
     /// Like [`Client::exists`], leaving a watch: it fires when the node is created (if it did
     /// not exist), changes or is deleted (if it did).
-    pub async fn exists_and_watch(
+    pub fn exists_and_watch<'a>(
+        &'a self,
+        path: impl Into<String>,
+    ) -> impl Future<Output = Result<(Option<Stat>, OneshotWatcher), Error>> + Send + 'a {
+        self.exists_and_watch_owned(path.into())
+    }
+
+    async fn exists_and_watch_owned(
         &self,
-        path: &str,
+        path: String,
     ) -> Result<(Option<Stat>, OneshotWatcher), Error> {
         let request = Request::Exists(ExistsRequest {
-            path: self.path(path, false)?,
+            path: self.owned_path(path.clone(), false)?,
             watch: true,
         });
         let id = self.new_watcher();
         let (tx, rx) = oneshot::channel();
-        let watcher = OneshotWatcher::new(rx, self.inner.tx.downgrade(), path.to_owned(), id);
+        let watcher = OneshotWatcher::new(rx, self.inner.tx.downgrade(), path, id);
         match self.call(request, Some((id, WatchSink::Oneshot(tx)))).await {
             Ok(Response::Exists(r)) => Ok((Some(r.stat), watcher)),
             Ok(other) => Err(unexpected(other)),
@@ -808,9 +848,16 @@ impl Client {
     }
 
     /// The node's data (empty if it was created with none) and `Stat`.
-    pub async fn get_data(&self, path: &str) -> Result<(Bytes, Stat), Error> {
+    pub fn get_data<'a>(
+        &'a self,
+        path: impl Into<String>,
+    ) -> impl Future<Output = Result<(Bytes, Stat), Error>> + Send + 'a {
+        self.get_data_owned(path.into())
+    }
+
+    async fn get_data_owned(&self, path: String) -> Result<(Bytes, Stat), Error> {
         let request = Request::GetData(GetDataRequest {
-            path: self.path(path, false)?,
+            path: self.owned_path(path, false)?,
             watch: false,
         });
         match self.call(request, None).await? {
@@ -820,12 +867,19 @@ impl Client {
     }
 
     /// Like [`Client::get_data`], leaving a data watch (fires on data change or delete).
-    pub async fn get_data_and_watch(
+    pub fn get_data_and_watch<'a>(
+        &'a self,
+        path: impl Into<String>,
+    ) -> impl Future<Output = Result<(Bytes, Stat, OneshotWatcher), Error>> + Send + 'a {
+        self.get_data_and_watch_owned(path.into())
+    }
+
+    async fn get_data_and_watch_owned(
         &self,
-        path: &str,
+        path: String,
     ) -> Result<(Bytes, Stat, OneshotWatcher), Error> {
         let request = Request::GetData(GetDataRequest {
-            path: self.path(path, false)?,
+            path: self.owned_path(path.clone(), false)?,
             watch: true,
         });
         match self.call_watching(request, path).await {
@@ -836,15 +890,24 @@ impl Client {
     }
 
     /// Sets the node's data, only at `version` if given; returns the new `Stat`.
-    pub async fn set_data(
+    pub fn set_data<'a>(
+        &'a self,
+        path: impl Into<String>,
+        data: &'a [u8],
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<Stat, Error>> + Send + 'a {
+        self.set_data_owned(path.into(), data, version)
+    }
+
+    async fn set_data_owned(
         &self,
-        path: &str,
+        path: String,
         data: &[u8],
         version: Option<i32>,
     ) -> Result<Stat, Error> {
         self.check_data(data)?;
         let request = Request::SetData(SetDataRequest {
-            path: self.path(path, false)?,
+            path: self.owned_path(path, false)?,
             data: Some(Bytes::copy_from_slice(data)),
             version: version.unwrap_or(-1),
         });
@@ -855,9 +918,16 @@ impl Client {
     }
 
     /// The node's children's names, in no particular order.
-    pub async fn get_children(&self, path: &str) -> Result<Vec<String>, Error> {
+    pub fn get_children<'a>(
+        &'a self,
+        path: impl Into<String>,
+    ) -> impl Future<Output = Result<Vec<String>, Error>> + Send + 'a {
+        self.get_children_owned(path.into())
+    }
+
+    async fn get_children_owned(&self, path: String) -> Result<Vec<String>, Error> {
         let request = Request::GetChildren(GetChildrenRequest {
-            path: self.path(path, false)?,
+            path: self.owned_path(path, false)?,
             watch: false,
         });
         match self.call(request, None).await? {
@@ -867,9 +937,19 @@ impl Client {
     }
 
     /// The node's children and its `Stat` (`getChildren2`).
-    pub async fn get_children_with_stat(&self, path: &str) -> Result<(Vec<String>, Stat), Error> {
+    pub fn get_children_with_stat<'a>(
+        &'a self,
+        path: impl Into<String>,
+    ) -> impl Future<Output = Result<(Vec<String>, Stat), Error>> + Send + 'a {
+        self.get_children_with_stat_owned(path.into())
+    }
+
+    async fn get_children_with_stat_owned(
+        &self,
+        path: String,
+    ) -> Result<(Vec<String>, Stat), Error> {
         let request = Request::GetChildren2(GetChildren2Request {
-            path: self.path(path, false)?,
+            path: self.owned_path(path, false)?,
             watch: false,
         });
         match self.call(request, None).await? {
@@ -880,12 +960,19 @@ impl Client {
 
     /// Like [`Client::get_children`], leaving a child watch (fires when a child is added or
     /// removed, or the node is deleted).
-    pub async fn get_children_and_watch(
+    pub fn get_children_and_watch<'a>(
+        &'a self,
+        path: impl Into<String>,
+    ) -> impl Future<Output = Result<(Vec<String>, OneshotWatcher), Error>> + Send + 'a {
+        self.get_children_and_watch_owned(path.into())
+    }
+
+    async fn get_children_and_watch_owned(
         &self,
-        path: &str,
+        path: String,
     ) -> Result<(Vec<String>, OneshotWatcher), Error> {
         let request = Request::GetChildren(GetChildrenRequest {
-            path: self.path(path, false)?,
+            path: self.owned_path(path.clone(), false)?,
             watch: true,
         });
         match self.call_watching(request, path).await {
@@ -929,9 +1016,16 @@ impl Client {
 
     /// Waits until the server this session is connected to has caught up with the leader, so
     /// that a read after it sees every write committed before it.
-    pub async fn sync(&self, path: &str) -> Result<(), Error> {
+    pub fn sync<'a>(
+        &'a self,
+        path: impl Into<String>,
+    ) -> impl Future<Output = Result<(), Error>> + Send + 'a {
+        self.sync_owned(path.into())
+    }
+
+    async fn sync_owned(&self, path: String) -> Result<(), Error> {
         let request = Request::Sync(SyncRequest {
-            path: self.path(path, false)?,
+            path: self.owned_path(path, false)?,
         });
         self.call(request, None).await.map(drop)
     }
@@ -942,7 +1036,7 @@ impl Client {
                 path,
                 data,
                 options,
-            } => match self.create_request(path, data, options, false)? {
+            } => match self.create_request(path.clone(), data, options, false)? {
                 Request::Create2(r) => MultiOp::Create2(r),
                 Request::CreateContainer(r) => MultiOp::CreateContainer(r),
                 Request::CreateTtl(r) => MultiOp::CreateTtl(r),
@@ -997,9 +1091,9 @@ impl Client {
             .results
             .into_iter()
             .map(|r| match r {
-                MultiResult::Create(c) => Ok(OpResult::Created(self.client_path(&c.path), None)),
+                MultiResult::Create(c) => Ok(OpResult::Created(self.client_path(c.path), None)),
                 MultiResult::Create2(c) => {
-                    Ok(OpResult::Created(self.client_path(&c.path), Some(c.stat)))
+                    Ok(OpResult::Created(self.client_path(c.path), Some(c.stat)))
                 }
                 MultiResult::Delete => Ok(OpResult::Deleted),
                 MultiResult::SetData(s) => Ok(OpResult::DataSet(s.stat)),
@@ -1064,9 +1158,11 @@ impl Client {
             prefix_path: self.path(prefix, false)?,
         });
         match self.call(request, None).await? {
-            Response::GetEphemerals(r) => {
-                Ok(r.ephemerals.iter().map(|p| self.client_path(p)).collect())
-            }
+            Response::GetEphemerals(r) => Ok(r
+                .ephemerals
+                .into_iter()
+                .map(|p| self.client_path(p))
+                .collect()),
             other => Err(unexpected(other)),
         }
     }
@@ -1174,7 +1270,7 @@ impl Client {
             path: CONFIG_NODE.to_owned(),
             watch: true,
         });
-        match self.call_watching(request, CONFIG_NODE).await {
+        match self.call_watching(request, CONFIG_NODE.to_owned()).await {
             Ok((Response::GetData(r), w)) => Ok((r.data.unwrap_or_default(), r.stat, w)),
             Ok((other, _)) => Err(unexpected(other)),
             Err(e) => Err(e),

@@ -188,6 +188,28 @@ impl Visit for String {
     }
 }
 
+/// A `ustring` that may be a constant (an [`Id`](crate::records::Id)'s `world`/`anyone`):
+/// encoded as a string, decoded owned.
+impl Decode for std::borrow::Cow<'static, str> {
+    const MIN_LEN: usize = 4;
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        String::decode(r).map(std::borrow::Cow::Owned)
+    }
+}
+impl Encode for std::borrow::Cow<'static, str> {
+    fn encoded_len(&self) -> usize {
+        str::encoded_len(self)
+    }
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
+        str::encode(self, out)
+    }
+}
+impl Visit for std::borrow::Cow<'static, str> {
+    fn visit(&self, tag: &str, v: &mut dyn Visitor) {
+        v.string(tag, self);
+    }
+}
+
 /// A `ustring` that may be null (`-1`): only `ReconfigRequest` needs one.
 impl Decode for Option<String> {
     const MIN_LEN: usize = 4;

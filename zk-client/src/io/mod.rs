@@ -32,7 +32,7 @@ pub(crate) use tls::TlsConnect;
 
 use crate::dial::{Dialer, Step};
 use crate::framing::ZkFrames;
-use crate::session::{Session, SessionEvent, SessionState, WatchedEvent, WatcherId};
+use crate::session::{Session, SessionEvent, SessionState, WatcherId};
 use crate::watcher::WatchSink;
 use crate::{Error, chroot::Chroot};
 
@@ -822,11 +822,12 @@ impl<C: Connect> SessionTask<C> {
                         let _ = reply.send(result);
                     }
                 }
-                SessionEvent::Watch { id, event, last } => {
-                    let event = WatchedEvent {
-                        path: self.chroot.to_client(&event.path),
-                        ..event
-                    };
+                SessionEvent::Watch {
+                    id,
+                    mut event,
+                    last,
+                } => {
+                    event.path = self.chroot.to_client(std::mem::take(&mut event.path));
                     if last {
                         match self.sinks.remove(&id) {
                             Some(WatchSink::Oneshot(tx)) => {
@@ -899,7 +900,10 @@ fn millis(d: Duration) -> String {
     } else if ms % 1000 == 0 {
         format!("{} s", ms / 1000)
     } else {
-        format!("{:.1} s", d.as_secs_f64())
+        // To the nearest tenth, in integers (float formatting would add 15 KiB to every
+        // program that links the client).
+        let tenths = (ms + 50) / 100;
+        format!("{}.{} s", tenths / 10, tenths % 10)
     }
 }
 

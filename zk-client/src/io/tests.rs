@@ -494,3 +494,13 @@ async fn a_failed_first_connect_names_each_server_and_what_it_did() {
     );
     holder.abort();
 }
+
+#[test]
+fn durations_read_as_a_message_says_them() {
+    assert_eq!(super::millis(Duration::from_millis(250)), "250 ms");
+    assert_eq!(super::millis(Duration::from_secs(3)), "3 s");
+    assert_eq!(super::millis(Duration::from_millis(2500)), "2.5 s");
+    assert_eq!(super::millis(Duration::from_millis(2449)), "2.4 s");
+    assert_eq!(super::millis(Duration::from_millis(2960)), "3.0 s");
+    assert_eq!(super::millis(Duration::from_millis(61_030)), "61.0 s");
+}

@@ -1,5 +1,7 @@
 //! The `org.apache.zookeeper.data` records: [`Id`], [`Acl`], [`Stat`], [`ClientInfo`].
 
+use std::borrow::Cow;
+
 use bytes::Bytes;
 
 use crate::codec::record;
@@ -62,10 +64,11 @@ impl crate::Visit for Perms {
 record! {
     /// An identity: a scheme (`world`, `auth`, `digest`, `ip`, ...) and an id in it.
     Id "Id" {
-        /// The scheme.
-        scheme: String = "scheme",
+        /// The scheme (borrowed for the constants, so that an open ACL's clone costs one
+        /// allocation, not three).
+        scheme: Cow<'static, str> = "scheme",
         /// The id, in the scheme's format.
-        id: String = "id",
+        id: Cow<'static, str> = "id",
     }
 }
 
@@ -73,8 +76,16 @@ impl Id {
     /// An identity from two string slices.
     pub fn new(scheme: &str, id: &str) -> Self {
         Self {
-            scheme: scheme.to_owned(),
-            id: id.to_owned(),
+            scheme: Cow::Owned(scheme.to_owned()),
+            id: Cow::Owned(id.to_owned()),
+        }
+    }
+
+    /// An identity from two constants, without allocating.
+    pub const fn from_static(scheme: &'static str, id: &'static str) -> Self {
+        Self {
+            scheme: Cow::Borrowed(scheme),
+            id: Cow::Borrowed(id),
         }
     }
 }
@@ -94,7 +105,7 @@ impl Acl {
     pub fn open_unsafe() -> Vec<Acl> {
         vec![Acl {
             perms: Perms::ALL,
-            id: Id::new("world", "anyone"),
+            id: Id::from_static("world", "anyone"),
         }]
     }
 
@@ -103,7 +114,7 @@ impl Acl {
     pub fn creator_all() -> Vec<Acl> {
         vec![Acl {
             perms: Perms::ALL,
-            id: Id::new("auth", ""),
+            id: Id::from_static("auth", ""),
         }]
     }
 
@@ -111,7 +122,7 @@ impl Acl {
     pub fn read_unsafe() -> Vec<Acl> {
         vec![Acl {
             perms: Perms::READ,
-            id: Id::new("world", "anyone"),
+            id: Id::from_static("world", "anyone"),
         }]
     }
 }
