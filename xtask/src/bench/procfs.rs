@@ -1,4 +1,4 @@
-//! A process's CPU time and peak memory, read from Linux's `/proc`.
+//! A process's CPU time and peak memory, and the machine's load, read from Linux's `/proc`.
 
 use std::fs;
 use std::io;
@@ -45,6 +45,56 @@ pub fn parse_peak_rss_kib(status: &str) -> Option<u64> {
         .and_then(|kib| kib.parse().ok())
 }
 
+/// The 1-minute load average, from `/proc/loadavg`.
+///
+/// # Errors
+/// The file cannot be read or does not start with a number.
+pub fn load_average() -> io::Result<f64> {
+    let text = fs::read_to_string("/proc/loadavg")?;
+    parse_load_average(&text)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("bad loadavg: {text}")))
+}
+
+/// The 1-minute load average from the text of `/proc/loadavg` (`0.62 7.21 7.25 1/111 28847`).
+pub fn parse_load_average(loadavg: &str) -> Option<f64> {
+    loadavg
+        .split_ascii_whitespace()
+        .next()?
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite())
+}
+
+/// The busy time of every CPU together, from `/proc/stat`, in clock ticks (the unit of
+/// [`cpu_ticks`]).
+///
+/// # Errors
+/// The file cannot be read or its `cpu` line does not have the expected layout.
+pub fn machine_busy_ticks() -> io::Result<u64> {
+    let stat = fs::read_to_string("/proc/stat")?;
+    parse_machine_busy_ticks(&stat)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no cpu line in /proc/stat"))
+}
+
+/// The busy ticks of all CPUs from the text of `/proc/stat`: on its first line, `cpu  user
+/// nice system idle iowait irq softirq steal guest guest_nice`, every field but `idle` and
+/// `iowait` (time nothing ran) and the two `guest` ones (already counted in `user` and
+/// `nice`). Fields a kernel does not have count as 0, but the first four must be there.
+pub fn parse_machine_busy_ticks(stat: &str) -> Option<u64> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let fields: Vec<u64> = line
+        .split_ascii_whitespace()
+        .skip(1)
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    if fields.len() < 4 {
+        return None;
+    }
+    let field = |i: usize| fields.get(i).copied().unwrap_or(0);
+    // user, nice, system, (idle, iowait,) irq, softirq, steal.
+    Some([0, 1, 2, 5, 6, 7].into_iter().map(field).sum())
+}
+
 /// Clock ticks per second (`getconf CLK_TCK`), the unit of [`cpu_ticks`]; 100 if `getconf`
 /// cannot tell, as on every common Linux configuration.
 pub fn clock_ticks_per_second() -> u64 {
@@ -68,6 +118,30 @@ mod tests {
                     250 40 0 0 20 0 9 0 100 1000 200 18446744073709551615";
         assert_eq!(parse_cpu_ticks(stat), Some(290));
         assert_eq!(parse_cpu_ticks("1 (x) S 1"), None);
+    }
+
+    #[test]
+    fn the_load_average_is_the_first_field() {
+        assert_eq!(
+            parse_load_average("0.62 7.21 7.25 1/111 28847\n"),
+            Some(0.62)
+        );
+        assert_eq!(parse_load_average(""), None);
+        assert_eq!(parse_load_average("x 1 2"), None);
+    }
+
+    #[test]
+    fn busy_ticks_leave_out_idle_iowait_and_guests() {
+        let stat = "cpu  100 20 30 5000 40 1 2 3 50 60\ncpu0 1 2 3 4\nintr 1 2\n";
+        assert_eq!(
+            parse_machine_busy_ticks(stat),
+            Some(100 + 20 + 30 + 1 + 2 + 3)
+        );
+        // An old kernel's four fields.
+        assert_eq!(parse_machine_busy_ticks("cpu  1 2 3 4\n"), Some(6));
+        assert_eq!(parse_machine_busy_ticks("cpu  1 2 3\n"), None);
+        assert_eq!(parse_machine_busy_ticks("cpu0 1 2 3 4\n"), None);
+        assert_eq!(parse_machine_busy_ticks("cpu  1 x 3 4\n"), None);
     }
 
     #[test]
