@@ -16,6 +16,8 @@
 
 pub mod client;
 pub mod histogram;
+mod interval;
+mod load;
 pub mod locks;
 mod pin;
 pub mod procfs;
@@ -23,6 +25,7 @@ mod progress;
 pub mod queue;
 mod report;
 pub mod sample;
+mod slices;
 pub mod tap;
 mod versions;
 pub(crate) mod worker;
@@ -52,7 +55,7 @@ pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
     };
     let lock_opts = locks::Options {
         seconds: cli.seconds,
-        rounds: cli.rounds,
+        rounds: cli.rounds.unwrap_or(locks::DEFAULT_ROUNDS),
         sessions: cli.sessions.iter().map(|&n| usize::from(n)).collect(),
         rust_warmup: cli.rust_warmup,
         java_warmup: cli.java_warmup.unwrap_or(5.0),
@@ -72,7 +75,7 @@ pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
                     rust_warmup: cli.rust_warmup,
                     java_warmup: cli.java_warmup.unwrap_or(3.0),
                     server_warmup: cli.server_warmup.unwrap_or(3.0),
-                    rounds: cli.rounds,
+                    rounds: cli.rounds.unwrap_or(1),
                     tls: cli.tls,
                 })?;
                 continue;

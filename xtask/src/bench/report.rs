@@ -252,6 +252,88 @@ fn escape(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// A table of strings, written as aligned text for the terminal ([`Table::text`]) or as a
+/// Markdown table for the report page ([`Table::markdown`]): one table, two renderings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Table {
+    /// The column headers.
+    pub headers: Vec<String>,
+    /// The rows; a row shorter than the headers leaves its last cells empty.
+    pub rows: Vec<Vec<String>>,
+    /// How many leading columns are text (left-aligned); the others are numbers.
+    pub text_columns: usize,
+}
+
+impl Table {
+    /// An empty table with these headers, its first `text_columns` columns left-aligned.
+    pub(crate) fn new(headers: &[&str], text_columns: usize) -> Table {
+        Table {
+            headers: headers.iter().map(|&h| h.to_owned()).collect(),
+            rows: Vec::new(),
+            text_columns,
+        }
+    }
+
+    /// Adds a row.
+    pub(crate) fn push(&mut self, row: Vec<String>) {
+        self.rows.push(row);
+    }
+
+    fn cell(row: &[String], i: usize) -> &str {
+        row.get(i).map_or("", String::as_str)
+    }
+
+    /// Aligned text, two spaces between columns, each line ending in a newline.
+    pub(crate) fn text(&self) -> String {
+        let widths: Vec<usize> = (0..self.headers.len())
+            .map(|i| {
+                std::iter::once(&self.headers)
+                    .chain(&self.rows)
+                    .map(|row| Self::cell(row, i).chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut out = String::new();
+        for row in std::iter::once(&self.headers).chain(&self.rows) {
+            let mut line = String::new();
+            for (i, &width) in widths.iter().enumerate() {
+                let cell = Self::cell(row, i);
+                if i > 0 {
+                    line.push_str("  ");
+                }
+                if i < self.text_columns {
+                    let _ = write!(line, "{cell:<width$}");
+                } else {
+                    let _ = write!(line, "{cell:>width$}");
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+
+    /// A Markdown table (`|` in a cell escaped), each line ending in a newline.
+    pub(crate) fn markdown(&self) -> String {
+        let line = |row: &[String]| {
+            let cells: Vec<String> = (0..self.headers.len())
+                .map(|i| Self::cell(row, i).replace('|', "\\|"))
+                .collect();
+            format!("| {} |\n", cells.join(" | "))
+        };
+        let mut out = line(&self.headers);
+        let rule: Vec<&str> = (0..self.headers.len())
+            .map(|i| if i < self.text_columns { "---" } else { "---:" })
+            .collect();
+        let _ = writeln!(out, "| {} |", rule.join(" | "));
+        for row in &self.rows {
+            out.push_str(&line(row));
+        }
+        out
+    }
+}
+
 /// Where the reports go: `<target>/bench`.
 pub(crate) fn dir() -> PathBuf {
     crate::paths::target_dir().join("bench")
@@ -328,6 +410,18 @@ mod tests {
             .filter_map(|l| l.rsplit_once("\">")?.1.strip_suffix("</text>"))
             .collect();
         assert_eq!(ticks, ["0", "400", "800", "1,200", "1,600", "2,000"]);
+    }
+
+    #[test]
+    fn a_table_is_aligned_text_or_markdown() {
+        let mut t = Table::new(&["case", "ratio"], 1);
+        t.push(vec!["1 session".into(), "1.62x".into()]);
+        t.push(vec!["16 | x".into()]);
+        assert_eq!(t.text(), "case       ratio\n1 session  1.62x\n16 | x\n");
+        assert_eq!(
+            t.markdown(),
+            "| case | ratio |\n| --- | ---: |\n| 1 session | 1.62x |\n| 16 \\| x |  |\n"
+        );
     }
 
     #[test]

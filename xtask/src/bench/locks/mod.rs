@@ -35,8 +35,23 @@
 //! It prints `WINDOW_START` and `WINDOW_END` at the window's edges; the bench reads the
 //! server's `zk_packets_received` (`mntr`) at each, so that the requests each cycle costs the
 //! server are known (session pings of waiting contenders included). Before all that the
-//! server's JVM is warmed up with our worker at each session count. With `--rounds R` every
-//! worker runs R times, the order of the libraries alternating, and the ratios use medians.
+//! server's JVM is warmed up with our worker at each session count. With `--rounds R`
+//! (default [`DEFAULT_ROUNDS`]) every worker runs R times; the order of the libraries rotates
+//! (round r starts with library r mod k), so that no library always runs first, and the
+//! report gives each library's place per round and whether the first place costs (its p99
+//! and cycles/s against its own median, per place).
+//!
+//! Each ratio ours/theirs is taken per round (the same round's two runs) and reported as the
+//! median over the rounds, the min–max and a bootstrap 90% interval of the median
+//! (`bench::interval`). A target is met only when every round's ratio is on its side over at
+//! least 5 rounds; with fewer it is not shown.
+//!
+//! During every window the bench records the machine's load (`bench::load`: the load average
+//! at its edges, and the CPU that processes other than the worker, the server and the bench
+//! used; a run whose others used more than 10% of one core is noisy) and the server's request
+//! rate every 500 ms (`bench::slices`): a first slice more than 10% off the later ones says
+//! the warm-up was too short. Both are reported per run, with round 1's warm-up check on
+//! stdout.
 //!
 //! Each worker reports a [`Sample`]: cycles, p50/p99 latency, its own CPU time in the window
 //! (`/proc/self/stat`) and its peak RSS (`VmHWM`). The report shows every library, the ratios
@@ -71,6 +86,9 @@ type Result<T> = std::result::Result<T, Box<dyn Error>>;
 /// The Python that has kazoo (Debian's `python3-kazoo`).
 pub(crate) const PYTHON: &str = "/usr/bin/python3";
 
+/// The rounds when `--rounds` is not given: the fewest that can meet a target.
+pub const DEFAULT_ROUNDS: u32 = 5;
+
 /// How long a worker may take beyond its warm-up and window (start, connect all its
 /// sessions, finish the cycles in progress, close).
 const WORKER_SLACK: Duration = Duration::from_secs(120);
@@ -80,8 +98,8 @@ const WORKER_SLACK: Duration = Duration::from_secs(120);
 pub struct Options {
     /// The measured window of each worker, in seconds (`--seconds`, default 10).
     pub seconds: f64,
-    /// How many times each worker runs (`--rounds`, default 1); the order of the libraries
-    /// alternates, and the ratios use each metric's median.
+    /// How many times each worker runs (`--rounds`, default [`DEFAULT_ROUNDS`]); the order
+    /// of the libraries rotates, and the ratios are taken per round.
     pub rounds: u32,
     /// The numbers of contending sessions (`--sessions 1,4,16`).
     pub sessions: Vec<usize>,
@@ -109,7 +127,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             seconds: 10.0,
-            rounds: 1,
+            rounds: DEFAULT_ROUNDS,
             sessions: vec![1, 4, 16],
             rust_warmup: 1.0,
             java_warmup: 5.0,
@@ -172,6 +190,17 @@ fn cases(recipe: Recipe, sessions: &[usize]) -> Vec<Case> {
             case("3 leases, 16 sessions", Workload::Semaphore(3), 16),
         ],
     }
+}
+
+/// The order of the libraries in round `round` (from 1): `libs` rotated left by `round - 1`,
+/// so that round r starts with library (r - 1) mod k and over k rounds each runs first once.
+fn order(libs: &[Lib], round: u32) -> Vec<Lib> {
+    let mut order = libs.to_vec();
+    if !order.is_empty() {
+        let shift = usize::try_from(round.saturating_sub(1)).unwrap_or(0) % order.len();
+        order.rotate_left(shift);
+    }
+    order
 }
 
 /// Whether `lib` runs `case`. kazoo's `ReadLock`/`WriteLock` taken alternately by each
@@ -295,23 +324,26 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
                 opts.server_warmup,
             );
             let budget = Duration::from_secs_f64(opts.server_warmup) + WORKER_SLACK;
-            run_worker(cmd, budget, &server)
+            run_worker(cmd, budget, &server, hz)
                 .map_err(|e| format!("server warm-up, {}: {e}", case.label))?;
             plan.on_run_done(run_started.elapsed());
         }
     }
 
     let mut results: Vec<Run> = Vec::new();
+    let mut orders: Vec<(u32, Vec<Lib>)> = Vec::new();
     for round in 1..=opts.rounds {
-        let mut order = libs.to_vec();
-        if round % 2 == 0 {
-            order.reverse();
-        }
+        let order = order(libs, round);
+        let names: Vec<&str> = order.iter().map(|l| l.name()).collect();
+        eprintln!(
+            "bench {what}: round {round}/{}: order {}",
+            opts.rounds,
+            names.join(", ")
+        );
+        orders.push((round, order.clone()));
         for (c, case) in cases.iter().enumerate() {
-            for &lib in &order {
-                if !runs(lib, case) {
-                    continue;
-                }
+            let in_case = order.iter().copied().filter(|&lib| runs(lib, case));
+            for (position, lib) in in_case.enumerate() {
                 let warmup = warmup_of(lib);
                 let path = format!("/bench/{what}/{}-{c}", lib.slug());
                 let cmd = workers.command(
@@ -335,15 +367,26 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
                 );
                 let run_started = Instant::now();
                 let budget = Duration::from_secs_f64(warmup + opts.seconds) + WORKER_SLACK;
-                let (sample, requests) = run_worker(cmd, budget, &server)
+                let measured = run_worker(cmd, budget, &server, hz)
                     .map_err(|e| format!("{}, {} worker: {e}", case.label, lib.name()))?;
                 plan.on_run_done(run_started.elapsed());
+                if let Some(others) = measured.load.others_cores.filter(|_| measured.load.noisy()) {
+                    eprintln!(
+                        "bench {what}: noisy window: other processes used {:.0}% of a core \
+                         (load average {})",
+                        others * 100.0,
+                        measured.load.describe_load_average()
+                    );
+                }
                 results.push(Run {
                     lib,
                     case: c,
                     round,
-                    sample,
-                    requests,
+                    position,
+                    sample: measured.sample,
+                    requests: measured.requests,
+                    load: measured.load,
+                    slices: measured.slices,
                 });
             }
         }
@@ -392,7 +435,8 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
     );
     header.push(format!(
         "window:  {} s measured per worker; warm-up {} s ours, {} s Curator, {} s kazoo; \
-         server warmed up {} s per case first; {} round(s), order alternating",
+         server warmed up {} s per case first; {} round(s), the order rotating (round r \
+         starts with library r mod k)",
         opts.seconds,
         opts.rust_warmup,
         opts.java_warmup,
@@ -416,19 +460,48 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
         println!("{line}");
     }
     let results_table = table(&results, &cases, libs, opts.rounds, hz);
-    let mut comparisons = ratios(&results, &cases, Lib::Curator, hz);
+    let mut comparisons = vec![ratios(&results, &cases, Lib::Curator, hz)];
     if libs.contains(&Lib::Kazoo) {
-        comparisons.push('\n');
-        comparisons.push_str(&ratios(&results, &cases, Lib::Kazoo, hz));
+        comparisons.push(ratios(&results, &cases, Lib::Kazoo, hz));
     }
     let verdicts = targets(recipe, &results, &cases, hz);
+    let order_table = order_effect(&results, hz);
+    let load_lines = load_summary(&results, &orders);
+    let warmup_lines = warmup_check(&results, &cases);
     println!();
     print!("{results_table}");
+    for table in &comparisons {
+        println!();
+        print!("{}", table.text());
+    }
+    println!(
+        "\nratios per round (ours and theirs of the same round); median, min–max and a bootstrap 90% interval of the median over the rounds"
+    );
     println!();
-    print!("{comparisons}");
+    print!("{}", verdicts.text());
+    println!(
+        "a target is met only when every round's ratio is on its side, over at least {} rounds \
+         (noisy runs: ours' and Curator's whose window others' CPU made noisy)",
+        crate::bench::interval::MIN_ROUNDS
+    );
     println!();
-    print!("{verdicts}");
-    let mut page = report_page(what, &header, &results_table, &comparisons, &verdicts);
+    print!("{}", order_table.text());
+    println!();
+    print!("{load_lines}");
+    println!();
+    print!("{warmup_lines}");
+    let mut page = report_page(
+        what,
+        &header,
+        &results_table,
+        &Sections {
+            ratios: &comparisons,
+            targets: &verdicts,
+            order: &order_table,
+            load_summary: &load_lines,
+            load: &load_table(&results, &cases),
+        },
+    );
     if opts.cost {
         let cost_table = cost::table(&cases, libs, &cost_runs);
         println!();
@@ -460,10 +533,7 @@ fn plan(
         all.extend(cases.iter().map(|_| secs(opts.server_warmup)));
     }
     for round in 1..=opts.rounds {
-        let mut order = libs.to_vec();
-        if round % 2 == 0 {
-            order.reverse();
-        }
+        let order = order(libs, round);
         for case in cases {
             for &lib in order.iter().filter(|&&lib| runs(lib, case)) {
                 all.push(secs(warmup_of(lib) + opts.seconds));
@@ -486,16 +556,19 @@ mod page;
 mod summary;
 mod workers;
 
-use page::{charts, report_page};
+use page::{Sections, charts, report_page};
 use workers::{Workers, run_worker};
 
 use super::versions::{cpu_model, jar_version, java_version, kazoo_version, python_version};
 #[cfg(test)]
 use summary::median;
-use summary::{Run, Summary, median_of, ratios, table, targets};
+use summary::{
+    Run, Summary, load_summary, load_table, median_of, order_effect, ratios, table, targets,
+    warmup_check,
+};
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 
@@ -505,12 +578,15 @@ mod tests {
             lib: Lib::Ours,
             case: 0,
             round: 1,
+            position: 0,
             sample: Sample {
                 ops,
                 measure_ms: 1000,
                 ..Sample::default()
             },
             requests,
+            load: crate::bench::load::WindowLoad::default(),
+            slices: Vec::new(),
         };
         let a = Summary::of(&run(100, Some(300)), 100);
         assert_eq!((a.cycles_per_sec, a.requests_per_cycle), (100.0, 3.0));
@@ -523,5 +599,131 @@ mod tests {
         let c = Summary::of(&run(300, Some(1200)), 100);
         let m = median(&[a, b, c]).unwrap();
         assert_eq!((m.cycles_per_sec, m.requests_per_cycle), (200.0, 4.0));
+    }
+
+    #[test]
+    fn the_order_rotates_so_that_each_library_runs_first_in_turn() {
+        let names =
+            |round| -> Vec<&str> { order(&Lib::ALL, round).iter().map(|l| l.name()).collect() };
+        assert_eq!(names(1), ["ours", "ours (drop)", "curator", "kazoo"]);
+        assert_eq!(names(2), ["ours (drop)", "curator", "kazoo", "ours"]);
+        assert_eq!(names(4), ["kazoo", "ours", "ours (drop)", "curator"]);
+        assert_eq!(names(5), names(1));
+        let firsts: std::collections::BTreeSet<&str> = (1..=4).map(|r| names(r)[0]).collect();
+        assert_eq!(firsts.len(), 4, "each library first once in 4 rounds");
+        assert!(order(&[], 3).is_empty());
+        // The plan follows the rotation: Curator's longer warm-up moves round by round.
+        let opts = Options {
+            rounds: 2,
+            server_warmup: 0.0,
+            ..Options::default()
+        };
+        let cases = cases(Recipe::Multilock, &[]);
+        let plan = plan(&cases, libs(Recipe::Multilock), &opts, |lib| {
+            if lib == Lib::Curator { 5.0 } else { 1.0 }
+        });
+        let secs: Vec<u64> = plan.iter().map(|d| d.as_secs()).collect();
+        assert_eq!(secs, [11, 15, 11, 15, 15, 11, 15, 11]);
+    }
+
+    /// Runs of ours and Curator in one case over `rounds`, ours' cycles/s and p99 per round
+    /// given, Curator's 1000 cycles/s and a p99 of 1 ms.
+    fn paired(ours: &[(u64, u64)]) -> Vec<Run> {
+        let mut all = Vec::new();
+        for (i, &(ops, p99_us)) in ours.iter().enumerate() {
+            let round = u32::try_from(i).unwrap() + 1;
+            let run = |lib, ops, p99_us: u64| Run {
+                lib,
+                case: 0,
+                round,
+                position: 0,
+                sample: Sample {
+                    ops,
+                    measure_ms: 1000,
+                    p50_ns: 500_000,
+                    p99_ns: p99_us * 1000,
+                    cpu_window_ticks: 10,
+                    hwm_kib: 1024,
+                    ..Sample::default()
+                },
+                requests: Some(ops * 3),
+                load: crate::bench::load::WindowLoad::default(),
+                slices: Vec::new(),
+            };
+            all.push(run(Lib::Ours, ops, p99_us));
+            all.push(run(Lib::Curator, 1000, 1000));
+        }
+        all
+    }
+
+    fn verdicts(results: &[Run]) -> Vec<String> {
+        let cases = cases(Recipe::Mutex, &[1]);
+        targets(Recipe::Mutex, results, &cases, 100)
+            .rows
+            .iter()
+            .map(|row| format!("{} {}", row[0], row[5]))
+            .collect()
+    }
+
+    #[test]
+    fn targets_need_every_round_of_five() {
+        // cycles/s 1.6x, 1.7x, 1.5x, 1.9x, 1.55x of Curator's; p99 at or under Curator's.
+        let good = paired(&[
+            (1600, 900),
+            (1700, 1000),
+            (1500, 800),
+            (1900, 950),
+            (1550, 990),
+        ]);
+        assert_eq!(
+            verdicts(&good)[..2],
+            [
+                "1 session: cycles/s >= 1.5x met",
+                "1 session: p99 <= 1x met"
+            ]
+        );
+        // One round's p99 over Curator's: not met, though the median is under.
+        let one_slow = paired(&[
+            (1600, 900),
+            (1700, 1100),
+            (1500, 800),
+            (1900, 950),
+            (1550, 990),
+        ]);
+        assert_eq!(
+            verdicts(&one_slow)[1],
+            "1 session: p99 <= 1x not met (rounds on both sides)"
+        );
+        // Four rounds: not shown.
+        assert_eq!(
+            verdicts(&good[..8])[0],
+            "1 session: cycles/s >= 1.5x not shown (4 rounds < 5)"
+        );
+        let cases = cases(Recipe::Mutex, &[1]);
+        let ratios = ratios(&good, &cases, Lib::Curator, 100);
+        let cycles = &ratios.rows[0];
+        assert_eq!(cycles[..4], ["1 session", "cycles/s", "1.60x", "1.50–1.90"]);
+        assert_eq!(cycles[5], "5");
+        let text = ratios.text();
+        assert!(text.starts_with("ours/curator"), "{text}");
+    }
+
+    #[test]
+    fn the_order_effect_compares_each_place_with_its_own_median() {
+        // Ours' p99 is 2 ms when it runs first (round 1), 1 ms otherwise.
+        let mut all = paired(&[(1000, 2000), (1000, 1000), (1000, 1000)]);
+        for run in &mut all {
+            run.position = usize::from((run.round != 1) ^ (run.lib == Lib::Curator));
+        }
+        let t = summary::order_effect(&all, 100);
+        let first = &t.rows[0];
+        assert_eq!(first[..3], ["1st in its round", "3", "1.000x"]);
+        assert_eq!(first[3], "1.00–2.00");
+        // Round 1 by itself: ours 2x its median, Curator 1x.
+        let round_1 = t.rows.iter().find(|r| r[0] == "round 1").unwrap();
+        assert_eq!(round_1[..4], ["round 1", "2", "2.000x", "1.00–2.00"]);
+        assert_eq!(summary::ordinal(2), "2nd");
+        assert_eq!(summary::ordinal(11), "11th");
+        assert_eq!(summary::ordinal(23), "23rd");
     }
 }

@@ -1,7 +1,11 @@
 //! The three libraries' worker processes: their command lines, and running one to its
 //! `RESULT` line while reading the server's request counter at its window's edges.
 
+use std::sync::mpsc;
+
 use super::*;
+use crate::bench::load::{Snapshot, WindowLoad};
+use crate::bench::slices::{self, SLICE};
 
 /// What the workers are run with.
 pub(super) struct Workers {
@@ -88,29 +92,112 @@ pub(super) fn packets_received(server: &ZkServer) -> Option<u64> {
     }
 }
 
-/// Runs one worker to its `RESULT` line within `budget`, reading the server's request counter
-/// at its `WINDOW_START` and `WINDOW_END`, and waits for it to exit. Returns its sample and the
-/// requests the server received in its window.
+/// What one worker run measured, beyond its own sample.
+#[derive(Debug, Clone)]
+pub(super) struct Measured {
+    pub(super) sample: Sample,
+    /// Requests the server received in the window.
+    pub(super) requests: Option<u64>,
+    /// The machine's load in the window.
+    pub(super) load: WindowLoad,
+    /// The server's request rate (per second) in each [`SLICE`] of the window.
+    pub(super) slices: Vec<f64>,
+}
+
+/// Runs one worker to its `RESULT` line within `budget`, and waits for it to exit. At its
+/// `WINDOW_START` and `WINDOW_END` the server's request counter and the machine's load are
+/// read; in between, a thread reads the request counter every [`SLICE`].
 pub(super) fn run_worker(
     cmd: Command,
     budget: Duration,
     server: &ZkServer,
-) -> Result<(Sample, Option<u64>)> {
-    let (mut before, mut after) = (None, None);
-    let sample = worker::run_worker(cmd, budget, |line| match line {
-        "WINDOW_START" => {
-            before = packets_received(server);
-            true
-        }
-        "WINDOW_END" => {
-            after = packets_received(server);
-            true
-        }
-        _ => false,
-    })?;
-    let requests = match (before, after) {
-        (Some(b), Some(a)) => Some(a.saturating_sub(b)),
-        _ => None,
-    };
-    Ok((sample, requests))
+    hz: u64,
+) -> Result<Measured> {
+    let addr = server.addr();
+    let server_pid = server.pid();
+    let (start_tx, start_rx) = mpsc::channel::<Instant>();
+    let (stop_tx, stop_rx) = mpsc::channel::<()>();
+    thread::scope(|scope| {
+        let poller = scope.spawn(move || poll_requests(addr, &start_rx, &stop_rx));
+        let (mut before, mut after) = (None, None);
+        let (mut snap_start, mut snap_end) = (Snapshot::default(), Snapshot::default());
+        let (mut started, mut ended) = (None, None);
+        let sample = worker::run_worker(cmd, budget, |line| match line {
+            "WINDOW_START" => {
+                snap_start = Snapshot::take(server_pid);
+                before = packets_received(server);
+                let now = Instant::now();
+                started = Some(now);
+                let _ = start_tx.send(now);
+                true
+            }
+            "WINDOW_END" => {
+                let _ = stop_tx.send(());
+                after = packets_received(server);
+                ended = Some(Instant::now());
+                snap_end = Snapshot::take(server_pid);
+                true
+            }
+            _ => false,
+        });
+        // Whatever happened, the poller stops now.
+        drop((start_tx, stop_tx));
+        let polled = poller.join().unwrap_or_default();
+        let sample = sample?;
+        let requests = match (before, after) {
+            (Some(b), Some(a)) => Some(a.saturating_sub(b)),
+            _ => None,
+        };
+        let (window, slices) = match (started, ended, before, after) {
+            (Some(s), Some(e), Some(b), Some(a)) => {
+                let window = e.saturating_duration_since(s);
+                let mut readings = vec![(Duration::ZERO, b)];
+                readings.extend(polled.into_iter().filter(|&(t, _)| t < window));
+                readings.push((window, a));
+                (window, slices::rates(&readings))
+            }
+            (Some(s), Some(e), ..) => (e.saturating_duration_since(s), Vec::new()),
+            _ => (Duration::from_millis(sample.measure_ms), Vec::new()),
+        };
+        let load = WindowLoad::between(&snap_start, &snap_end, sample.cpu_window_ticks, window, hz);
+        Ok(Measured {
+            sample,
+            requests,
+            load,
+            slices,
+        })
+    })
 }
+
+/// From the `Instant` received on `start` (the window's start) until `stop` says so or is
+/// dropped: the server's `zk_packets_received` every [`SLICE`], with the time since the
+/// start. A reading that fails is skipped (the slice then spans two).
+fn poll_requests(
+    addr: std::net::SocketAddr,
+    start: &mpsc::Receiver<Instant>,
+    stop: &mpsc::Receiver<()>,
+) -> Vec<(Duration, u64)> {
+    let Ok(t0) = start.recv() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for k in 1u32.. {
+        let due = t0 + SLICE * k;
+        match stop.recv_timeout(due.saturating_duration_since(Instant::now())) {
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        let at = Instant::now().saturating_duration_since(t0);
+        let packets = zk_testkit::four_letter(addr, "mntr", MNTR_TIMEOUT)
+            .ok()
+            .map(|text| zk_testkit::zk::parse_mntr(&text))
+            .and_then(|m| m.get("zk_packets_received")?.parse().ok());
+        if let Some(p) = packets {
+            out.push((at, p));
+        }
+    }
+    out
+}
+
+/// How long one `mntr` of the poller may take.
+const MNTR_TIMEOUT: Duration = Duration::from_secs(2);
