@@ -11,7 +11,8 @@ use std::borrow::Cow;
 
 /// Whether `s` encodes differently in CESU-8 than in UTF-8 (it has a 4-byte character).
 fn has_supplementary(s: &str) -> bool {
-    s.bytes().any(|b| b >= 0xf0)
+    // `is_ascii` checks a word at a time: the usual path or name is done in a few steps.
+    !s.is_ascii() && s.bytes().any(|b| b >= 0xf0)
 }
 
 /// The encoded length of `s`: UTF-8's, plus 2 for each supplementary character.

@@ -78,7 +78,16 @@ pub fn validate_path(path: &str, sequential: bool) -> Result<(), PathError> {
     if path.ends_with('/') && !sequential {
         return Err(PathError::TrailingSlash { path: err_path() });
     }
-    // Most paths are ASCII: scanned byte by byte, without decoding UTF-8 (the same checks).
+    // Most paths are ASCII with no control character (checked without branching, so that it
+    // runs a word at a time): then only the segments between slashes need looking at.
+    if path.is_ascii()
+        && !path
+            .bytes()
+            .fold(false, |bad, b| bad | (b < 0x20) | (b == 0x7f))
+    {
+        return check_segments(path, sequential);
+    }
+    // Otherwise ASCII is scanned byte by byte, without decoding UTF-8 (the same checks).
     if path.is_ascii() {
         let chars = path.bytes().enumerate().map(|(i, b)| (i, char::from(b)));
         scan(path, sequential, chars)
@@ -112,6 +121,22 @@ fn scan(
     // empty, "." or "..".
     if !sequential {
         check_segment(path, segment_start, path.len())?;
+    }
+    Ok(())
+}
+
+/// [`scan`]'s segment checks alone, for a path whose characters are all allowed: the same
+/// errors at the same places.
+fn check_segments(path: &str, sequential: bool) -> Result<(), PathError> {
+    let mut start = 1;
+    let mut segments = path.get(1..).unwrap_or_default().split('/').peekable();
+    while let Some(segment) = segments.next() {
+        let end = start + segment.len();
+        // The last segment of a sequential path gets the server's digits.
+        if segments.peek().is_some() || !sequential {
+            check_segment(path, start, end)?;
+        }
+        start = end + 1;
     }
     Ok(())
 }
