@@ -84,6 +84,9 @@ pub enum BenchName {
     Recipe(Recipe),
     /// N waiters queued on one mutex and drained, ours against Curator's (`bench::queue`).
     Queue,
+    /// The client's own cost, counted: instructions and allocations per lock cycle, the
+    /// one-lock program's size (`bench::footprint`).
+    Footprint,
 }
 
 impl BenchName {
@@ -103,6 +106,7 @@ impl ValueEnum for BenchName {
             BenchName::Recipe(Recipe::Semaphore),
             BenchName::Recipe(Recipe::SemaphoreMutex),
             BenchName::Queue,
+            BenchName::Footprint,
         ]
     }
 
@@ -121,6 +125,9 @@ impl ValueEnum for BenchName {
             BenchName::Queue => PossibleValue::new("queue").help(
                 "N waiters on one mutex drained one by one (--waiters), in 1 and 4 processes",
             ),
+            BenchName::Footprint => PossibleValue::new("footprint").help(
+                "instructions and allocations per lock cycle (callgrind), the one-lock program's size",
+            ),
         })
     }
 }
@@ -128,7 +135,7 @@ impl ValueEnum for BenchName {
 /// `bench [NAMES...] [FLAGS]`.
 #[derive(Debug, Args)]
 pub struct Bench {
-    /// What to measure (every lock recipe when none is named); each lock benchmark writes
+    /// What to measure (every lock recipe and the footprint when none is named); each lock benchmark writes
     /// a report with charts under target/bench/.
     #[arg(value_enum)]
     pub names: Vec<BenchName>,

@@ -6,7 +6,10 @@
 //!   Curator's and kazoo's at several contention levels, each library in a worker process of
 //!   its own on one fresh server, with cycles/s, latency, CPU and memory per cycle, and the
 //!   server's requests per cycle. Each writes a report page with charts under
-//!   `target/bench/` (`report`); `cargo xtask bench` alone runs every lock recipe.
+//!   `target/bench/` (`report`); `cargo xtask bench` alone runs every lock recipe, then the
+//!   footprint.
+//! - [`footprint`]: the client's own cost, counted: instructions (callgrind) and allocations
+//!   per uncontended cycle of every recipe, and the one-lock program's size, split by crate.
 //!
 //! The workers print one [`sample::Sample`] line each; [`procfs`] reads their CPU time and
 //! peak memory. Before each worker run a bench prints one line on stderr (the run's number,
@@ -15,6 +18,7 @@
 //! they do not pass or fail.
 
 pub mod client;
+pub mod footprint;
 pub mod histogram;
 mod interval;
 mod load;
@@ -40,8 +44,8 @@ pub(crate) fn median_by<T>(all: &[T], field: impl Fn(&T) -> f64) -> Option<f64> 
     values.get(values.len() / 2).copied()
 }
 
-/// Runs `cargo xtask bench [NAMES...] [FLAGS]`: the benchmarks named (every lock recipe when
-/// none is), one after the other, with the same flags.
+/// Runs `cargo xtask bench [NAMES...] [FLAGS]`: the benchmarks named (every lock recipe and
+/// the footprint when none is), one after the other, with the same flags.
 ///
 /// # Errors
 /// A benchmark's own failure.
@@ -49,7 +53,9 @@ pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
     use crate::cli::{BenchName, OnOff};
     let started = std::time::Instant::now();
     let names = if cli.names.is_empty() {
-        BenchName::recipes()
+        let mut all = BenchName::recipes();
+        all.push(BenchName::Footprint);
+        all
     } else {
         cli.names.clone()
     };
@@ -78,6 +84,11 @@ pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
                     rounds: cli.rounds.unwrap_or(1),
                     tls: cli.tls,
                 })?;
+                continue;
+            }
+            BenchName::Footprint => {
+                footprint::run()?;
+                wrote_reports = true;
                 continue;
             }
             BenchName::Queue => {
