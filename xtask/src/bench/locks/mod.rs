@@ -60,7 +60,7 @@
 //! Nothing is asserted: this reports.
 //!
 //! Then (unless `--no-cost`) each library runs each workload twice more through a counting
-//! proxy in front of the server ([`cost`]): alone, for what one cycle costs on the wire
+//! proxy in front of the server (`cost`): alone, for what one cycle costs on the wire
 //! (awaited round trips, `fsync`ed writes, requests, bytes), and with sessions contending, for
 //! the notifications per hand-off; the report and stdout carry that table too.
 
@@ -119,7 +119,7 @@ pub struct Options {
     pub force_sync: bool,
     /// Server and workers on different CPUs (`--pin on|off`, default on).
     pub pin: bool,
-    /// The counted-cost pass ([`cost`]) after the measured runs (off with `--no-cost`).
+    /// The counted-cost pass (`cost`) after the measured runs (off with `--no-cost`).
     pub cost: bool,
 }
 

@@ -3,7 +3,7 @@
 //!
 //! It forwards every byte both ways unchanged and counts what goes by: requests by opcode,
 //! `fsync`ed writes, awaited round trips, replies, notifications and bytes
-//! ([`TapCounts`]). The counting is [`conn::ConnTap`], which does no IO; this module only
+//! ([`TapCounts`]). The counting is `conn::ConnTap`, which does no IO; this module only
 //! moves bytes: one accept thread, and two threads per connection (one per direction) with
 //! blocking sockets. It is not a fault injector (that is the test kit's `FaultProxy`) and
 //! adds no delay of its own beyond a copy.
