@@ -578,3 +578,28 @@ async fn works_under_a_chroot() {
     assert_eq!(plain.get_children("/ns/test").await.unwrap().len(), 1);
     g.release().await.unwrap();
 }
+
+/// `lock()` and `try_lock_for()` await the acquisition behind one box, so what a caller's
+/// future holds for them (and each call site compiles) stays small, whatever the driver's
+/// state machine grows to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_public_acquire_futures_stay_thin() {
+    let client = client().await;
+    let mutex = InterProcessMutex::new(client.clone(), "/thin/lock").unwrap();
+    let lock = mutex.lock();
+    let try_lock = mutex.try_lock_for(Duration::from_millis(1));
+    assert!(
+        std::mem::size_of_val(&lock) <= 128,
+        "lock() is {} bytes",
+        std::mem::size_of_val(&lock)
+    );
+    assert!(
+        std::mem::size_of_val(&try_lock) <= 160,
+        "try_lock_for() is {} bytes",
+        std::mem::size_of_val(&try_lock)
+    );
+    let guard = bounded(lock).await.unwrap();
+    drop(try_lock);
+    guard.release().await.unwrap();
+    client.close().await.unwrap();
+}
