@@ -164,7 +164,8 @@ pub struct Bench {
     /// kazoo's unmeasured warm-up, in seconds.
     #[arg(long, default_value_t = 1.0, value_parser = seconds_warmup)]
     pub kazoo_warmup: f64,
-    /// The server's warm-up per case, in seconds (default 2 for the recipes, 3 for client).
+    /// The server's warm-up per case, in seconds (default 8 for the recipes: long enough for its
+    /// JIT, as the first slices of round 1 showed with 2; 3 for client).
     #[arg(long, value_parser = seconds_warmup)]
     pub server_warmup: Option<f64>,
     /// The server's forceSync (off takes its disk out: a write then costs a round trip).

@@ -66,7 +66,7 @@ pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
         rust_warmup: cli.rust_warmup,
         java_warmup: cli.java_warmup.unwrap_or(5.0),
         kazoo_warmup: cli.kazoo_warmup,
-        server_warmup: cli.server_warmup.unwrap_or(2.0),
+        server_warmup: cli.server_warmup.unwrap_or(8.0),
         force_sync: cli.force_sync == OnOff::On,
         pin: cli.pin == OnOff::On,
         cost: !cli.no_cost,
