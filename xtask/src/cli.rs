@@ -87,6 +87,9 @@ pub enum BenchName {
     /// The client's own cost, counted: instructions and allocations per lock cycle, the
     /// one-lock program's size (`bench::footprint`).
     Footprint,
+    /// One mutex cycle's time split into stages, from the crates' `tracing` events
+    /// (`bench::stages`).
+    Stages,
 }
 
 impl BenchName {
@@ -107,6 +110,7 @@ impl ValueEnum for BenchName {
             BenchName::Recipe(Recipe::SemaphoreMutex),
             BenchName::Queue,
             BenchName::Footprint,
+            BenchName::Stages,
         ]
     }
 
@@ -127,6 +131,9 @@ impl ValueEnum for BenchName {
             ),
             BenchName::Footprint => PossibleValue::new("footprint").help(
                 "instructions and allocations per lock cycle (callgrind), the one-lock program's size",
+            ),
+            BenchName::Stages => PossibleValue::new("stages").help(
+                "one mutex cycle split into stages (tracing events) at 1 and 4 sessions, and its tail",
             ),
         })
     }

@@ -30,6 +30,7 @@ pub mod queue;
 mod report;
 pub mod sample;
 mod slices;
+pub mod stages;
 pub mod tap;
 mod versions;
 pub(crate) mod worker;
@@ -95,6 +96,15 @@ pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
                 queue::run(&queue::Options {
                     waiters: cli.waiters.clone(),
                     force_sync: cli.force_sync == OnOff::On,
+                })?;
+                wrote_reports = true;
+                continue;
+            }
+            BenchName::Stages => {
+                stages::run(&stages::Options {
+                    seconds: cli.seconds,
+                    force_sync: cli.force_sync == OnOff::On,
+                    pin: cli.pin == OnOff::On,
                 })?;
                 wrote_reports = true;
                 continue;
