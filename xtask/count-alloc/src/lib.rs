@@ -3,13 +3,17 @@
 //! that the benchmark worker can say how many allocations one lock cycle makes, a number that
 //! does not move between runs.
 //!
-//! ```ignore
+//! ```
 //! #[global_allocator]
 //! static ALLOC: count_alloc::Counting = count_alloc::Counting;
 //!
-//! let before = count_alloc::counts();
-//! // ... the work to count ...
-//! let spent = count_alloc::counts().since(before);
+//! fn main() {
+//!     let before = count_alloc::counts();
+//!     let work: Vec<u8> = std::hint::black_box(Vec::with_capacity(64));
+//!     let spent = count_alloc::counts().since(before);
+//!     assert!(spent.allocations >= 1 && spent.bytes >= 64);
+//!     drop(work);
+//! }
 //! ```
 //!
 //! Not a profiler: it says how many, not where (valgrind's DHAT or heaptrack say where).
