@@ -191,3 +191,15 @@ impl Drop for WorkerProcess {
         let _ = self.child.wait();
     }
 }
+
+/// For a worker process: exits (code 3) when its stdin ends, that is when the harness that
+/// started it went away, so that no worker outlives its harness.
+pub fn exit_at_end_of_stdin() {
+    std::thread::spawn(|| {
+        use std::io::Read;
+        let mut sink = [0u8; 64];
+        let mut stdin = std::io::stdin();
+        while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
+        std::process::exit(3);
+    });
+}

@@ -45,6 +45,32 @@ pub(crate) fn median_by<T>(all: &[T], field: impl Fn(&T) -> f64) -> Option<f64> 
     values.get(values.len() / 2).copied()
 }
 
+/// Starts the fresh standalone server a bench measures against (`force_sync` as asked), pins
+/// it to its CPU when `pinning` says so, and returns it with its version (`srvr`); `what`
+/// names the bench in what it prints.
+pub(crate) fn start_server(
+    what: &str,
+    force_sync: bool,
+    pinning: Option<&pin::Pinning>,
+) -> Result<(crate::zk::ZkServer, String), Box<dyn Error>> {
+    use crate::zk::{ZkOptions, ZkServer};
+    let sync = if force_sync { "on" } else { "off" };
+    eprintln!("bench {what}: starting ZooKeeper (forceSync {sync})...");
+    let server = ZkServer::start_with(ZkOptions::default().force_sync(force_sync))?;
+    if let (Some(p), Some(pid)) = (pinning, server.pid()) {
+        if let Err(e) = p.pin_server(pid) {
+            eprintln!("bench {what}: could not pin the server ({e}); going on unpinned");
+        }
+    }
+    let version = server
+        .four_letter("srvr")?
+        .lines()
+        .find_map(|line| line.strip_prefix("Zookeeper version: "))
+        .map_or("unknown", |v| v.split(',').next().unwrap_or(v))
+        .to_owned();
+    Ok((server, version))
+}
+
 /// Runs `cargo xtask bench [NAMES...] [FLAGS]`: the benchmarks named (every lock recipe and
 /// the footprint when none is), one after the other, with the same flags.
 ///

@@ -48,7 +48,6 @@
 //! ([`xtask::bench::sample::Sample`]) or `ERROR <message>`, and exits when its stdin ends.
 
 use std::error::Error;
-use std::io::Read;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -81,7 +80,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.split_first() {
         Some((mode, rest)) if mode == "bench" => {
-            exit_at_end_of_stdin();
+            xtask::worker_process::exit_at_end_of_stdin();
             run(rest).map(|sample| Some(sample.to_string()))
         }
         Some((mode, rest)) if mode == "interop" => {
@@ -114,16 +113,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// Exits when stdin ends: the bench that started this worker went away.
-fn exit_at_end_of_stdin() {
-    std::thread::spawn(|| {
-        let mut sink = [0u8; 64];
-        let mut stdin = std::io::stdin();
-        while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
-        std::process::exit(3);
-    });
 }
 
 /// The parsed command line.

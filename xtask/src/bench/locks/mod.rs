@@ -79,7 +79,7 @@ use super::worker::{self, millis};
 use crate::deps::{self, Need};
 use crate::recipe::Recipe;
 use crate::recipe::Workload;
-use crate::zk::{ZkOptions, ZkServer};
+use crate::zk::ZkServer;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
@@ -269,20 +269,7 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
         pinning: if opts.pin { Pinning::plan() } else { None },
     };
 
-    let sync = if opts.force_sync { "on" } else { "off" };
-    eprintln!("bench {what}: starting ZooKeeper (forceSync {sync})...");
-    let server = ZkServer::start_with(ZkOptions::default().force_sync(opts.force_sync))?;
-    if let (Some(p), Some(pid)) = (workers.pinning.as_ref(), server.pid()) {
-        if let Err(e) = p.pin_server(pid) {
-            eprintln!("bench {what}: could not pin the server ({e}); going on unpinned");
-        }
-    }
-    let version = server
-        .four_letter("srvr")?
-        .lines()
-        .find_map(|line| line.strip_prefix("Zookeeper version: "))
-        .map_or("unknown", |v| v.split(',').next().unwrap_or(v))
-        .to_owned();
+    let (server, version) = super::start_server(what, opts.force_sync, workers.pinning.as_ref())?;
     let hz = procfs::clock_ticks_per_second();
     let connect = server.connect_string();
 

@@ -43,7 +43,6 @@ use super::worker::{self, millis};
 use crate::deps::{self, Need};
 use crate::paths::target_dir;
 use crate::worker_process::WorkerProcess;
-use crate::zk::{ZkOptions, ZkServer};
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
@@ -98,20 +97,7 @@ pub fn run(opts: &Options) -> Result<()> {
     );
     let bin = worker::build_release_bin_with("zk-stages", &["log"], &target)?;
     let pinning = if opts.pin { Pinning::plan() } else { None };
-    let sync = if opts.force_sync { "on" } else { "off" };
-    eprintln!("bench stages: starting ZooKeeper (forceSync {sync})...");
-    let server = ZkServer::start_with(ZkOptions::default().force_sync(opts.force_sync))?;
-    if let (Some(p), Some(pid)) = (pinning.as_ref(), server.pid()) {
-        if let Err(e) = p.pin_server(pid) {
-            eprintln!("bench stages: could not pin the server ({e}); going on unpinned");
-        }
-    }
-    let version = server
-        .four_letter("srvr")?
-        .lines()
-        .find_map(|line| line.strip_prefix("Zookeeper version: "))
-        .map_or("unknown", |v| v.split(',').next().unwrap_or(v))
-        .to_owned();
+    let (server, version) = super::start_server("stages", opts.force_sync, pinning.as_ref())?;
     let connect = server.connect_string();
 
     let mut runs = Vec::new();

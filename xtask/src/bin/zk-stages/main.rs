@@ -27,7 +27,7 @@ mod collect;
 fn main() -> ExitCode {
     #[cfg(feature = "log")]
     {
-        exit_at_end_of_stdin();
+        xtask::worker_process::exit_at_end_of_stdin();
         let args: Vec<String> = std::env::args().skip(1).collect();
         match collect::run(&args) {
             Ok(()) => ExitCode::SUCCESS,
@@ -42,16 +42,4 @@ fn main() -> ExitCode {
         println!("ERROR zk-stages needs xtask's feature `log` (the crates' `tracing` events)");
         ExitCode::FAILURE
     }
-}
-
-/// Exits when stdin ends: the bench that started this worker went away.
-#[cfg(feature = "log")]
-fn exit_at_end_of_stdin() {
-    use std::io::Read;
-    std::thread::spawn(|| {
-        let mut sink = [0u8; 64];
-        let mut stdin = std::io::stdin();
-        while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
-        std::process::exit(3);
-    });
 }
