@@ -78,14 +78,26 @@ pub fn validate_path(path: &str, sequential: bool) -> Result<(), PathError> {
     if path.ends_with('/') && !sequential {
         return Err(PathError::TrailingSlash { path: err_path() });
     }
-    // Most paths are ASCII with no control character (checked without branching, so that it
-    // runs a word at a time): then only the segments between slashes need looking at.
-    if path.is_ascii()
-        && !path
-            .bytes()
-            .fold(false, |bad, b| bad | (b < 0x20) | (b == 0x7f))
-    {
-        return check_segments(path, sequential);
+    // Most paths are ASCII with no control character, no `//` and no `/.`: then no segment
+    // can be empty, `.` or `..`. Two passes without branches or carried state (so that they
+    // run a word at a time) tell; a path with `//` or `/.` gets its segments checked, one
+    // with any other character the full scan.
+    let bytes = path.as_bytes();
+    let plain = bytes
+        .iter()
+        .fold(true, |plain, &b| plain & (b.wrapping_sub(0x20) < 0x5f));
+    if plain {
+        let suspect = bytes
+            .iter()
+            .zip(bytes.iter().skip(1))
+            .fold(false, |suspect, (&a, &b)| {
+                suspect | ((a == b'/') & ((b == b'/') | (b == b'.')))
+            });
+        return if suspect {
+            check_segments(path, sequential)
+        } else {
+            Ok(())
+        };
     }
     // Otherwise ASCII is scanned byte by byte, without decoding UTF-8 (the same checks).
     if path.is_ascii() {

@@ -661,11 +661,15 @@ impl<C: Connect> SessionTask<C> {
             );
             let close_at = self.close_deadline();
             let want = earliest(deadline, rw_search.deadline(self.session.state()));
-            if want != armed {
-                if let Some(at) = want {
+            // Deadlines mostly move later (every send and read moves the ping and read
+            // deadlines): the armed timer is then left to fire at the earlier instant, where
+            // `handle_timeout` does nothing and the timer is re-armed. Moving it each turn
+            // would cost a timer-wheel update per request and per reply.
+            if let Some(at) = want {
+                if armed.is_none_or(|armed| at < armed) {
                     timer.as_mut().reset(at);
+                    armed = Some(at);
                 }
-                armed = want;
             }
             tokio::select! {
                 biased;
