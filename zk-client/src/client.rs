@@ -16,6 +16,7 @@ use zk_proto::{
 
 use crate::chroot::Chroot;
 use crate::io::{Command, Link, SessionTask};
+use crate::reply::Replies;
 use crate::session::{Session, SessionConfig, SessionState, WatcherId};
 use crate::watcher::{OneshotWatcher, PersistentWatcher, WatchSink};
 use crate::{ConnectString, Error};
@@ -342,6 +343,7 @@ impl ClientBuilder {
                 max_data_len: self.max_data_len,
                 link,
                 next_watcher: AtomicU64::new(1),
+                replies: Arc::new(Replies::new()),
             }),
         };
         for (scheme, credentials) in self.auth {
@@ -360,6 +362,8 @@ struct Inner {
     max_data_len: usize,
     link: Arc<Mutex<Link>>,
     next_watcher: AtomicU64,
+    /// Where the session task's replies reach callers.
+    replies: Arc<Replies<Result<Response, Error>>>,
 }
 
 /// How to create a node: its mode, ACL and (for TTL modes) time to live.
@@ -648,7 +652,7 @@ impl Client {
         request: Request,
         watch: Option<(WatcherId, WatchSink)>,
     ) -> impl Future<Output = Result<Response, Error>> + Send + 'static {
-        let (reply, rx) = oneshot::channel();
+        let (reply, rx) = self.inner.replies.open();
         let command = Command::Submit {
             request,
             reply,
@@ -660,7 +664,7 @@ impl Client {
             if !sent {
                 return Err(ended(*state.borrow()));
             }
-            rx.await.unwrap_or_else(|_| Err(ended(*state.borrow())))
+            rx.await.unwrap_or_else(|| Err(ended(*state.borrow())))
         }
     }
 

@@ -49,6 +49,7 @@ mod framing;
 mod hosts;
 mod io;
 mod log;
+mod reply;
 mod sasl;
 pub mod session;
 #[cfg(feature = "tls")]

@@ -32,12 +32,13 @@ pub(crate) use tls::TlsConnect;
 
 use crate::dial::{Dialer, Step};
 use crate::framing::ZkFrames;
+use crate::reply::ReplySender;
 use crate::session::{Session, SessionEvent, SessionState, WatcherId};
 use crate::watcher::WatchSink;
 use crate::{Error, chroot::Chroot};
 
 /// The caller waiting for a reply (none for requests the task sends on its own).
-pub(crate) type Token = Option<oneshot::Sender<Result<Response, Error>>>;
+pub(crate) type Token = Option<ReplySender<Result<Response, Error>>>;
 
 /// What a [`crate::Client`] asks of the session task.
 #[derive(Debug)]
@@ -45,7 +46,7 @@ pub(crate) enum Command {
     /// Send a request; reply on `reply`; if it leaves a watch, deliver to `watch`.
     Submit {
         request: Request,
-        reply: oneshot::Sender<Result<Response, Error>>,
+        reply: ReplySender<Result<Response, Error>>,
         watch: Option<(WatcherId, WatchSink)>,
     },
     /// A watcher's handle was dropped.
@@ -764,7 +765,7 @@ impl<C: Connect> SessionTask<C> {
     fn command(&mut self, cmd: Command) {
         match cmd {
             Command::Submit { reply, .. } if self.closing.is_some() => {
-                let _ = reply.send(Err(Error::Closed));
+                reply.send(Err(Error::Closed));
             }
             Command::Close { reply } => self.begin_close(Some(reply)),
             Command::UpdateHosts { hosts } => {
@@ -797,7 +798,7 @@ impl<C: Connect> SessionTask<C> {
                     }
                     Err((token, err)) => {
                         if let Some(reply) = token {
-                            let _ = reply.send(Err(err));
+                            reply.send(Err(err));
                         }
                     }
                 }
@@ -823,7 +824,7 @@ impl<C: Connect> SessionTask<C> {
             match event {
                 SessionEvent::Reply { token, result } => {
                     if let Some(reply) = token {
-                        let _ = reply.send(result);
+                        reply.send(result);
                     }
                 }
                 SessionEvent::Watch {
