@@ -363,7 +363,8 @@ pub async fn run_cleanups(client: &Client, cleanups: Vec<Cleanup>) -> Result<(),
 
 /// Deletes `path` with a guarantee: the delete is sent now (so it keeps its place ahead of
 /// whatever the caller sends next), and if it fails for anything but a final error it is
-/// retried until done or the session ends. `done` is called with how it ended.
+/// retried until done or the session ends. `done` is called with how it ended, and the
+/// returned future gives the same result when awaited to the end.
 ///
 /// The wait runs where the returned [`GuaranteedDelete`] is awaited (a release awaited by its
 /// caller costs no task); dropped before it ends, it goes on in a background task on the
@@ -376,7 +377,7 @@ pub async fn run_cleanups(client: &Client, cleanups: Vec<Cleanup>) -> Result<(),
 pub fn guaranteed_delete(
     client: &Client,
     path: String,
-    done: impl FnOnce(Result<(), Error>) + Send + 'static,
+    done: impl FnOnce(&Result<(), Error>) + Send + 'static,
 ) -> GuaranteedDelete {
     guaranteed_delete_on(None, client, path, done)
 }
@@ -388,7 +389,7 @@ pub fn guaranteed_delete_on(
     runtime: Option<&tokio::runtime::Handle>,
     client: &Client,
     path: String,
-    done: impl FnOnce(Result<(), Error>) + Send + 'static,
+    done: impl FnOnce(&Result<(), Error>) + Send + 'static,
 ) -> GuaranteedDelete {
     crate::log::info!(
         node = %path,
@@ -402,8 +403,12 @@ pub fn guaranteed_delete_on(
         Err(_) => match runtime {
             Some(handle) => handle.clone(),
             None => {
-                done(Err(Error::NoRuntime));
-                return GuaranteedDelete { wait: None };
+                let result = Err(Error::NoRuntime);
+                done(&result);
+                return GuaranteedDelete {
+                    wait: None,
+                    result: Some(result),
+                };
             }
         },
     };
@@ -426,36 +431,43 @@ pub fn guaranteed_delete_on(
                 run_cleanups(&client, vec![Cleanup::Delete(path)]).await
             }
         };
-        done(result);
+        done(&result);
+        result
     };
     GuaranteedDelete {
         wait: Some((Box::pin(task), handle)),
+        result: None,
     }
 }
 
-/// A delete started by [`guaranteed_delete`]: awaiting it runs it to its end here; dropping
-/// it before that hands the rest to a background task, so the delete finishes either way.
+/// A delete started by [`guaranteed_delete`]: awaiting it runs it to its end here and gives
+/// how it ended; dropping it before that hands the rest to a background task, so the delete
+/// finishes either way.
 #[must_use = "dropped, the delete goes on in a background task; await it to wait here"]
 pub struct GuaranteedDelete {
     /// The wait still to run, and the runtime it was started on (a drop outside that
     /// runtime's context still hands it there). `None` once done, or without a runtime.
     wait: Option<(BoxedWait, tokio::runtime::Handle)>,
+    /// How it ended, when that was known at once (no runtime).
+    result: Option<Result<(), Error>>,
 }
 
 /// The rest of a guaranteed delete: its reply, retries, and the `done` call.
-type BoxedWait = Pin<Box<dyn Future<Output = ()> + Send>>;
+type BoxedWait = Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>;
 
 impl Future for GuaranteedDelete {
-    type Output = ();
+    type Output = Result<(), Error>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+    /// How the delete ended (polled again after that: `Ok(())`).
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
         if let Some((task, _)) = self.wait.as_mut() {
-            if task.as_mut().poll(cx).is_pending() {
+            let Poll::Ready(result) = task.as_mut().poll(cx) else {
                 return Poll::Pending;
-            }
+            };
             self.wait = None;
+            return Poll::Ready(result);
         }
-        Poll::Ready(())
+        Poll::Ready(self.result.take().unwrap_or(Ok(())))
     }
 }
 
@@ -467,15 +479,11 @@ impl Drop for GuaranteedDelete {
     }
 }
 
-/// Awaits a release's `delete` and its `done` result, unless the session ends first (or has
+/// Awaits a release's `delete` to its result, unless the session ends first (or has
 /// already ended): then returns that reason at once (the node goes with the session; the
 /// delete goes on in the background meanwhile). A session locally lost (no server for its
 /// timeout) may still come back: the release waits on, and the next state decides.
-pub async fn finish_release(
-    client: &Client,
-    delete: GuaranteedDelete,
-    done: oneshot::Receiver<Result<(), Error>>,
-) -> Result<(), Error> {
+pub async fn finish_release(client: &Client, delete: GuaranteedDelete) -> Result<(), Error> {
     let mut states = client.state_watch();
     let state = *states.borrow_and_update();
     if state.is_terminal() {
@@ -488,13 +496,9 @@ pub async fn finish_release(
             Err(_) => Error::Zk(zk_client::Error::Closed),
         }
     };
-    let finished = async {
-        delete.await;
-        done.await.unwrap_or(Ok(()))
-    };
     tokio::select! {
         biased;
-        result = finished => result,
+        result = delete => result,
         e = ended => Err(e),
     }
 }
@@ -864,15 +868,13 @@ fn ok(reply: Reply) -> Completed {
     }
 }
 
-/// The options of a lock node's create, made once (an open ACL is three allocations).
+/// The options of a lock node's create (constants: an open ACL is borrowed).
 fn create_options(mode: NodeMode) -> &'static CreateOptions {
-    static SEQUENTIAL: std::sync::OnceLock<CreateOptions> = std::sync::OnceLock::new();
-    static EXACT: std::sync::OnceLock<CreateOptions> = std::sync::OnceLock::new();
+    static SEQUENTIAL: CreateOptions = CreateOptions::new(CreateMode::EphemeralSequential);
+    static EXACT: CreateOptions = CreateOptions::new(CreateMode::Ephemeral);
     match mode {
-        NodeMode::EphemeralSequential => {
-            SEQUENTIAL.get_or_init(|| CreateOptions::new(CreateMode::EphemeralSequential))
-        }
-        NodeMode::Ephemeral => EXACT.get_or_init(|| CreateOptions::new(CreateMode::Ephemeral)),
+        NodeMode::EphemeralSequential => &SEQUENTIAL,
+        NodeMode::Ephemeral => &EXACT,
     }
 }
 

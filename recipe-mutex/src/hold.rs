@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard as StdGuard, PoisonError};
 
 use tokio::runtime::Handle;
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use zk_client::{Client, SessionState};
 
@@ -177,13 +176,13 @@ impl Holds {
     }
 
     /// Ends hold `id`: its node's delete is started (and guaranteed, on `runtime`): awaiting
-    /// it waits here, dropping it leaves it to the background; the receiver gives its result.
+    /// it waits here and gives its result, dropping it leaves it to the background.
     fn end(
         self: &Arc<Self>,
         id: u64,
         node_path: String,
         runtime: Option<&Handle>,
-    ) -> (GuaranteedDelete, oneshot::Receiver<Result<(), Error>>) {
+    ) -> GuaranteedDelete {
         let mut table = self.table();
         if let Some(Some(revocation)) = table.held.remove(&id) {
             revocation.abort();
@@ -191,14 +190,10 @@ impl Holds {
         table.releasing.insert(id, ());
         drop(table);
         // Sent now, so it keeps its place ahead of whatever the caller sends next.
-        let (tx, rx) = oneshot::channel();
         let holds = self.clone();
-        let delete =
-            driver::guaranteed_delete_on(runtime, &self.client, node_path, move |result| {
-                holds.table().releasing.remove(&id);
-                let _ = tx.send(result);
-            });
-        (delete, rx)
+        driver::guaranteed_delete_on(runtime, &self.client, node_path, move |_| {
+            holds.table().releasing.remove(&id);
+        })
     }
 
     /// Whether any guard in this process holds the lock (a hold being released counts until
@@ -361,11 +356,11 @@ impl LockGuard {
         self.released = true;
         // The guard is spent: its node's path goes to the delete.
         let node_path = std::mem::take(&mut self.node.path);
-        let (delete, done) = self
+        let delete = self
             .holds
             .clone()
             .end(self.id, node_path, self.runtime.as_ref());
-        driver::finish_release(self.holds.client(), delete, done).await
+        driver::finish_release(self.holds.client(), delete).await
     }
 }
 

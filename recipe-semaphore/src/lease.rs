@@ -6,7 +6,6 @@ use bytes::Bytes;
 use recipe_mutex::driver::{self, Acquired};
 use recipe_mutex::hold::session_loss;
 use recipe_mutex::{Error, Loss};
-use tokio::sync::oneshot;
 use zk_client::{Client, SessionState};
 
 /// One lease of an [`InterProcessSemaphoreV2`](crate::InterProcessSemaphoreV2): its node
@@ -97,17 +96,14 @@ impl Lease {
     /// a session already ended, returns that at once: the lease went with it.
     pub fn release(mut self) -> impl Future<Output = Result<(), Error>> + Send + 'static {
         self.returned = true;
-        let (tx, done) = oneshot::channel();
         let delete = driver::guaranteed_delete_on(
             self.runtime.as_ref(),
             &self.client,
             self.node.path.clone(),
-            move |r| {
-                let _ = tx.send(r);
-            },
+            |_| {},
         );
         let client = self.client.clone();
-        async move { driver::finish_release(&client, delete, done).await }
+        async move { driver::finish_release(&client, delete).await }
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use crate::machine::{Cleanup, Failure, Input, Machine, Outcome};
-use crate::name::{protection_prefix, sort_key};
+use crate::name::{PROTECTED_PREFIX, sort_key};
 use crate::op::{Connection, NodeMode, Op, Reply, WatchEvent, ZkError};
 use crate::predicate::{Predicate, Verdict};
 use crate::queue::Queue;
@@ -85,10 +85,14 @@ enum Phase {
 /// ```
 #[derive(Debug)]
 pub struct AcquireMachine<P> {
-    base: String,
+    /// `base/_c_<uuid>-<lock name>`, the path our node is created with: the base and the
+    /// protection prefix (what our node's name starts with) are slices of it.
+    stem: String,
+    /// Where the base ends in `stem`.
+    base_end: usize,
+    /// Where the protection prefix is in `stem`.
+    prefix_at: std::ops::Range<usize>,
     predicate: P,
-    /// `_c_<uuid>-`: what our node's name starts with.
-    prefix: String,
     data: Bytes,
     phase: Phase,
     /// The plan, the deadline and its grace, the retry timer.
@@ -117,10 +121,25 @@ impl<P: Predicate> AcquireMachine<P> {
         data: Bytes,
         deadline: Option<Instant>,
     ) -> Self {
+        let under = if base == "/" { "" } else { base };
+        let lock_name = predicate.lock_name();
+        let mut stem = String::with_capacity(
+            under.len() + 1 + PROTECTED_PREFIX.len() + uuid.len() + 1 + lock_name.len(),
+        );
+        stem.push_str(under);
+        stem.push('/');
+        // The stem starts with the base (`/` included for the root).
+        let base_end = base.len();
+        stem.push_str(PROTECTED_PREFIX);
+        stem.push_str(uuid);
+        stem.push('-');
+        let prefix_at = under.len() + 1..stem.len();
+        stem.push_str(lock_name);
         Self {
-            base: base.to_owned(),
+            stem,
+            base_end,
+            prefix_at,
             predicate,
-            prefix: protection_prefix(uuid),
             data,
             phase: Phase::Idle,
             schedule: Schedule::new(deadline),
@@ -145,8 +164,18 @@ impl<P: Predicate> AcquireMachine<P> {
         self.ours.as_ref().map(|n| self.child(n))
     }
 
+    /// The lock's base path.
+    fn base(&self) -> &str {
+        self.stem.get(..self.base_end).unwrap_or_default()
+    }
+
+    /// `_c_<uuid>-`: what our node's name starts with.
+    fn prefix(&self) -> &str {
+        self.stem.get(self.prefix_at.clone()).unwrap_or_default()
+    }
+
     fn child(&self, name: &str) -> String {
-        child_path(&self.base, name)
+        child_path(self.base(), name)
     }
 
     fn send(&mut self, kind: Sent, op: Op) {
@@ -158,7 +187,7 @@ impl<P: Predicate> AcquireMachine<P> {
         self.phase = Phase::Busy;
         self.create_in_flight = true;
         let create = Op::Create {
-            path: node_path(&self.base, &self.prefix, self.predicate.lock_name()),
+            path: self.stem.clone(),
             mode: NodeMode::EphemeralSequential,
             data: self.data.clone(),
         };
@@ -169,7 +198,7 @@ impl<P: Predicate> AcquireMachine<P> {
     fn list(&mut self) {
         self.phase = Phase::Busy;
         let op = Op::Children {
-            path: self.base.clone(),
+            path: self.base().to_owned(),
             watch: false,
         };
         self.send(Sent::Children, op);
@@ -178,7 +207,7 @@ impl<P: Predicate> AcquireMachine<P> {
     fn make_parents(&mut self) {
         self.phase = Phase::Busy;
         let op = Op::CreateParents {
-            path: self.base.clone(),
+            path: self.base().to_owned(),
         };
         self.send(Sent::CreateParents, op);
     }
@@ -186,7 +215,7 @@ impl<P: Predicate> AcquireMachine<P> {
     fn recover(&mut self) {
         self.phase = Phase::Busy;
         let op = Op::Sync {
-            path: self.base.clone(),
+            path: self.base().to_owned(),
         };
         self.send(Sent::Sync, op);
         self.list();
@@ -365,7 +394,7 @@ impl<P: Predicate> AcquireMachine<P> {
         // Taken while the listing is judged (no copy), put back unless it vanished.
         let Some(ours) = self.ours.take() else {
             // After a lost create reply and a sync: is our node there?
-            match children.iter().find(|c| c.starts_with(&self.prefix)) {
+            match children.iter().find(|c| c.starts_with(self.prefix())) {
                 Some(found) => {
                     let found = found.clone();
                     self.ours = Some(found.clone());
@@ -397,7 +426,7 @@ impl<P: Predicate> AcquireMachine<P> {
         // delete it, so it cannot block the lock.
         let twins: Vec<String> = children
             .iter()
-            .filter(|c| c.starts_with(&self.prefix) && *c != ours)
+            .filter(|c| c.starts_with(self.prefix()) && *c != ours)
             .cloned()
             .collect();
         for twin in twins {
@@ -406,7 +435,7 @@ impl<P: Predicate> AcquireMachine<P> {
             };
             self.send(Sent::DeleteTwin, op);
         }
-        children.retain(|c| !c.starts_with(&self.prefix) || c == ours);
+        children.retain(|c| !c.starts_with(self.prefix()) || c == ours);
         if sort_key(ours, self.predicate.lock_name()).starts_with('-') {
             // The parent's sequence counter wrapped: in Curator's order our node would jump
             // ahead of older ones. Never hold on that.
@@ -554,23 +583,12 @@ impl<P: Predicate> Machine for AcquireMachine<P> {
         }
         if self.lost_create || (self.create_in_flight && self.ours.is_none()) {
             owed.push(Cleanup::FindAndDelete {
-                base: self.base.clone(),
-                prefix: self.prefix.clone(),
+                base: self.base().to_owned(),
+                prefix: self.prefix().to_owned(),
             });
         }
         owed
     }
-}
-
-/// `base/<prefix><lock_name>`, the path to create, in one allocation.
-fn node_path(base: &str, prefix: &str, lock_name: &str) -> String {
-    let base = if base == "/" { "" } else { base };
-    let mut path = String::with_capacity(base.len() + 1 + prefix.len() + lock_name.len());
-    path.push_str(base);
-    path.push('/');
-    path.push_str(prefix);
-    path.push_str(lock_name);
-    path
 }
 
 /// `base/name`, without a double slash under the root.

@@ -97,7 +97,7 @@ fn handshake_and_requests_with_zk_proto_over_plain_tcp() {
     let create = Request::Create2(CreateRequest {
         path: "/smoke".into(),
         data: Some("hello".into()),
-        acl: Acl::open_unsafe(),
+        acl: Acl::open_unsafe().into(),
         mode: CreateMode::Persistent,
     });
     c.send(1, &create);
@@ -175,7 +175,7 @@ fn handshake_and_requests_with_zk_proto_over_plain_tcp() {
     let eph = Request::Create(CreateRequest {
         path: "/smoke/e-".into(),
         data: None,
-        acl: Acl::open_unsafe(),
+        acl: Acl::open_unsafe().into(),
         mode: CreateMode::EphemeralSequential,
     });
     c.send(5, &eph);

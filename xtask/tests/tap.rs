@@ -97,7 +97,7 @@ fn a_session_through_the_tap_is_counted_exactly() {
     let sent = framed(&Request::Create(CreateRequest {
         path: "/tap/a".into(),
         data: Some("x".into()),
-        acl: Acl::open_unsafe(),
+        acl: Acl::open_unsafe().into(),
         mode: CreateMode::Persistent,
     })) + framed(&Request::GetChildren(GetChildrenRequest {
         path: "/tap".into(),

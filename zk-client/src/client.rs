@@ -1,5 +1,6 @@
 //! [`Client`]: the handle users hold, its builder, and the typed operations.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -371,25 +372,26 @@ struct Inner {
 pub struct CreateOptions {
     /// The kind of node.
     pub mode: CreateMode,
-    /// Its ACL (default: `world:anyone` may do everything).
-    pub acl: Vec<Acl>,
+    /// Its ACL (default: `world:anyone` may do everything, the constant
+    /// [`Acl::OPEN_UNSAFE`], borrowed: a create allocates nothing for it).
+    pub acl: Cow<'static, [Acl]>,
     /// The time to live, required for TTL modes and refused otherwise.
     pub ttl: Option<Duration>,
 }
 
 impl CreateOptions {
     /// A node of `mode` with an open ACL.
-    pub fn new(mode: CreateMode) -> Self {
+    pub const fn new(mode: CreateMode) -> Self {
         Self {
             mode,
-            acl: Acl::open_unsafe(),
+            acl: Cow::Borrowed(Acl::OPEN_UNSAFE),
             ttl: None,
         }
     }
 
-    /// With this ACL.
-    pub fn acl(mut self, acl: Vec<Acl>) -> Self {
-        self.acl = acl;
+    /// With this ACL (a `Vec<Acl>`, or a constant slice such as [`Acl::OPEN_UNSAFE`]).
+    pub fn acl(mut self, acl: impl Into<Cow<'static, [Acl]>>) -> Self {
+        self.acl = acl.into();
         self
     }
 

@@ -623,7 +623,7 @@ fn we_write_java_reads() {
                 .unwrap()
                 .options
                 .acl
-                .clone(),
+                .to_vec(),
         };
         assert_eq!(node.acl, expected_acl, "ACL of {label}");
         match *label {

@@ -210,6 +210,33 @@ impl Visit for std::borrow::Cow<'static, str> {
     }
 }
 
+/// A vector that may be a constant (a create's [`Acl`](crate::records::Acl) list, so that
+/// creating with an open ACL allocates nothing for it): encoded as a vector, decoded owned.
+impl<T: Decode + Clone> Decode for std::borrow::Cow<'static, [T]> {
+    const MIN_LEN: usize = 4;
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Vec::<T>::decode(r).map(std::borrow::Cow::Owned)
+    }
+}
+impl<T: Encode + Clone> Encode for std::borrow::Cow<'static, [T]> {
+    fn encoded_len(&self) -> usize {
+        4 + self.iter().map(Encode::encoded_len).sum::<usize>()
+    }
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
+        out.put_i32(len_prefix("vector", self.len())?);
+        self.iter().try_for_each(|item| item.encode(out))
+    }
+}
+impl<T: Visit + Clone> Visit for std::borrow::Cow<'static, [T]> {
+    fn visit(&self, tag: &str, v: &mut dyn Visitor) {
+        v.start_vector(tag);
+        for item in self.iter() {
+            item.visit("", v);
+        }
+        v.end_vector();
+    }
+}
+
 /// A `ustring` that may be null (`-1`): only `ReconfigRequest` needs one.
 impl Decode for Option<String> {
     const MIN_LEN: usize = 4;

@@ -37,7 +37,7 @@ fn create(path: &str, mode: CreateMode) -> Request {
     Request::Create(CreateRequest {
         path: path.into(),
         data: None,
-        acl: Acl::open_unsafe(),
+        acl: Acl::open_unsafe().into(),
         mode,
     })
 }
@@ -296,7 +296,7 @@ fn demo(server: &ZkServer) -> Result<(), WireError> {
             MultiOp::Create(CreateRequest {
                 path: "/demo/config".into(),
                 data: Some("v1".into()),
-                acl: Acl::open_unsafe(),
+                acl: Acl::open_unsafe().into(),
                 mode: CreateMode::Persistent,
             }),
         ),

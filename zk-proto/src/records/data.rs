@@ -101,6 +101,13 @@ record! {
 }
 
 impl Acl {
+    /// `world:anyone` with every permission (`ZooDefs.Ids.OPEN_ACL_UNSAFE`), as a constant: a
+    /// create given it borrows it.
+    pub const OPEN_UNSAFE: &'static [Acl] = &[Acl {
+        perms: Perms::ALL,
+        id: Id::from_static("world", "anyone"),
+    }];
+
     /// `world:anyone` with every permission (`ZooDefs.Ids.OPEN_ACL_UNSAFE`).
     pub fn open_unsafe() -> Vec<Acl> {
         vec![Acl {

@@ -1,5 +1,7 @@
 //! Requests and responses about nodes: create, delete, exists, data, children, sync.
 
+use std::borrow::Cow;
+
 use super::data::{Acl, Buffer, Stat};
 use crate::CreateMode;
 use crate::codec::record;
@@ -11,8 +13,8 @@ record! {
         path: String = "path",
         /// The node's data.
         data: Buffer = "data",
-        /// Its ACL; must not be empty.
-        acl: Vec<Acl> = "acl",
+        /// Its ACL; must not be empty (a constant such as [`Acl::OPEN_UNSAFE`] is borrowed).
+        acl: Cow<'static, [Acl]> = "acl",
         /// What kind of node.
         mode: CreateMode = "flags",
     }
@@ -25,8 +27,8 @@ record! {
         path: String = "path",
         /// The node's data.
         data: Buffer = "data",
-        /// Its ACL.
-        acl: Vec<Acl> = "acl",
+        /// Its ACL (a constant such as [`Acl::OPEN_UNSAFE`] is borrowed).
+        acl: Cow<'static, [Acl]> = "acl",
         /// A TTL mode.
         mode: CreateMode = "flags",
         /// Time to live in ms.

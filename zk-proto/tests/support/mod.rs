@@ -596,13 +596,13 @@ pub fn requests() -> Vec<Request> {
     let create = |i: usize| CreateRequest {
         path: path(i),
         data: pick(&buffers, i),
-        acl: pick(&acls, i + 1),
+        acl: pick(&acls, i + 1).into(),
         mode: pick(CreateMode::ALL, i),
     };
     let ttl = |i: usize| CreateTtlRequest {
         path: path(i),
         data: pick(&buffers, i + 1),
-        acl: pick(&acls, i),
+        acl: pick(&acls, i).into(),
         mode: pick(CreateMode::ALL, i + 5),
         ttl: [1, 0, -1, i64::MAX][i % 4],
     };

@@ -854,7 +854,7 @@ mod tests {
         Request::Create(CreateRequest {
             path: path.into(),
             data: None,
-            acl: Acl::open_unsafe(),
+            acl: Acl::open_unsafe().into(),
             mode,
         })
     }
@@ -975,7 +975,7 @@ mod tests {
                 MultiOp::Create(CreateRequest {
                     path: "/x".into(),
                     data: None,
-                    acl: Acl::open_unsafe(),
+                    acl: Acl::open_unsafe().into(),
                     mode: CreateMode::Persistent,
                 }),
                 MultiOp::Delete(DeleteRequest {

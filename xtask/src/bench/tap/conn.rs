@@ -228,7 +228,7 @@ mod tests {
         Request::Create(CreateRequest {
             path: path.into(),
             data: Some(Vec::new().into()),
-            acl: Acl::open_unsafe(),
+            acl: Acl::open_unsafe().into(),
             mode: CreateMode::EphemeralSequential,
         })
     }
@@ -404,13 +404,13 @@ mod tests {
                 MultiOp::Create(CreateRequest {
                     path: "/m/0/a-".into(),
                     data: None,
-                    acl: Acl::open_unsafe(),
+                    acl: Acl::open_unsafe().into(),
                     mode: CreateMode::EphemeralSequential,
                 }),
                 MultiOp::Create(CreateRequest {
                     path: "/m/1/a-".into(),
                     data: None,
-                    acl: Acl::open_unsafe(),
+                    acl: Acl::open_unsafe().into(),
                     mode: CreateMode::EphemeralSequential,
                 }),
             ],
