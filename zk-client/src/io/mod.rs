@@ -13,12 +13,15 @@ mod connect;
 mod tls;
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::codec::Decoder;
@@ -127,6 +130,18 @@ pub(crate) struct Wiring {
     pub close_timeout: Duration,
 }
 
+/// What the pump keeps for one connection.
+struct Pump {
+    codec: ZkFrames,
+    rbuf: BytesMut,
+    rw_search: RwSearch,
+    /// The session's timer (and the read-write search's), armed at `armed`.
+    timer: Pin<Box<tokio::time::Sleep>>,
+    armed: Option<Instant>,
+    /// The close's deadline, once a close is under way.
+    close_timer: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
 /// While connected to a read-only server, looks for a read-write one in the background with
 /// the `isro` four-letter word (as the Java client does), at growing intervals.
 struct RwSearch {
@@ -188,14 +203,15 @@ impl RwSearch {
         (state == SessionState::ConnectedReadOnly && self.pending.is_none()).then_some(self.next_at)
     }
 
-    /// The outcome of the search under way; pending while none is.
-    async fn result(&mut self) -> Option<SocketAddr> {
-        let Some(rx) = self.pending.as_mut() else {
-            return std::future::pending().await;
+    /// The outcome of the search under way, once it has one (`None` while none is under way
+    /// or it goes on).
+    fn poll_result(&mut self, cx: &mut Context<'_>) -> Option<Option<SocketAddr>> {
+        let rx = self.pending.as_mut()?;
+        let Poll::Ready(found) = Pin::new(rx).poll(cx) else {
+            return None;
         };
-        let found = rx.await.unwrap_or(None);
         self.pending = None;
-        found
+        Some(found.unwrap_or(None))
     }
 }
 
@@ -564,10 +580,10 @@ impl<C: Connect> SessionTask<C> {
 
     async fn connection(&mut self, stream: C::Stream, addr: SocketAddr) -> Ended {
         update(&self.link, |l| l.server = Some(addr));
-        let (mut reader, mut writer) = tokio::io::split(stream);
+        let mut stream = stream;
         self.session.handle_connected(Instant::now().into_std());
         let mut wbuf = BytesMut::new();
-        let mut ended = self.pump(&mut reader, &mut writer, addr, &mut wbuf).await;
+        let mut ended = self.pump(&mut stream, addr, &mut wbuf).await;
         // Bytes still unwritten are flushed only when the session ended on its own (they
         // count as written); otherwise their requests fail as never sent.
         if !self.session.state().is_terminal() {
@@ -610,36 +626,152 @@ impl<C: Connect> SessionTask<C> {
         tokio::spawn(async move {
             let teardown = async {
                 if !wbuf.is_empty() {
-                    let _ = writer.write_all(&wbuf).await;
+                    let _ = stream.write_all(&wbuf).await;
                 }
-                let _ = writer.shutdown().await;
+                let _ = stream.shutdown().await;
             };
             let _ = tokio::time::timeout(TEARDOWN, teardown).await;
-            drop(reader);
+            drop(stream);
         });
         ended
     }
 
+    /// Moves bytes, commands and time between the connection and the session until the
+    /// connection ends or the session does. One hand-written poll: each turn takes every
+    /// command queued, every byte readable and a timer that fired, then writes what the session
+    /// queued; it returns `Pending` once each source has said `Pending` in that turn (so each
+    /// has the task's waker), without turning again for sources that had nothing.
     async fn pump(
         &mut self,
-        reader: &mut ReadHalf<C::Stream>,
-        writer: &mut WriteHalf<C::Stream>,
+        stream: &mut C::Stream,
         peer: SocketAddr,
         wbuf: &mut BytesMut,
     ) -> Ended {
-        let mut codec = ZkFrames {
-            max: self.session.config().max_frame_len,
+        let mut pump = Pump {
+            codec: ZkFrames {
+                max: self.session.config().max_frame_len,
+            },
+            rbuf: BytesMut::with_capacity(READ_BUFFER),
+            rw_search: RwSearch::new(),
+            // One timer for the connection, moved only when the deadline comes earlier.
+            timer: Box::pin(tokio::time::sleep_until(Instant::now())),
+            armed: None,
+            close_timer: None,
         };
-        let mut rbuf = BytesMut::with_capacity(READ_BUFFER);
-        let mut rw_search = RwSearch::new();
-        let addr = peer;
-        let peer = Some(peer);
-        // One timer for the connection, moved when the deadline moves (not a new one per
-        // turn of the loop).
-        let timer = tokio::time::sleep_until(Instant::now());
-        tokio::pin!(timer);
-        let mut armed: Option<Instant> = None;
+        std::future::poll_fn(|cx| self.poll_pump(cx, &mut pump, stream, peer, wbuf)).await
+    }
+
+    fn poll_pump(
+        &mut self,
+        cx: &mut Context<'_>,
+        pump: &mut Pump,
+        stream: &mut C::Stream,
+        peer: SocketAddr,
+        wbuf: &mut BytesMut,
+    ) -> Poll<Ended> {
+        let lost = |cause| {
+            Poll::Ready(Ended::Lost {
+                handshaken: false,
+                cause,
+            })
+        };
         loop {
+            // Commands: all that are queued, a batch at a time.
+            let mut more = false;
+            if !self.rx_done {
+                let mut taken = 0;
+                loop {
+                    match self.rx.poll_recv(cx) {
+                        Poll::Ready(Some(cmd)) => self.command(cmd),
+                        Poll::Ready(None) => {
+                            self.every_client_gone();
+                            break;
+                        }
+                        Poll::Pending => break,
+                    }
+                    taken += 1;
+                    if taken == COMMAND_BATCH {
+                        // Let the bytes of this batch go before taking more.
+                        more = true;
+                        break;
+                    }
+                }
+            }
+            if self.leave {
+                return Poll::Ready(Ended::Lost {
+                    handshaken: true,
+                    cause: None,
+                });
+            }
+            // Frames: everything readable now.
+            loop {
+                let read = {
+                    let read = std::pin::pin!(stream.read_buf(&mut pump.rbuf));
+                    read.poll(cx)
+                };
+                match read {
+                    Poll::Pending => break,
+                    Poll::Ready(Ok(0)) => return lost(None),
+                    Poll::Ready(Err(e)) => return lost(self.connector.explain(&e, peer)),
+                    Poll::Ready(Ok(_)) => loop {
+                        match pump.codec.decode(&mut pump.rbuf) {
+                            Ok(Some(frame)) => {
+                                if let Err(e) =
+                                    self.session.handle_frame(Instant::now().into_std(), &frame)
+                                {
+                                    return Poll::Ready(self.lost_or_done(e));
+                                }
+                            }
+                            Ok(None) => break,
+                            Err(e) => return lost(Some(e)),
+                        }
+                    },
+                }
+            }
+            // The session's timer, and the search for a read-write server.
+            pump.rw_search.start_if_due(
+                self.session.state(),
+                self.dialer.hosts(),
+                &self.resolve,
+                &self.connector,
+                Some(peer),
+            );
+            if let Some(found) = pump.rw_search.poll_result(cx) {
+                if let Some(addr) = found {
+                    crate::log::info!(%addr, "a read-write server answers: leaving the read-only one");
+                    // Leave the read-only server for the read-write one.
+                    self.dialer.prefer(addr);
+                    self.leave = true;
+                    return Poll::Ready(Ended::Lost {
+                        handshaken: true,
+                        cause: None,
+                    });
+                }
+                continue;
+            }
+            let want = earliest(
+                self.session.poll_timeout().map(Instant::from_std),
+                pump.rw_search.deadline(self.session.state()),
+            );
+            // Deadlines mostly move later (every send and read moves the ping and read
+            // deadlines): the armed timer is then left to fire at the earlier instant, where
+            // `handle_timeout` does nothing and the timer is re-armed. Moving it each turn
+            // would cost a timer-wheel update per request and per reply.
+            if let Some(at) = want {
+                if pump.armed.is_none_or(|armed| at < armed) {
+                    pump.timer.as_mut().reset(at);
+                    pump.armed = Some(at);
+                }
+            }
+            if pump.armed.is_some() && pump.timer.as_mut().poll(cx).is_ready() {
+                // Fired: re-armed next turn with whatever the session wants then.
+                pump.armed = None;
+                if let Err(e) = self.session.handle_timeout(Instant::now().into_std()) {
+                    return Poll::Ready(self.lost_or_done(e));
+                }
+                more = true;
+            }
+            // Replies and events to their callers and watchers; bytes to the server.
             self.drain_events();
             if let Some(bytes) = self.session.poll_transmit() {
                 if wbuf.is_empty() {
@@ -650,55 +782,14 @@ impl<C: Connect> SessionTask<C> {
             }
             if self.session.state().is_terminal() {
                 // What is queued is flushed by the teardown.
-                return Ended::Done;
+                return Poll::Ready(Ended::Done);
             }
-            let deadline = self.session.poll_timeout().map(Instant::from_std);
-            rw_search.start_if_due(
-                self.session.state(),
-                self.dialer.hosts(),
-                &self.resolve,
-                &self.connector,
-                peer,
-            );
-            let close_at = self.close_deadline();
-            let want = earliest(deadline, rw_search.deadline(self.session.state()));
-            // Deadlines mostly move later (every send and read moves the ping and read
-            // deadlines): the armed timer is then left to fire at the earlier instant, where
-            // `handle_timeout` does nothing and the timer is re-armed. Moving it each turn
-            // would cost a timer-wheel update per request and per reply.
-            if let Some(at) = want {
-                if armed.is_none_or(|armed| at < armed) {
-                    timer.as_mut().reset(at);
-                    armed = Some(at);
-                }
-            }
-            tokio::select! {
-                biased;
-                read = reader.read_buf(&mut rbuf) => match read {
-                    Ok(0) => return Ended::Lost { handshaken: false, cause: None },
-                    Err(e) => {
-                        let cause = self.connector.explain(&e, addr);
-                        return Ended::Lost { handshaken: false, cause };
-                    }
-                    Ok(_) => loop {
-                        match codec.decode(&mut rbuf) {
-                            Ok(Some(frame)) => {
-                                if let Err(e) = self.session.handle_frame(Instant::now().into_std(), &frame) {
-                                    return self.lost_or_done(e);
-                                }
-                            }
-                            Ok(None) => break,
-                            Err(e) => return Ended::Lost { handshaken: false, cause: Some(e) },
-                        }
-                    },
-                },
-                written = writer.write(wbuf), if !wbuf.is_empty() => match written {
-                    Ok(0) => return Ended::Lost { handshaken: false, cause: None },
-                    Err(e) => {
-                        let cause = self.connector.explain(&e, addr);
-                        return Ended::Lost { handshaken: false, cause };
-                    }
-                    Ok(n) => {
+            while !wbuf.is_empty() {
+                match Pin::new(&mut *stream).poll_write(cx, wbuf) {
+                    Poll::Pending => break,
+                    Poll::Ready(Ok(0)) => return lost(None),
+                    Poll::Ready(Err(e)) => return lost(self.connector.explain(&e, peer)),
+                    Poll::Ready(Ok(n)) => {
                         // `advance`, not `split_to` (which would allocate a shared header);
                         // once all is written the buffer is dropped, so the session's own
                         // buffer is unique again and its next frames reuse the allocation.
@@ -708,45 +799,23 @@ impl<C: Connect> SessionTask<C> {
                             *wbuf = BytesMut::new();
                         }
                     }
-                },
-                cmd = self.rx.recv(), if !self.rx_done => match cmd {
-                    Some(cmd) => {
-                        self.command(cmd);
-                        for _ in 0..COMMAND_BATCH {
-                            match self.rx.try_recv() {
-                                Ok(cmd) => self.command(cmd),
-                                Err(_) => break,
-                            }
-                        }
-                    }
-                    None => self.every_client_gone(),
-                },
-                _ = sleep_until(close_at) => {
+                }
+            }
+            // A close that no server confirmed in time ends here.
+            if let Some(at) = self.close_deadline() {
+                let timer = pump
+                    .close_timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
+                if timer.as_mut().poll(cx).is_ready() {
                     // What sits unwritten is never sent: its requests fail as not sent.
                     self.session.handle_unsent(wbuf.len());
                     wbuf.clear();
                     self.close_here();
-                    return Ended::Done;
-                },
-                _ = std::future::ready(()), if self.leave => {
-                    return Ended::Lost { handshaken: true, cause: None };
-                },
-                () = &mut timer, if armed.is_some() => {
-                    // Fired: re-armed next turn with whatever the session wants then.
-                    armed = None;
-                    if let Err(e) = self.session.handle_timeout(Instant::now().into_std()) {
-                        return self.lost_or_done(e);
-                    }
-                },
-                found = rw_search.result() => {
-                    if let Some(addr) = found {
-                        crate::log::info!(%addr, "a read-write server answers: leaving the read-only one");
-                        // Leave the read-only server for the read-write one.
-                        self.dialer.prefer(addr);
-                        self.leave = true;
-                        return Ended::Lost { handshaken: true, cause: None };
-                    }
-                },
+                    return Poll::Ready(Ended::Done);
+                }
+            }
+            if !more {
+                return Poll::Pending;
             }
         }
     }
