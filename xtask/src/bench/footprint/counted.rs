@@ -24,14 +24,19 @@ pub const SHORT: u64 = 200;
 pub const LONG: u64 = 1_200;
 
 /// The workloads counted: one uncontended cycle of each recipe.
-pub const WORKLOADS: [(&str, &str); 6] = [
+pub const WORKLOADS: [(&str, &str); 7] = [
     ("mutex", "mutex"),
     ("read lock", "read"),
     ("write lock", "write"),
     ("semaphore mutex", "semmutex"),
     ("semaphore (3), one lease", "sem:3"),
     ("multi-lock over 2", "multi:2"),
+    // What tokio and the codec alone cost for the mutex cycle's requests (`floor`).
+    (FLOOR, "floor"),
 ];
+
+/// The floor's row: the mutex cycle's three requests with tokio and zk-proto alone.
+pub const FLOOR: &str = "floor: the mutex cycle's 3 requests, tokio + zk-proto alone";
 
 /// One workload's counts.
 #[derive(Debug, Clone, PartialEq)]
@@ -212,7 +217,19 @@ pub fn table(costs: &[Cost]) -> String {
             c.case, c.allocations, c.bytes
         );
     }
-    if let Some(mutex) = costs.iter().find(|c| c.case == "mutex") {
+    let mutex = costs.iter().find(|c| c.case == "mutex");
+    if let (Some(mutex), Some(floor)) = (mutex, costs.iter().find(|c| c.case == FLOOR)) {
+        if let (Ok(ours), Ok(under)) = (&mutex.instructions, &floor.instructions) {
+            let _ = writeln!(
+                out,
+                "\nThe mutex cycle above the floor (the session task, the driver, the machine, \
+                 the hold): {:.0} instructions, {:.1} allocations.",
+                ours - under,
+                mutex.allocations - floor.allocations
+            );
+        }
+    }
+    if let Some(mutex) = mutex {
         let met = |ok: bool| if ok { "met" } else { "not met" };
         let _ = writeln!(
             out,

@@ -3,6 +3,8 @@
 //! - [`counted`]: user-space instructions (callgrind) and heap allocations (the worker's
 //!   counting allocator) per uncontended lock cycle of every recipe, numbers that do not move
 //!   between runs the way CPU time does;
+//! - [`floor`]: the same count for the mutex cycle's three requests sent and read with tokio
+//!   and zk-proto alone, the floor under ours;
 //! - [`size`]: the stripped size of the one-lock program (recipe-mutex's `one_lock`
 //!   example, built as a user builds it: a crate of its own outside the workspace, release
 //!   profile), what a second `lock()` call site adds, what each optional feature adds, and
@@ -11,6 +13,7 @@
 //! Both are written to `target/bench/footprint.md`.
 
 pub mod counted;
+pub mod floor;
 pub mod size;
 
 use std::error::Error;
