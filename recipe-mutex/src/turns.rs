@@ -160,22 +160,28 @@ pub async fn wait(
     let mut states = client.state_watch();
     let planted = crate::plant::active(crate::plant::Plant::TurnIgnoresDeadline);
     loop {
-        let done = gate.done.notified();
-        tokio::pin!(done);
-        done.as_mut().enable();
         let state = *states.borrow_and_update();
         if state.is_terminal() && !planted {
             return Err(crate::driver::session_error(state));
         }
-        if planted && gate.pending.load(Ordering::Acquire) >= PENDING_CLEANUPS {
-            done.await;
-            continue;
-        }
-        if gate.pending.load(Ordering::Acquire) < PENDING_CLEANUPS {
+        let free = || gate.pending.load(Ordering::Acquire) < PENDING_CLEANUPS;
+        if free() {
             return Ok(Some(Arc::new(Ticket {
                 gate: gate.clone(),
                 abandoned: AtomicBool::new(false),
             })));
+        }
+        // At the bound: wait for a cleanup to finish, looking again once registered (one may
+        // have finished in between).
+        let done = gate.done.notified();
+        tokio::pin!(done);
+        done.as_mut().enable();
+        if free() {
+            continue;
+        }
+        if planted {
+            done.await;
+            continue;
         }
         let until = deadline.map(|d| d + recipes_core::DEADLINE_GRACE);
         tokio::select! {
