@@ -16,7 +16,7 @@
 //! zk-worker bench <connect> <read|write|rwmix:P|multi:K|semmutex|sem:N> <warmup ms> <measure ms> <path> <sessions>
 //! zk-worker interop <recipe> <connect> <lock path> <clients> <run ms> <dir> <leases>
 //! zk-worker stress <recipe> <connect> <path> <tasks> <run ms> <holds dir>
-//! zk-worker count <connect> <lock workload|floor> <path> <warm-up cycles> <cycles>
+//! zk-worker count <connect> <lock workload|floor|floor-two-tasks> <path> <warm-up cycles> <cycles>
 //! zk-worker chaos <connect> <process> <clients per recipe> <run ms> <dir> <leases> <session ms> <fence|no-fence> <recipes>
 //! zk-worker queue <connect> <lock path> <waiters> <budget ms>
 //! ```
@@ -205,6 +205,24 @@ fn count(args: &[String]) -> Result<String> {
         // The transport's floor: the mutex cycle's requests, tokio and zk-proto only.
         let spent = rt.block_on(async {
             let mut floor = xtask::bench::footprint::floor::Floor::connect(connect, path).await?;
+            for _ in 0..warmup {
+                floor.cycle().await?;
+            }
+            let before = count_alloc::counts();
+            for _ in 0..cycles {
+                floor.cycle().await?;
+            }
+            Ok::<_, Box<dyn Error + Send + Sync>>(count_alloc::counts().since(before))
+        })?;
+        return Ok(format!(
+            "COUNT cycles={cycles} allocations={} bytes={}",
+            spent.allocations, spent.bytes
+        ));
+    }
+    if workload == "floor-two-tasks" {
+        // The same through a connection task: a channel in, a oneshot out.
+        let spent = rt.block_on(async {
+            let floor = xtask::bench::footprint::floor::TwoTasks::connect(connect, path).await?;
             for _ in 0..warmup {
                 floor.cycle().await?;
             }

@@ -24,7 +24,7 @@ pub const SHORT: u64 = 200;
 pub const LONG: u64 = 1_200;
 
 /// The workloads counted: one uncontended cycle of each recipe.
-pub const WORKLOADS: [(&str, &str); 7] = [
+pub const WORKLOADS: [(&str, &str); 8] = [
     ("mutex", "mutex"),
     ("read lock", "read"),
     ("write lock", "write"),
@@ -33,10 +33,13 @@ pub const WORKLOADS: [(&str, &str); 7] = [
     ("multi-lock over 2", "multi:2"),
     // What tokio and the codec alone cost for the mutex cycle's requests (`floor`).
     (FLOOR, "floor"),
+    (FLOOR_TWO_TASKS, "floor-two-tasks"),
 ];
 
 /// The floor's row: the mutex cycle's three requests with tokio and zk-proto alone.
 pub const FLOOR: &str = "floor: the mutex cycle's 3 requests, tokio + zk-proto alone";
+/// The same through a connection task (a channel in, a oneshot out): DESIGN.md's shape.
+pub const FLOOR_TWO_TASKS: &str = "floor through a connection task (channel in, oneshot out)";
 
 /// One workload's counts.
 #[derive(Debug, Clone, PartialEq)]

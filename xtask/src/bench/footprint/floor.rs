@@ -5,13 +5,21 @@
 //! connection, by one task, and nothing else: no session task, no pending table, no timers, no
 //! recipe. What any tokio ZooKeeper client pays for that cycle; the rest of ours is ours.
 //! (`zk-worker count <connect> floor <path> ...` runs it.)
+//!
+//! [`TwoTasks`] is the same cycle as a client with a session task makes it (DESIGN.md's
+//! shape: callers on their tasks, one task that owns the connection): each request goes over
+//! a channel to that task, which encodes, writes, reads, decodes and answers over a oneshot,
+//! and nothing else. (`zk-worker count <connect> floor-two-tasks <path> ...`.)
 
 use std::borrow::Cow;
 use std::error::Error;
 
+use std::collections::VecDeque;
+
 use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
 use zk_proto::records::{Acl, ConnectRequest, CreateRequest, DeleteRequest, GetChildrenRequest};
 use zk_proto::{CreateMode, DEFAULT_MAX_FRAME_LEN, OpCode, Request, Response, ServerFrame};
 
@@ -130,6 +138,110 @@ impl Floor {
         match ServerFrame::decode(&frame, |_| Some(op))? {
             ServerFrame::Reply(_, body) => Ok(body),
             ServerFrame::Notification(..) => Err("an unexpected notification".into()),
+        }
+    }
+}
+
+/// A request for [`TwoTasks`]'s connection task, and where its reply goes.
+type Call = (Request, oneshot::Sender<Option<Response>>);
+
+/// The floor's cycle through a second task: a channel in, a oneshot out.
+pub struct TwoTasks {
+    tx: mpsc::UnboundedSender<Call>,
+    lock: String,
+    stem: String,
+}
+
+impl TwoTasks {
+    /// Connects as [`Floor::connect`] and hands the connection to its own task.
+    ///
+    /// # Errors
+    /// As [`Floor::connect`].
+    pub async fn connect(connect: &str, path: &str) -> Result<TwoTasks> {
+        let floor = Floor::connect(connect, path).await?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (lock, stem) = (floor.lock.clone(), floor.stem.clone());
+        tokio::spawn(connection(floor, rx));
+        Ok(TwoTasks { tx, lock, stem })
+    }
+
+    /// One cycle, as [`Floor::cycle`], the create and the listing sent before either is
+    /// awaited.
+    ///
+    /// # Errors
+    /// A failed request, the connection's task gone.
+    pub async fn cycle(&self) -> Result<()> {
+        let create = self.call(Request::Create(CreateRequest {
+            path: self.stem.clone(),
+            data: None,
+            acl: Cow::Borrowed(Acl::OPEN_UNSAFE),
+            mode: CreateMode::EphemeralSequential,
+        }))?;
+        let children = self.call(Request::GetChildren(GetChildrenRequest {
+            path: self.lock.clone(),
+            watch: false,
+        }))?;
+        let created = match create.await? {
+            Some(Response::Create(r)) => r.path,
+            other => return Err(format!("create: {other:?}").into()),
+        };
+        let Some(Response::GetChildren(_)) = children.await? else {
+            return Err("getChildren failed".into());
+        };
+        self.call(Request::Delete(DeleteRequest {
+            path: created,
+            version: -1,
+        }))?
+        .await?;
+        Ok(())
+    }
+
+    fn call(&self, request: Request) -> Result<oneshot::Receiver<Option<Response>>> {
+        let (tx, rx) = oneshot::channel();
+        self.tx
+            .send((request, tx))
+            .map_err(|_| "the connection's task is gone")?;
+        Ok(rx)
+    }
+}
+
+/// The connection's task: requests in from the channel (every one queued, then one write),
+/// replies matched in order and answered.
+async fn connection(mut floor: Floor, mut rx: mpsc::UnboundedReceiver<Call>) {
+    let mut pending: VecDeque<(OpCode, oneshot::Sender<Option<Response>>)> = VecDeque::new();
+    loop {
+        tokio::select! {
+            biased;
+            read = floor.stream.read_buf(&mut floor.inb) => {
+                if !matches!(read, Ok(n) if n > 0) {
+                    return;
+                }
+                while let Ok(Some(frame)) = zk_proto::split_frame(&mut floor.inb, DEFAULT_MAX_FRAME_LEN) {
+                    let Some((op, reply)) = pending.pop_front() else { return };
+                    let Ok(ServerFrame::Reply(_, body)) = ServerFrame::decode(&frame, |_| Some(op)) else {
+                        return;
+                    };
+                    let _ = reply.send(body);
+                }
+            }
+            call = rx.recv() => {
+                let Some(mut call) = call else { return };
+                loop {
+                    let (request, reply) = call;
+                    let op = request.op_code();
+                    if floor.send(request).is_err() {
+                        return;
+                    }
+                    pending.push_back((op, reply));
+                    match rx.try_recv() {
+                        Ok(next) => call = next,
+                        Err(_) => break,
+                    }
+                }
+                if floor.flush().await.is_err() {
+                    return;
+                }
+            }
         }
     }
 }
