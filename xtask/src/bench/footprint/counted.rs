@@ -221,15 +221,20 @@ pub fn table(costs: &[Cost]) -> String {
         );
     }
     let mutex = costs.iter().find(|c| c.case == "mutex");
-    if let (Some(mutex), Some(floor)) = (mutex, costs.iter().find(|c| c.case == FLOOR)) {
-        if let (Ok(ours), Ok(under)) = (&mutex.instructions, &floor.instructions) {
-            let _ = writeln!(
-                out,
-                "\nThe mutex cycle above the floor (the session task, the driver, the machine, \
-                 the hold): {:.0} instructions, {:.1} allocations.",
-                ours - under,
-                mutex.allocations - floor.allocations
-            );
+    for (floor, what) in [
+        (FLOOR, "the floor"),
+        (FLOOR_TWO_TASKS, "the floor through a connection task"),
+    ] {
+        let floor = costs.iter().find(|c| c.case == floor);
+        if let (Some(mutex), Some(floor)) = (mutex, floor) {
+            if let (Ok(ours), Ok(under)) = (&mutex.instructions, &floor.instructions) {
+                let _ = writeln!(
+                    out,
+                    "\nThe mutex cycle above {what}: {:.0} instructions, {:.1} allocations.",
+                    ours - under,
+                    mutex.allocations - floor.allocations
+                );
+            }
         }
     }
     if let Some(mutex) = mutex {
