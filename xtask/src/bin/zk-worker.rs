@@ -56,6 +56,7 @@ use recipe_multilock::InterProcessMultiLock;
 use recipe_mutex::InterProcessMutex;
 use recipe_rwlock::InterProcessReadWriteLock;
 use recipe_semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
+use xtask::bench::footprint::floor::Transport;
 use xtask::bench::histogram::Histogram;
 use xtask::bench::procfs;
 use xtask::bench::sample::Sample;
@@ -201,28 +202,12 @@ fn count(args: &[String]) -> Result<String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    if workload == "floor" {
-        // The transport's floor: the mutex cycle's requests, tokio and zk-proto only.
+    if Transport::names(workload) {
+        // A floor under the mutex cycle: its requests with tokio and zk-proto alone.
         let spent = rt.block_on(async {
-            let mut floor = xtask::bench::footprint::floor::Floor::connect(connect, path).await?;
-            for _ in 0..warmup {
-                floor.cycle().await?;
-            }
-            let before = count_alloc::counts();
-            for _ in 0..cycles {
-                floor.cycle().await?;
-            }
-            Ok::<_, Box<dyn Error + Send + Sync>>(count_alloc::counts().since(before))
-        })?;
-        return Ok(format!(
-            "COUNT cycles={cycles} allocations={} bytes={}",
-            spent.allocations, spent.bytes
-        ));
-    }
-    if workload == "floor-two-tasks" {
-        // The same through a connection task: a channel in, a oneshot out.
-        let spent = rt.block_on(async {
-            let floor = xtask::bench::footprint::floor::TwoTasks::connect(connect, path).await?;
+            let Some(mut floor) = Transport::connect(workload, connect, path).await? else {
+                return Err("not a floor".into());
+            };
             for _ in 0..warmup {
                 floor.cycle().await?;
             }

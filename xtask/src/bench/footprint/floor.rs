@@ -25,6 +25,44 @@ use zk_proto::{CreateMode, DEFAULT_MAX_FRAME_LEN, OpCode, Request, Response, Ser
 
 type Result<T> = std::result::Result<T, Box<dyn Error + Send + Sync>>;
 
+/// Either floor, by its workload name (`floor`, `floor-two-tasks`).
+pub enum Transport {
+    /// [`Floor`]: one task.
+    OneTask(Floor),
+    /// [`TwoTasks`]: through a connection task.
+    TwoTasks(TwoTasks),
+}
+
+impl Transport {
+    /// The floor named `workload` on `connect`, or `None` if `workload` names none.
+    ///
+    /// # Errors
+    /// As [`Floor::connect`].
+    pub async fn connect(workload: &str, connect: &str, path: &str) -> Result<Option<Self>> {
+        Ok(match workload {
+            "floor" => Some(Transport::OneTask(Floor::connect(connect, path).await?)),
+            "floor-two-tasks" => Some(Transport::TwoTasks(TwoTasks::connect(connect, path).await?)),
+            _ => None,
+        })
+    }
+
+    /// Whether `workload` names a floor.
+    pub fn names(workload: &str) -> bool {
+        matches!(workload, "floor" | "floor-two-tasks")
+    }
+
+    /// One cycle of the floor.
+    ///
+    /// # Errors
+    /// As [`Floor::cycle`].
+    pub async fn cycle(&mut self) -> Result<()> {
+        match self {
+            Transport::OneTask(f) => f.cycle().await,
+            Transport::TwoTasks(f) => f.cycle().await,
+        }
+    }
+}
+
 /// A name as long as the mutex's (`_c_<uuid>-lock-`), fixed.
 const NAME: &str = "_c_00000000-0000-4000-8000-000000000000-lock-";
 
