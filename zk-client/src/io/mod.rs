@@ -140,6 +140,8 @@ struct Pump {
     armed: Option<Instant>,
     /// The close's deadline, once a close is under way.
     close_timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// Bytes were written since the stream was last flushed.
+    unflushed: bool,
 }
 
 /// While connected to a read-only server, looks for a read-write one in the background with
@@ -657,6 +659,7 @@ impl<C: Connect> SessionTask<C> {
             timer: Box::pin(tokio::time::sleep_until(Instant::now())),
             armed: None,
             close_timer: None,
+            unflushed: false,
         };
         std::future::poll_fn(|cx| self.poll_pump(cx, &mut pump, stream, peer, wbuf)).await
     }
@@ -798,7 +801,19 @@ impl<C: Connect> SessionTask<C> {
                         if wbuf.is_empty() {
                             *wbuf = BytesMut::new();
                         }
+                        pump.unflushed = true;
                     }
+                }
+            }
+            // A stream may hold bytes of its own beyond the connection (TLS: the records
+            // rustls keeps while the socket is full): flushed once all is written, and again
+            // each turn until done (its waker is ours meanwhile), else they would wait for the
+            // next write, the ping.
+            if wbuf.is_empty() && pump.unflushed {
+                match Pin::new(&mut *stream).poll_flush(cx) {
+                    Poll::Pending => {}
+                    Poll::Ready(Ok(())) => pump.unflushed = false,
+                    Poll::Ready(Err(e)) => return lost(self.connector.explain(&e, peer)),
                 }
             }
             // A close that no server confirmed in time ends here.

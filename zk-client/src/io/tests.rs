@@ -171,33 +171,109 @@ struct Mem {
     conns: mpsc::UnboundedSender<Conn>,
     refuse: Arc<std::sync::atomic::AtomicBool>,
     attempts: Arc<Mutex<Vec<Instant>>>,
+    /// The in-memory connection's capacity, and how much the client's end buffers on its own
+    /// beyond it, as a TLS stream does (0: nothing).
+    capacity: usize,
+    own_buffer: usize,
 }
 
 impl Connect for Mem {
-    type Stream = DuplexStream;
+    type Stream = Buffered;
 
     fn connect(
         &self,
         _host: Option<&str>,
         addr: SocketAddr,
-    ) -> connect::BoxFuture<Result<DuplexStream, Error>> {
+    ) -> connect::BoxFuture<Result<Buffered, Error>> {
         let conns = self.conns.clone();
         let refuse = self.refuse.load(std::sync::atomic::Ordering::SeqCst);
         self.attempts.lock().unwrap().push(Instant::now());
+        let (capacity, limit) = (self.capacity, self.own_buffer);
         Box::pin(async move {
             let refused =
                 || unreachable(&addr.to_string(), io::ErrorKind::ConnectionRefused.into());
             if refuse {
                 return Err(refused());
             }
-            let (client, server) = tokio::io::duplex(1 << 16);
+            let (client, server) = tokio::io::duplex(capacity);
             let conn = Conn {
                 stream: server,
                 buf: BytesMut::new(),
             };
             conns.send(conn).map_err(|_| refused())?;
-            Ok(client)
+            Ok(Buffered {
+                inner: client,
+                held: BytesMut::new(),
+                limit,
+            })
         })
+    }
+}
+
+/// The client's end of an in-memory connection. With a `limit`, it behaves as a TLS stream
+/// does: a write is taken into a buffer of its own (up to `limit`) even when the connection is
+/// full, and what it holds goes out on a later write or a flush only.
+struct Buffered {
+    inner: DuplexStream,
+    held: BytesMut,
+    limit: usize,
+}
+
+impl Buffered {
+    /// Passes on what is held, as far as the connection takes it.
+    fn push(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while !self.held.is_empty() {
+            match Pin::new(&mut self.inner).poll_write(cx, &self.held) {
+                Poll::Ready(Ok(n)) => bytes::Buf::advance(&mut self.held, n),
+                other => return other.map(|r| r.map(|_| ())),
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl tokio::io::AsyncRead for Buffered {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Buffered {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        if self.limit == 0 {
+            return Pin::new(&mut self.inner).poll_write(cx, buf);
+        }
+        if let Poll::Ready(Err(e)) = self.push(cx) {
+            return Poll::Ready(Err(e));
+        }
+        let room = self.limit.saturating_sub(self.held.len());
+        if room == 0 {
+            return Poll::Pending; // push registered the waker
+        }
+        let n = buf.len().min(room);
+        self.held.extend_from_slice(&buf[..n]);
+        if let Poll::Ready(Err(e)) = self.push(cx) {
+            return Poll::Ready(Err(e));
+        }
+        Poll::Ready(Ok(n))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        std::task::ready!(self.push(cx))?;
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        std::task::ready!(self.push(cx))?;
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
@@ -230,6 +306,8 @@ fn harness() -> (Mem, Harness) {
             conns: tx,
             refuse: refuse.clone(),
             attempts: attempts.clone(),
+            capacity: 1 << 16,
+            own_buffer: 0,
         },
         Harness {
             conns: rx,
@@ -302,6 +380,37 @@ async fn heartbeat_read_timeout_and_session_loss_to_the_millisecond() {
         "lost at the timeout"
     );
     drop(conn);
+}
+
+/// A stream that keeps bytes of its own beyond the connection (TLS: records rustls holds while
+/// the socket is full) is flushed once the connection takes bytes again: a request whose last
+/// bytes it held reaches the server then, not with the next write (the ping, 2 s later).
+#[tokio::test(start_paused = true)]
+async fn bytes_a_stream_holds_go_out_when_the_connection_drains_not_with_the_next_ping() {
+    let (mut mem, mut h) = harness();
+    mem.capacity = 1024;
+    mem.own_buffer = 64 * 1024;
+    let (c, mut conn) = mem_connected("s1:2181", mem, &mut h).await;
+    let t0 = Instant::now();
+    let data = vec![7u8; 8 * 1024];
+    let create = tokio::spawn(async move {
+        c.create(
+            "/big",
+            &data,
+            &crate::CreateOptions::new(crate::CreateMode::Persistent),
+        )
+        .await
+    });
+    // The server reads only now: the client's end holds most of the frame.
+    tokio::task::yield_now().await;
+    let (_, request) = conn.read_request().await.unwrap();
+    assert!(matches!(request, Request::Create(_)), "{request:?}");
+    assert_eq!(
+        t0.elapsed(),
+        Duration::ZERO,
+        "the whole frame without waiting for a ping"
+    );
+    drop(create);
 }
 
 /// A handshake nobody answers ends at the connect timeout, and the first connect reports it
