@@ -6,7 +6,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use crate::machine::{Cleanup, Failure, Input, Machine, Outcome};
-use crate::name::{PROTECTED_PREFIX, sort_key};
+use crate::name::{node_path, sort_key};
 use crate::op::{Connection, NodeMode, Op, Reply, WatchEvent, ZkError};
 use crate::predicate::{Predicate, Verdict};
 use crate::queue::Queue;
@@ -121,20 +121,9 @@ impl<P: Predicate> AcquireMachine<P> {
         data: Bytes,
         deadline: Option<Instant>,
     ) -> Self {
-        let under = if base == "/" { "" } else { base };
-        let lock_name = predicate.lock_name();
-        let mut stem = String::with_capacity(
-            under.len() + 1 + PROTECTED_PREFIX.len() + uuid.len() + 1 + lock_name.len(),
-        );
-        stem.push_str(under);
-        stem.push('/');
+        let (stem, prefix_at) = node_path(base, uuid, predicate.lock_name());
         // The stem starts with the base (`/` included for the root).
         let base_end = base.len();
-        stem.push_str(PROTECTED_PREFIX);
-        stem.push_str(uuid);
-        stem.push('-');
-        let prefix_at = under.len() + 1..stem.len();
-        stem.push_str(lock_name);
         Self {
             stem,
             base_end,

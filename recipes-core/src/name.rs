@@ -36,10 +36,41 @@ pub fn protection_prefix(uuid: &str) -> String {
 /// `_c_<uuid>-` with room for `extra` more bytes (no `format!`: this runs once per attempt).
 fn protection_prefix_with(uuid: &str, extra: usize) -> String {
     let mut name = String::with_capacity(PROTECTED_PREFIX.len() + uuid.len() + 1 + extra);
-    name.push_str(PROTECTED_PREFIX);
-    name.push_str(uuid);
-    name.push('-');
+    push_protection_prefix(&mut name, uuid);
     name
+}
+
+fn push_protection_prefix(out: &mut String, uuid: &str) {
+    out.push_str(PROTECTED_PREFIX);
+    out.push_str(uuid);
+    out.push('-');
+}
+
+/// The path to create for lock `lock_name` under `base` with protection id `uuid`,
+/// `<base>/_c_<uuid>-<lock_name>` in one allocation (no double slash under the root), and
+/// where its protection prefix `_c_<uuid>-` is in it.
+///
+/// # Examples
+///
+/// ```
+/// let uuid = "3f0c6a52-8f7e-4b1e-9a53-2d6f0e1c9b7a";
+/// let (path, prefix) = recipes_core::name::node_path("/locks/a", uuid, "lock-");
+/// assert_eq!(path, format!("/locks/a/_c_{uuid}-lock-"));
+/// assert_eq!(&path[prefix], format!("_c_{uuid}-"));
+/// assert_eq!(recipes_core::name::node_path("/", uuid, "lock-").0, format!("/_c_{uuid}-lock-"));
+/// ```
+pub fn node_path(base: &str, uuid: &str, lock_name: &str) -> (String, std::ops::Range<usize>) {
+    let under = if base == "/" { "" } else { base };
+    let mut path = String::with_capacity(
+        under.len() + 1 + PROTECTED_PREFIX.len() + uuid.len() + 1 + lock_name.len(),
+    );
+    path.push_str(under);
+    path.push('/');
+    let start = path.len();
+    push_protection_prefix(&mut path, uuid);
+    let prefix = start..path.len();
+    path.push_str(lock_name);
+    (path, prefix)
 }
 
 /// Whether `name` carries a protection prefix as Curator checks it (`_c_`, a UUID, `-` at

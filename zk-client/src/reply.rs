@@ -90,8 +90,15 @@ impl<T> Replies<T> {
         )
     }
 
-    /// Frees slot `index` (its state is already `Free`).
-    fn release(slots: &mut Slots<T>, index: usize) {
+    /// Ends slot `index` and frees it, returning what it held: for the last of its two ends
+    /// to finish. A pool whose slots are then all free gives its memory back (beyond
+    /// [`KEEP_SLOTS`]).
+    fn take(slots: &mut Slots<T>, index: usize) -> State<T> {
+        let old = match slots.states.get_mut(index) {
+            Some(state) => std::mem::replace(state, State::Free),
+            // Unreachable: a slot is never removed while an end holds its index.
+            None => return State::Free,
+        };
         slots.free.push(index);
         if slots.states.len() > KEEP_SLOTS && slots.free.len() == slots.states.len() {
             *slots = Slots {
@@ -99,16 +106,6 @@ impl<T> Replies<T> {
                 free: Vec::new(),
             };
         }
-    }
-
-    /// Ends slot `index`, returning what it held: for the last of its two ends to finish.
-    fn take(slots: &mut Slots<T>, index: usize) -> State<T> {
-        let old = match slots.states.get_mut(index) {
-            Some(state) => std::mem::replace(state, State::Free),
-            // Unreachable: a slot is never removed while an end holds its index.
-            None => return State::Free,
-        };
-        Self::release(slots, index);
         old
     }
 

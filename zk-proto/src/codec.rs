@@ -220,20 +220,15 @@ impl<T: Decode + Clone> Decode for std::borrow::Cow<'static, [T]> {
 }
 impl<T: Encode + Clone> Encode for std::borrow::Cow<'static, [T]> {
     fn encoded_len(&self) -> usize {
-        4 + self.iter().map(Encode::encoded_len).sum::<usize>()
+        (**self).encoded_len()
     }
     fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
-        out.put_i32(len_prefix("vector", self.len())?);
-        self.iter().try_for_each(|item| item.encode(out))
+        (**self).encode(out)
     }
 }
 impl<T: Visit + Clone> Visit for std::borrow::Cow<'static, [T]> {
     fn visit(&self, tag: &str, v: &mut dyn Visitor) {
-        v.start_vector(tag);
-        for item in self.iter() {
-            item.visit("", v);
-        }
-        v.end_vector();
+        (**self).visit(tag, v);
     }
 }
 
@@ -312,7 +307,8 @@ impl<T: Decode> Decode for Vec<T> {
         Ok(items)
     }
 }
-impl<T: Encode> Encode for Vec<T> {
+/// A vector's encoding, for `Vec<T>` and `Cow<[T]>` alike.
+impl<T: Encode> Encode for [T] {
     fn encoded_len(&self) -> usize {
         4 + self.iter().map(Encode::encoded_len).sum::<usize>()
     }
@@ -321,13 +317,26 @@ impl<T: Encode> Encode for Vec<T> {
         self.iter().try_for_each(|item| item.encode(out))
     }
 }
-impl<T: Visit> Visit for Vec<T> {
+impl<T: Visit> Visit for [T] {
     fn visit(&self, tag: &str, v: &mut dyn Visitor) {
         v.start_vector(tag);
         for item in self {
             item.visit("", v);
         }
         v.end_vector();
+    }
+}
+impl<T: Encode> Encode for Vec<T> {
+    fn encoded_len(&self) -> usize {
+        self.as_slice().encoded_len()
+    }
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
+        self.as_slice().encode(out)
+    }
+}
+impl<T: Visit> Visit for Vec<T> {
+    fn visit(&self, tag: &str, v: &mut dyn Visitor) {
+        self.as_slice().visit(tag, v);
     }
 }
 

@@ -742,13 +742,9 @@ impl<C: Connect> SessionTask<C> {
             if let Some(found) = pump.rw_search.poll_result(cx) {
                 if let Some(addr) = found {
                     crate::log::info!(%addr, "a read-write server answers: leaving the read-only one");
-                    // Leave the read-only server for the read-write one.
+                    // Leave the read-only server for the read-write one (next turn).
                     self.dialer.prefer(addr);
                     self.leave = true;
-                    return Poll::Ready(Ended::Lost {
-                        handshaken: true,
-                        cause: None,
-                    });
                 }
                 continue;
             }

@@ -110,10 +110,7 @@ impl Acl {
 
     /// `world:anyone` with every permission (`ZooDefs.Ids.OPEN_ACL_UNSAFE`).
     pub fn open_unsafe() -> Vec<Acl> {
-        vec![Acl {
-            perms: Perms::ALL,
-            id: Id::from_static("world", "anyone"),
-        }]
+        Self::OPEN_UNSAFE.to_vec()
     }
 
     /// Every permission for the identities the session authenticated with
