@@ -388,13 +388,7 @@ impl<P: Predicate> AcquireMachine<P> {
                     let found = found.clone();
                     self.ours = Some(found.clone());
                     self.lost_create = false;
-                    // Its czxid, then one more listing to decide (pipelined).
-                    let op = Op::Exists {
-                        path: self.child(&found),
-                        watch: false,
-                    };
-                    self.send(Sent::Exists, op);
-                    self.list();
+                    self.ask_czxid(&found);
                 }
                 None => {
                     // Not applied: create again with the same protection id, as Curator does.
@@ -442,7 +436,10 @@ impl<P: Predicate> AcquireMachine<P> {
                     let path = self.child(ours);
                     self.finish(Outcome::Held(Held { path, czxid }));
                 }
-                None => self.fail(ZkError::Other),
+                // Found after a lost create reply, and the `Exists` that was to tell its czxid
+                // was lost too: ask again (the fencing token is the czxid; never hold
+                // without it).
+                None => self.ask_czxid(ours),
             },
             Ok(Verdict::Watch(_)) if self.schedule.timed_out() || self.deadline_passed(now) => {
                 self.finish(Outcome::TimedOut);
@@ -457,6 +454,18 @@ impl<P: Predicate> AcquireMachine<P> {
             }
         }
         true
+    }
+
+    /// Our node `ours` was found by its prefix: ask its czxid, then list once more to decide
+    /// (pipelined). A failed `Exists` is not waited on: the listing's failure plans the retry,
+    /// and a listing that shows our node in front asks again.
+    fn ask_czxid(&mut self, ours: &str) {
+        let op = Op::Exists {
+            path: self.child(ours),
+            watch: false,
+        };
+        self.send(Sent::Exists, op);
+        self.list();
     }
 
     fn on_connection(&mut self, now: Instant, connection: Connection) {

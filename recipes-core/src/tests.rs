@@ -404,6 +404,48 @@ fn a_lost_create_reply_is_recovered_by_the_protection_prefix_after_a_sync() {
     );
 }
 
+/// Issue 34, defect 1: the recovery's `Exists` (for the czxid) is lost to a second cut. The
+/// czxid is asked again when a listing shows our node in front; the attempt holds, instead of
+/// failing with `Zk(Other)` on a free lock while the session lives.
+#[test]
+fn a_czxid_lost_to_a_second_cut_is_asked_again() {
+    let t0 = Instant::now();
+    let mut s = attempt(None);
+    let ours = name(U1, 7);
+    let exists = Op::Exists {
+        path: path(&ours),
+        watch: false,
+    };
+    lose_the_create_reply_and_sync(&mut s, t0);
+    assert_eq!(s.reply(t0, kids(&[&ours])), [exists.clone(), children_op()]);
+    // The second cut: the exists and the listing fail.
+    assert_eq!(s.conn(t0, Connection::Disconnected), []);
+    assert_eq!(s.reply(t0, failed(ZkError::ConnectionLoss)), []);
+    assert_eq!(s.reply(t0, failed(ZkError::ConnectionLoss)), []);
+    assert_eq!(s.conn(t0, Connection::Connected), [children_op()]);
+    // In front, but the czxid is unknown: ask for it, and list again with it.
+    assert_eq!(s.reply(t0, kids(&[&ours])), [exists.clone(), children_op()]);
+    assert_eq!(s.m().outcome(), None);
+    assert_eq!(s.m().cleanups(), [Cleanup::Delete(path(&ours))]);
+    assert_eq!(s.reply(t0, Reply::Exists(Some(77))), []);
+    assert_eq!(s.reply(t0, kids(&[&ours])), []);
+    assert_eq!(s.m().outcome(), held(&ours, 77));
+    // Asked again and gone meanwhile (meddled with): the listing without it decides.
+    let mut s = attempt(None);
+    lose_the_create_reply_and_sync(&mut s, t0);
+    s.reply(t0, kids(&[&ours]));
+    s.reply(t0, failed(ZkError::ConnectionLoss));
+    s.reply(t0, failed(ZkError::ConnectionLoss));
+    s.conn(t0, Connection::Connected);
+    s.reply(t0, kids(&[&ours]));
+    assert_eq!(s.reply(t0, Reply::Exists(None)), []);
+    assert_eq!(s.reply(t0, kids(&[])), []);
+    assert_eq!(
+        s.m().outcome(),
+        Some(&Outcome::Failed(Failure::NodeVanished))
+    );
+}
+
 #[test]
 fn a_create_that_was_not_applied_is_sent_again_with_the_same_uuid() {
     let t0 = Instant::now();
