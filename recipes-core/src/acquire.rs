@@ -83,7 +83,7 @@ enum Phase {
 /// m.handle(now, Input::Reply(Reply::Children(vec![ours.to_owned()])));
 /// assert_eq!(m.outcome(), Some(&Outcome::Held(Held { path: format!("/locks/a/{ours}"), czxid: 7 })));
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct AcquireMachine<P> {
     /// `base/_c_<uuid>-<lock name>`, the path our node is created with: the base and the
     /// protection prefix (what our node's name starts with) are slices of it.

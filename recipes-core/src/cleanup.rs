@@ -49,7 +49,7 @@ enum Sent {
 /// m.handle(now, Input::Reply(Reply::Failed(ZkError::NoNode))); // already gone: done
 /// assert_eq!(m.outcome(), Some(&Outcome::Held(())));
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct CleanupMachine {
     todo: VecDeque<Cleanup>,
     current: Option<Cleanup>,

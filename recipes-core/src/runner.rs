@@ -36,7 +36,7 @@ pub struct Stuck {
 /// assert!(matches!(r.poll_op(), Some(Op::Children { .. })));
 /// assert_eq!(r.in_flight(), 2);
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Runner<M> {
     machine: M,
     /// Ops handed out but not answered, with the watch each asked for.

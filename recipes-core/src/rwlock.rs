@@ -156,7 +156,7 @@ enum Next {
 /// own name is ours too. The deadline ends the attempt only while waiting for the connection.
 /// The read hold carries the write hold's fencing token (`write_czxid`): it continues the write
 /// hold, and the next writer's token is greater.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct DowngradeMachine {
     base: String,
     path: String,

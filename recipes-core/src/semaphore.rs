@@ -151,7 +151,7 @@ struct Lease {
 /// // The inner lock goes once held, without waiting.
 /// assert_eq!(m.releases(), vec![Cleanup::Delete(format!("/sem/locks/{inner}"))]);
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SemaphoreMachine {
     leases_dir: String,
     prefix: String,
