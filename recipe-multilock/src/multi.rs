@@ -149,9 +149,10 @@ impl InterProcessMultiLock {
 
     /// Takes every member within `timeout` in all (one deadline for the set); `None` if not,
     /// with the members taken released in the background (last first). Returns within one
-    /// short grace of the deadline, also on a dead connection.
+    /// short grace of the deadline, also on a dead connection. A timeout too long to be a
+    /// deadline (`Duration::MAX`) means none: it waits as [`lock`](Self::lock) does.
     pub async fn try_lock_for(&self, timeout: Duration) -> Result<Option<MultiGuard>, Error> {
-        self.take(Some(Instant::now() + timeout)).await
+        self.take(recipe_mutex::driver::deadline_in(timeout)).await
     }
 
     /// Whether every member is held in this process.

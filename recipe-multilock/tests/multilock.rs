@@ -460,3 +460,21 @@ async fn transfer(c: &Client, from: usize, to: usize, amount: i64) -> Result<(),
         })),
     }
 }
+
+/// Issue 34, defect 2: `Duration::MAX` is "forever" (it panicked: "overflow when adding
+/// duration to instant"): the multi-lock waits for a held member as `lock()` does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_of_duration_max_means_no_deadline() {
+    let c = client().await;
+    let held = InterProcessMutex::new(client().await, "/t/ml-forever/b").unwrap();
+    let g = held.lock().await.unwrap();
+    let multi =
+        InterProcessMultiLock::new(c.clone(), &["/t/ml-forever/a", "/t/ml-forever/b"]).unwrap();
+    let waiting = tokio::spawn(async move {
+        let all = multi.try_lock_for(Duration::MAX).await.unwrap();
+        all.expect("no deadline: waits for b").release().await
+    });
+    wait_children(&c, "/t/ml-forever/b", 2).await;
+    g.release().await.unwrap();
+    bounded(waiting).await.unwrap().unwrap();
+}

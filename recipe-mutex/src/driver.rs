@@ -49,6 +49,21 @@ pub fn now() -> std::time::Instant {
     Instant::now().into_std()
 }
 
+/// The deadline `timeout` from now, for the surfaces' `try_*_for(timeout)`; `None` (no
+/// deadline: wait as long as it takes) when it is too far to be an instant, as
+/// `Duration::MAX`, which many callers write for "forever", is.
+pub fn deadline_in(timeout: std::time::Duration) -> Option<Instant> {
+    Instant::now().checked_add(timeout)
+}
+
+/// `deadline` plus one [`DEADLINE_GRACE`](recipes_core::DEADLINE_GRACE), saturating: at the
+/// end of what an instant can hold, the deadline itself.
+pub fn with_grace(deadline: Instant) -> Instant {
+    deadline
+        .checked_add(recipes_core::DEADLINE_GRACE)
+        .unwrap_or(deadline)
+}
+
 /// An attempt's turn ([`crate::turns`]), kept until the driven machine is completely
 /// finished, background work included; marked abandoned when the machine is handed to the
 /// background, so that cancellations cannot pile up nodes faster than they are deleted.
@@ -233,11 +248,8 @@ where
         }
         Err(Ended::TimedOut) => {
             let done = run.hand_off();
-            let grace = Instant::now() + recipes_core::DEADLINE_GRACE;
-            let until = options
-                .deadline
-                .map_or(grace, |d| d + recipes_core::DEADLINE_GRACE)
-                .min(grace);
+            let grace = with_grace(Instant::now());
+            let until = options.deadline.map_or(grace, with_grace).min(grace);
             let grace = tokio::time::sleep_until(until);
             tokio::select! {
                 _ = done => {}

@@ -69,9 +69,10 @@ pub trait Lock: Send + Sync + std::fmt::Debug {
         Box::pin(async move { taking.await?.ok_or(Error::TimedOut) })
     }
 
-    /// Takes the lock if it can within `timeout`.
+    /// Takes the lock if it can within `timeout`. A timeout too long to be a deadline
+    /// (`Duration::MAX`) means none: it waits as long as it takes.
     fn try_lock_for(&self, timeout: Duration) -> LockFuture<'_, Option<Box<dyn Guard>>> {
-        self.lock_until(Some(Instant::now() + timeout))
+        self.lock_until(crate::driver::deadline_in(timeout))
     }
 }
 

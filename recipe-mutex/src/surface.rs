@@ -4,6 +4,7 @@
 /// What [`lock_surface!`](crate::lock_surface) expands with (not an API).
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::driver::deadline_in;
     pub use std::time::Duration;
     pub use tokio::time::Instant;
 
@@ -44,13 +45,13 @@ macro_rules! lock_surface {
                 }
             }
 
-            #[doc = concat!("Takes ", $what, " if it can within `timeout`; `None` if not (what was created is deleted first, or, if that takes longer, in the background). A free lock is taken even with a zero timeout. Returns within one short grace (`recipes_core::DEADLINE_GRACE`) of the deadline, also while disconnected.")]
+            #[doc = concat!("Takes ", $what, " if it can within `timeout`; `None` if not (what was created is deleted first, or, if that takes longer, in the background). A free lock is taken even with a zero timeout. Returns within one short grace (`recipes_core::DEADLINE_GRACE`) of the deadline, also while disconnected. A timeout too long to be a deadline (`Duration::MAX`) means none: it waits as `lock()` does.")]
             pub async fn try_lock_for(
                 &self,
                 timeout: $crate::surface::__private::Duration,
             ) -> ::std::result::Result<::std::option::Option<$guard>, $crate::Error> {
-                let deadline = $crate::surface::__private::Instant::now() + timeout;
-                let taken = $crate::surface::__private::boxed(self.take(Some(deadline))).await?;
+                let deadline = $crate::surface::__private::deadline_in(timeout);
+                let taken = $crate::surface::__private::boxed(self.take(deadline)).await?;
                 ::std::result::Result::Ok(taken.map(|g| self.wrap(g)))
             }
 

@@ -183,7 +183,7 @@ pub async fn wait(
             done.await;
             continue;
         }
-        let until = deadline.map(|d| d + recipes_core::DEADLINE_GRACE);
+        let until = deadline.map(crate::driver::with_grace);
         tokio::select! {
             biased;
             _ = done => {}

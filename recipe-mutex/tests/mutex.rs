@@ -402,6 +402,28 @@ async fn bad_input_and_ended_sessions_are_typed_errors() {
     );
 }
 
+/// Issue 34, defect 2: `Duration::MAX` is "forever" (it panicked: "overflow when adding
+/// duration to instant"): a free lock is taken, a held one waited for until it is released,
+/// through the inherent method and through the `Lock` trait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_of_duration_max_waits_as_lock_does() {
+    use recipe_mutex::Lock;
+    let c = client().await;
+    let m = InterProcessMutex::new(c.clone(), "/t/forever").unwrap();
+    let g = bounded(m.try_lock_for(Duration::MAX))
+        .await
+        .unwrap()
+        .expect("free");
+    let other = InterProcessMutex::new(client().await, "/t/forever").unwrap();
+    let waiting = tokio::spawn(async move {
+        let taken = Lock::try_lock_for(&other, Duration::MAX).await;
+        taken.map(|g| g.is_some())
+    });
+    wait_children(&c, "/t/forever", 2).await;
+    g.release().await.unwrap();
+    assert_eq!(bounded(waiting).await.unwrap(), Ok(true));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parents_are_containers_created_on_demand_and_a_zero_timeout_takes_a_free_lock() {
     let c = client().await;

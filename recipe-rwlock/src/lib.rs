@@ -307,12 +307,14 @@ impl WriteGuard {
     /// [`WriteGuard::downgrade`] within `timeout`: `Ok(Err(write))` gives the write hold back,
     /// still held, when it did not complete in time (the read node it may have made is
     /// deleted). Returns within one short grace of the deadline, also on a stalled
-    /// connection.
+    /// connection. A timeout too long to be a deadline (`Duration::MAX`) means none, as in
+    /// [`downgrade`](Self::downgrade).
     pub async fn try_downgrade_for(
         self,
         timeout: Duration,
     ) -> Result<Result<ReadGuard, WriteGuard>, Error> {
-        self.downgrade_until(Some(Instant::now() + timeout)).await
+        self.downgrade_until(recipe_mutex::driver::deadline_in(timeout))
+            .await
     }
 
     async fn downgrade_until(

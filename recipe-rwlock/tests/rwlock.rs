@@ -489,3 +489,36 @@ async fn both_locks_are_revocable() {
     }
     wait_children(&c, path, 0).await;
 }
+
+/// Issue 34, defect 2: `Duration::MAX` is "forever" (it panicked: "overflow when adding
+/// duration to instant") for the read and write locks' `try_lock_for` and for
+/// `try_downgrade_for`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_of_duration_max_means_no_deadline() {
+    let c = client().await;
+    let path = "/t/rw-forever";
+    let lock = rw(&c, path);
+    let w = bounded(lock.write_lock().try_lock_for(Duration::MAX))
+        .await
+        .unwrap()
+        .expect("free");
+    let reader = rw(&client().await, path);
+    let waiting = tokio::spawn(async move {
+        let r = reader
+            .read_lock()
+            .try_lock_for(Duration::MAX)
+            .await
+            .unwrap();
+        r.expect("no deadline: held once the writer downgrades")
+            .release()
+            .await
+    });
+    wait_children(&c, path, 2).await;
+    let r = match bounded(w.try_downgrade_for(Duration::MAX)).await.unwrap() {
+        Ok(r) => r,
+        Err(_) => panic!("a downgrade with no deadline completes"),
+    };
+    bounded(waiting).await.unwrap().unwrap();
+    r.release().await.unwrap();
+    wait_children(&c, path, 0).await;
+}

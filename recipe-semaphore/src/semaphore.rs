@@ -285,9 +285,12 @@ impl InterProcessSemaphoreV2 {
         leases.into_iter().next().ok_or(Error::SessionLost)
     }
 
-    /// Takes one lease if it can within `timeout`; `None` if not.
+    /// Takes one lease if it can within `timeout`; `None` if not. A timeout too long to be a
+    /// deadline (`Duration::MAX`) means none, as in [`acquire`](Self::acquire).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Lease>, Error> {
-        let leases = self.take(1, Some(Instant::now() + timeout)).await?;
+        let leases = self
+            .take(1, recipe_mutex::driver::deadline_in(timeout))
+            .await?;
         Ok(leases.and_then(|l| l.into_iter().next()))
     }
 
@@ -298,13 +301,15 @@ impl InterProcessSemaphoreV2 {
 
     /// Takes `qty` leases, all or none, if it can within `timeout` (one deadline for all);
     /// `None` if not, with whatever was created deleted first (or in the background if that
-    /// takes longer than a short grace).
+    /// takes longer than a short grace). A timeout too long to be a deadline
+    /// (`Duration::MAX`) means none.
     pub async fn acquire_many_timeout(
         &self,
         qty: u32,
         timeout: Duration,
     ) -> Result<Option<Vec<Lease>>, Error> {
-        self.take(qty, Some(Instant::now() + timeout)).await
+        self.take(qty, recipe_mutex::driver::deadline_in(timeout))
+            .await
     }
 
     /// Returns every lease given (Curator's `returnAll`): every delete is sent at once, in one

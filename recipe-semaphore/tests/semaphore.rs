@@ -521,3 +521,31 @@ async fn nodes_deleted_by_another_client() {
     wait_children(&meddler, &leases(path), 0).await;
     wait_children(&meddler, &locks(path), 0).await;
 }
+
+/// Issue 34, defect 2: `Duration::MAX` is "forever" (it panicked: "overflow when adding
+/// duration to instant"): `acquire_timeout`, `acquire_many_timeout` and the semaphore mutex's
+/// `try_lock_for` wait as their untimed forms do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_of_duration_max_means_no_deadline() {
+    let path = "/t/sem-forever";
+    let c = client().await;
+    let s = sem(&c, path, 2);
+    let one = bounded(s.acquire_timeout(Duration::MAX))
+        .await
+        .unwrap()
+        .expect("free");
+    let other = sem(&client().await, path, 2);
+    let waiting = tokio::spawn(async move {
+        let two = other.acquire_many_timeout(2, Duration::MAX).await.unwrap();
+        InterProcessSemaphoreV2::return_all(two.expect("no deadline: waits for both")).await
+    });
+    wait_children(&c, &locks(path), 1).await;
+    one.release().await.unwrap();
+    bounded(waiting).await.unwrap().unwrap();
+    let m = InterProcessSemaphoreMutex::new(c.clone(), "/t/sem-mutex-forever").unwrap();
+    let g = bounded(m.try_lock_for(Duration::MAX))
+        .await
+        .unwrap()
+        .expect("free");
+    g.release().await.unwrap();
+}

@@ -16,7 +16,7 @@ use crate::name::{PROTECTED_PREFIX, java_cmp, sort_key};
 use crate::op::{Connection, NodeMode, Op, Reply, ZkError};
 use crate::predicate::{NodeMissing, Predicate, Verdict};
 use crate::queue::Queue;
-use crate::schedule::DEADLINE_GRACE;
+use crate::schedule::grace_end;
 
 /// The read lock's node name.
 pub const READ_LOCK_NAME: &str = "__READ__";
@@ -403,7 +403,7 @@ impl Machine for DowngradeMachine {
                         self.finish(Outcome::TimedOut);
                     }
                 } else if !self.sent.is_empty()
-                    && self.deadline.is_some_and(|d| now >= d + DEADLINE_GRACE)
+                    && self.deadline.is_some_and(|d| now >= grace_end(d))
                 {
                     // Replies that do not come (a stalled connection): the attempt ends within
                     // its deadline and one grace, its cleanups owed.
@@ -430,7 +430,7 @@ impl Machine for DowngradeMachine {
             // Replies in flight: they may come within a grace past the deadline.
             return match self.sent.is_empty() {
                 true => None,
-                false => self.deadline.map(|d| d + DEADLINE_GRACE),
+                false => self.deadline.map(grace_end),
             };
         }
         [self.retry_at, self.deadline].into_iter().flatten().min()

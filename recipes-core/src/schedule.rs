@@ -23,6 +23,12 @@ pub const DEADLINE_GRACE: Duration = Duration::from_millis(500);
 /// session has not reported yet.
 pub const RETRY_DELAY: Duration = Duration::from_millis(50);
 
+/// `deadline` plus [`DEADLINE_GRACE`], saturating: at the end of what an instant can hold,
+/// the deadline itself (a deadline that far is never reached).
+pub(crate) fn grace_end(deadline: Instant) -> Instant {
+    deadline.checked_add(DEADLINE_GRACE).unwrap_or(deadline)
+}
+
 /// What to do next, once the replies in flight are in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Resume {
@@ -119,7 +125,7 @@ impl Schedule {
     pub(crate) fn start_grace(&mut self, now: Instant) {
         self.timed_out = true;
         if self.grace_until.is_none() {
-            self.grace_until = Some(self.deadline.unwrap_or(now) + DEADLINE_GRACE);
+            self.grace_until = Some(grace_end(self.deadline.unwrap_or(now)));
         }
     }
 
@@ -241,6 +247,33 @@ mod tests {
         let mut s = Schedule::new(Some(t0));
         s.plan(Resume::List, When::Later);
         assert_eq!(s.settle(t0, true), Some(Step::TimedOut));
+    }
+
+    /// The last instant `checked_add` reaches from `t0`, to the second.
+    fn last_instant(t0: Instant) -> Instant {
+        let (mut lo, mut hi) = (0_u64, u64::MAX);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            match t0.checked_add(Duration::from_secs(mid)) {
+                Some(_) => lo = mid,
+                None => hi = mid - 1,
+            }
+        }
+        t0 + Duration::from_secs(lo)
+    }
+
+    /// Issue 34, defect 2: a deadline at the end of what an instant holds; its grace
+    /// saturates instead of panicking ("overflow when adding duration to instant").
+    #[test]
+    fn a_deadline_at_the_end_of_time_does_not_overflow() {
+        let t0 = Instant::now();
+        let end = last_instant(t0);
+        assert!(end.checked_add(DEADLINE_GRACE).is_none());
+        assert_eq!(grace_end(end), end);
+        let mut s = Schedule::new(Some(end));
+        s.start_grace(t0);
+        assert_eq!(s.poll_timeout(), Some(end));
+        assert_eq!(s.on_timeout(t0, false, true, true), None);
     }
 
     #[test]
