@@ -6,11 +6,27 @@
 //! A slot is reused only when both sides are done with it: the sender has sent or was dropped
 //! (the session task is gone), and the future has taken the reply or was dropped (the caller
 //! gave up). Wakers are woken after the pool's lock is released.
+//!
+//! loom checks this in every interleaving of the two ends (the models in `reply/loom.rs`,
+//! under `--cfg zk_loom`: see `.ci/run`).
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::task::{Context, Poll, Waker};
+
+use sync::{Mutex, MutexGuard};
+
+/// The pool's lock: loom's in the loom models (`--cfg zk_loom`, module `loom`), else std's.
+mod sync {
+    #[cfg(all(test, zk_loom))]
+    pub(super) use ::loom::sync::{Mutex, MutexGuard};
+    #[cfg(not(all(test, zk_loom)))]
+    pub(super) use std::sync::{Mutex, MutexGuard};
+}
+
+#[cfg(all(test, zk_loom))]
+mod loom;
 
 /// Above this many slots, a pool whose slots are all free again gives its memory back (a burst
 /// of thousands of waiters does not keep its peak for the session's life).
@@ -19,6 +35,9 @@ const KEEP_SLOTS: usize = 64;
 /// One session's reply slots.
 pub(crate) struct Replies<T> {
     slots: Mutex<Slots<T>>,
+    /// The defect planted in this pool, to show a loom model fails without its invariant.
+    #[cfg(all(test, zk_loom))]
+    plant: Option<loom::Plant>,
 }
 
 impl<T> std::fmt::Debug for Replies<T> {
@@ -56,6 +75,8 @@ impl<T> Replies<T> {
                 states: Vec::new(),
                 free: Vec::new(),
             }),
+            #[cfg(all(test, zk_loom))]
+            plant: None,
         }
     }
 
@@ -139,6 +160,11 @@ impl<T> ReplySender<T> {
     }
 
     fn finish(&self, index: usize, value: Option<T>) {
+        #[cfg(all(test, zk_loom))]
+        let value = match loom::planted_finish(self, index, value) {
+            Some(value) => value,
+            None => return,
+        };
         let mut slots = self.replies.lock();
         let waker = match slots.states.get_mut(index) {
             Some(state @ State::Waiting(_)) => {
@@ -221,6 +247,12 @@ impl<T> Drop for ReplyFuture<T> {
         if let Some(index) = self.index.take() {
             let mut slots = self.replies.lock();
             let old = match slots.states.get_mut(index) {
+                #[cfg(all(test, zk_loom))]
+                Some(State::Waiting(_))
+                    if self.replies.plant == Some(loom::Plant::FreeOnOneEnd) =>
+                {
+                    Replies::take(&mut slots, index)
+                }
                 Some(state @ State::Waiting(_)) => {
                     *state = State::ReceiverGone;
                     return;
