@@ -452,3 +452,77 @@ async fn past_the_pending_cleanups_bound_new_attempts_wait_for_one() {
     observer.delete(&marker, None).await.unwrap();
     observer.delete(path, None).await.unwrap();
 }
+
+/// Issue 34, defect 3: 16 acquires wait at the gate behind the [`PENDING_CLEANUPS`] cleanups of
+/// attempts dropped on a stalled connection, while another session holds the lock. When the
+/// stall ends, each finished cleanup lets one waiter in (all 16 went through on the first
+/// one); all 16 dropped then, the places taken stay at the bound, and the server saw only the
+/// bound's worth of waiters' creates (it saw 16, and 16 pending cleanups with 0 live attempts).
+/// The waiters' nodes carry their own data, so they are told apart from the dropped attempts'.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_behind_the_bound_get_one_turn_per_finished_cleanup() {
+    let path = "/turns-one-per-cleanup";
+    let observer = client().await;
+    let holder = InterProcessMutex::new(observer.clone(), path).unwrap();
+    let held = holder.lock().await.unwrap();
+    let mut events = observer
+        .add_watch(path, zk_client::AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    let proxy = FaultProxy::start(server().addr()).unwrap();
+    let pc = client_at(&proxy.addr().to_string(), Duration::from_secs(10)).await;
+    proxy.stall();
+    for _ in 0..PENDING_CLEANUPS {
+        let m = InterProcessMutex::new(pc.clone(), path).unwrap();
+        let dropped = tokio::time::timeout(Duration::from_millis(100), m.lock()).await;
+        assert!(dropped.is_err(), "acquired through a stalled connection");
+    }
+    assert_eq!(recipe_mutex::turns::pending(&pc, path), PENDING_CLEANUPS);
+    let waiter_data = bytes::Bytes::from_static(b"waiter");
+    let waiters: Vec<_> = (0..16)
+        .map(|_| {
+            let m = InterProcessMutex::with_data(pc.clone(), path, waiter_data.clone()).unwrap();
+            tokio::spawn(async move { m.lock().await.map(drop) })
+        })
+        .collect();
+    // A waiter's create seen: its node is there until it is dropped.
+    let mut waiters_created = 0;
+    let mut next_event = async || loop {
+        let event = bounded(events.next()).await.unwrap();
+        if event.event_type != zk_client::EventType::NodeCreated {
+            continue;
+        }
+        return match observer.get_data(&event.path).await {
+            Ok((data, _)) => (event.path, data == waiter_data),
+            Err(zk_client::Error::NoNode) => (event.path, false),
+            Err(e) => panic!("{e}"),
+        };
+    };
+    proxy.pass();
+    while waiters_created < PENDING_CLEANUPS {
+        waiters_created += usize::from(next_event().await.1);
+    }
+    for w in &waiters {
+        w.abort();
+    }
+    for w in waiters {
+        assert!(w.await.unwrap_err().is_cancelled());
+    }
+    let pending = recipe_mutex::turns::pending(&pc, path);
+    assert!(pending <= PENDING_CLEANUPS, "{pending} places taken");
+    // Everything of `pc`'s is cleaned up; then a marker: the events up to it are all there were.
+    wait_children(&observer, path, 1).await;
+    let marker = format!("{path}/marker");
+    let open = CreateOptions::new(CreateMode::Persistent);
+    observer.create(&marker, b"", &open).await.unwrap();
+    loop {
+        let (created, waiter) = next_event().await;
+        if created == marker {
+            break;
+        }
+        waiters_created += usize::from(waiter);
+    }
+    assert_eq!(waiters_created, PENDING_CLEANUPS, "waiters let in");
+    observer.delete(&marker, None).await.unwrap();
+    held.release().await.unwrap();
+}

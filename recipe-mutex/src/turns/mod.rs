@@ -7,13 +7,20 @@
 //! flight: its nodes pile up faster than they are deleted, every waiter's queue grows, and
 //! with enough such loops the server falls behind and nobody acquires at all.
 //!
-//! So each session and lock path has a gate that counts the attempts handed to the background
-//! ([`Ticket::abandon`]) whose cleanup is not finished. A new attempt starts at once while fewer
-//! than [`PENDING_CLEANUPS`] are pending, and otherwise waits for one to finish, within its
-//! deadline and one [`DEADLINE_GRACE`](recipes_core::DEADLINE_GRACE), and never past the end
-//! of the session. The nodes a session has under a lock path are then at most those of its
-//! live attempts plus those of [`PENDING_CLEANUPS`] cleanups (each attempt owning at most its
-//! recipe's few nodes), whatever the rate of cancellation.
+//! So each session and lock path has a [`gate`] with [`PENDING_CLEANUPS`] places. An attempt
+//! handed to the background ([`Ticket::abandon`]) takes a place until its cleanup is done. A
+//! new attempt starts at once while a place is free and nobody waits; otherwise it queues, and
+//! each place given back goes to the first waiter, whose attempt keeps it while it runs (and,
+//! abandoned, until its cleanup is done): one attempt let in per finished cleanup, never the
+//! whole queue. A waiter waits within its deadline and one
+//! [`DEADLINE_GRACE`](recipes_core::DEADLINE_GRACE), and never past the end of the session.
+//!
+//! What that bounds: once the places are taken, the nodes a session has under a lock path are
+//! at most those of the attempts that were running then, plus [`PENDING_CLEANUPS`] cleanups'
+//! (each attempt owning at most its recipe's few nodes), however many attempts wait and are
+//! cancelled. A program that cancels in a loop leaves at most its own concurrency plus that
+//! many cleanups behind. (Attempts started at once while places were free may all be cancelled
+//! at once: their cleanups all run, and every later attempt waits for them.)
 //!
 //! No identity is involved: not the task, not the handle. Every attempt counts alike, which is
 //! what lets each `lock()` call be its own participant (two futures of one task, joined, queue
@@ -24,18 +31,21 @@
 //! every recipe.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
-use tokio::sync::Notify;
 use tokio::time::Instant;
 use zk_client::Client;
 
 use crate::Error;
 use crate::ids::IdHasher;
 
-/// How many abandoned attempts per session and lock path may still be cleaning up before a
-/// new attempt waits for one of them.
+mod gate;
+
+use gate::Gate;
+pub use gate::Ticket;
+
+/// How many places each session and lock path's gate has: abandoned attempts still cleaning
+/// up (and attempts let in in their place) beyond which a new attempt waits for one.
 pub const PENDING_CLEANUPS: usize = 4;
 
 /// A gate's key: the session and the lock's path.
@@ -79,13 +89,6 @@ impl PartialEq for dyn KeyRef + '_ {
 
 impl Eq for dyn KeyRef + '_ {}
 
-/// One session and path's count of pending cleanups.
-#[derive(Debug, Default)]
-struct Gate {
-    pending: AtomicUsize,
-    done: Notify,
-}
-
 #[derive(Default)]
 struct Gates {
     gates: HashMap<Key, Arc<Gate>, std::hash::BuildHasherDefault<IdHasher>>,
@@ -98,39 +101,12 @@ const MIN_SWEEP: usize = 64;
 
 static GATES: LazyLock<Mutex<Gates>> = LazyLock::new(Mutex::default);
 
-/// An attempt's ticket, kept by it until it is completely finished, background work
-/// included. If the attempt is handed to the background ([`Ticket::abandon`]), it counts as a
-/// pending cleanup on its gate until the last clone is dropped.
-#[derive(Debug)]
-pub struct Ticket {
-    gate: Arc<Gate>,
-    abandoned: AtomicBool,
-}
-
 /// What the driver keeps for an attempt (shared by its retries).
 pub type Turn = Arc<Ticket>;
 
-impl Ticket {
-    /// The attempt's cleanup goes on in the background: count it as pending until this ticket
-    /// is dropped. Idempotent.
-    pub fn abandon(&self) {
-        if !self.abandoned.swap(true, Ordering::AcqRel) {
-            self.gate.pending.fetch_add(1, Ordering::AcqRel);
-        }
-    }
-}
-
-impl Drop for Ticket {
-    fn drop(&mut self) {
-        if *self.abandoned.get_mut() {
-            self.gate.pending.fetch_sub(1, Ordering::AcqRel);
-            self.gate.done.notify_waiters();
-        }
-    }
-}
-
 /// A turn for a new attempt on lock `path` of `client`'s session: at once while fewer than
-/// [`PENDING_CLEANUPS`] abandoned attempts there are still cleaning up, else once one is done.
+/// [`PENDING_CLEANUPS`] places are taken there and nobody waits, else (in arrival order) once
+/// a finished cleanup hands its place to this attempt, which keeps it while it runs.
 /// `Ok(None)` when `deadline` and one [`DEADLINE_GRACE`](recipes_core::DEADLINE_GRACE) pass
 /// first: an attempt with a deadline ends within its deadline and one grace, as the machines
 /// do. The session's end is reported at once (never hidden behind a cleanup). Cancel-safe:
@@ -151,42 +127,27 @@ pub async fn wait(
         match g.gates.get(&key as &dyn KeyRef) {
             Some(gate) => gate.clone(),
             None => {
-                let gate = Arc::<Gate>::default();
+                let gate = Arc::new(Gate::new(PENDING_CLEANUPS));
                 g.gates.insert((key.0, path.to_owned()), gate.clone());
                 gate
             }
         }
     };
+    let entry = gate.enter();
+    tokio::pin!(entry);
+    if crate::plant::active(crate::plant::Plant::TurnIgnoresDeadline) {
+        return Ok(Some(Arc::new(entry.await)));
+    }
     let mut states = client.state_watch();
-    let planted = crate::plant::active(crate::plant::Plant::TurnIgnoresDeadline);
+    let until = deadline.map(crate::driver::with_grace);
     loop {
         let state = *states.borrow_and_update();
-        if state.is_terminal() && !planted {
+        if state.is_terminal() {
             return Err(crate::driver::session_error(state));
         }
-        let free = || gate.pending.load(Ordering::Acquire) < PENDING_CLEANUPS;
-        if free() {
-            return Ok(Some(Arc::new(Ticket {
-                gate: gate.clone(),
-                abandoned: AtomicBool::new(false),
-            })));
-        }
-        // At the bound: wait for a cleanup to finish, looking again once registered (one may
-        // have finished in between).
-        let done = gate.done.notified();
-        tokio::pin!(done);
-        done.as_mut().enable();
-        if free() {
-            continue;
-        }
-        if planted {
-            done.await;
-            continue;
-        }
-        let until = deadline.map(crate::driver::with_grace);
         tokio::select! {
             biased;
-            _ = done => {}
+            ticket = &mut entry => return Ok(Some(Arc::new(ticket))),
             changed = states.changed() => {
                 if changed.is_err() {
                     return Err(Error::Zk(zk_client::Error::Closed));
@@ -197,12 +158,13 @@ pub async fn wait(
     }
 }
 
-/// How many abandoned attempts on lock `path` of `client`'s session are still cleaning up.
+/// How many places at the gate of lock `path` of `client`'s session are taken: abandoned
+/// attempts still cleaning up, and attempts let in in the place of a finished cleanup.
 pub fn pending(client: &Client, path: &str) -> usize {
     let g = GATES.lock().unwrap_or_else(PoisonError::into_inner);
     g.gates
         .get(&(client.session_id(), path) as &dyn KeyRef)
-        .map_or(0, |gate| gate.pending.load(Ordering::Acquire))
+        .map_or(0, |gate| gate.taken())
 }
 
 #[cfg(test)]
