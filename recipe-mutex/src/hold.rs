@@ -6,10 +6,14 @@
 //! that asks. Every acquisition is its own participant and gets its own node; re-entering is
 //! [`LockGuard::reenter`], borrowed from the guard. Exported for the recipe crates; users see
 //! it through [`LockGuard`].
+//!
+//! The table of holds (alive, being released) is `hold/table.rs`, which loom checks in every
+//! interleaving of guards dropped on plain threads, their deletes and the session's end (the
+//! models in `hold/loom.rs`, under `--cfg zk_loom`: see `.ci/run`).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard as StdGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
@@ -17,23 +21,21 @@ use zk_client::{Client, SessionState};
 
 use crate::Error;
 use crate::driver::{self, Acquired, GuaranteedDelete, Turn};
-use crate::ids::IdMap;
 use crate::revoke::{self, RevocationListener};
 
-#[derive(Debug, Default)]
-struct Table {
-    /// The holds whose guard is alive, by id: the revocation watch of each, if revocable.
-    held: IdMap<u64, Option<JoinHandle<()>>>,
-    /// Holds whose node is being deleted: still ours on the server until the delete lands.
-    releasing: IdMap<u64, ()>,
-    next_id: u64,
-}
+use table::Table;
+
+mod table;
+
+#[cfg(all(test, zk_loom))]
+mod loom;
 
 /// The holds of one lock in this process, shared by its handles and its guards.
 pub struct Holds {
     client: Client,
     path: String,
-    table: Mutex<Table>,
+    /// The holds alive, each with its revocation watch if revocable, and those being released.
+    table: Table<Option<JoinHandle<()>>>,
     revocable: Mutex<Option<RevocationListener>>,
 }
 
@@ -83,7 +85,7 @@ impl Holds {
         Arc::new(Self {
             client,
             path: path.to_owned(),
-            table: Mutex::new(Table::default()),
+            table: Table::new(),
             revocable: Mutex::new(None),
         })
     }
@@ -96,10 +98,6 @@ impl Holds {
     /// The lock's path.
     pub fn path(&self) -> &str {
         &self.path
-    }
-
-    fn table(&self) -> StdGuard<'_, Table> {
-        self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Makes later acquisitions revocable (see `InterProcessMutex::make_revocable`).
@@ -160,11 +158,7 @@ impl Holds {
                     listener,
                 ))
             });
-        let mut table = self.table();
-        table.next_id += 1;
-        let id = table.next_id;
-        table.held.insert(id, revocation);
-        drop(table);
+        let id = self.table.hold(revocation);
         LockGuard {
             holds: self.clone(),
             id,
@@ -183,26 +177,25 @@ impl Holds {
         node_path: String,
         runtime: Option<&Handle>,
     ) -> GuaranteedDelete {
-        let mut table = self.table();
-        if let Some(Some(revocation)) = table.held.remove(&id) {
-            revocation.abort();
-        }
-        table.releasing.insert(id, ());
-        drop(table);
-        // Sent now, so it keeps its place ahead of whatever the caller sends next.
-        let holds = self.clone();
-        driver::guaranteed_delete_on(runtime, &self.client, node_path, move |_| {
-            holds.table().releasing.remove(&id);
+        self.table.end(id, |kept| {
+            if let Some(Some(revocation)) = kept {
+                revocation.abort();
+            }
+            // Sent now, so it keeps its place ahead of whatever the caller sends next.
+            let holds = self.clone();
+            driver::guaranteed_delete_on(runtime, &self.client, node_path, move |_| {
+                holds.table.released(id);
+            })
         })
     }
 
     /// Whether any guard in this process holds the lock (a hold being released counts until
     /// its node is deleted, unless the session is gone).
     pub fn is_acquired_in_this_process(&self) -> bool {
-        let table = self.table();
-        let state = self.client.state();
-        let session_gone = state.is_terminal() || state == SessionState::Lost;
-        !table.held.is_empty() || (!table.releasing.is_empty() && !session_gone)
+        self.table.is_acquired(|| {
+            let state = self.client.state();
+            state.is_terminal() || state == SessionState::Lost
+        })
     }
 }
 

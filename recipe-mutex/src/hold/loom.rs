@@ -1,0 +1,230 @@
+//! loom models of the hold table (`hold/table.rs`, the code [`super::Holds`] runs): every
+//! interleaving of guards taken, dropped on a plain thread, their deletes on the runtime's
+//! thread, the session's end and `is_acquired_in_this_process`, up to a bounded number of
+//! preemptions ([`PREEMPTIONS`], or `LOOM_MAX_PREEMPTIONS`).
+//!
+//! Built only with our own cfg (tokio has its own `cfg(loom)`, which `--cfg loom` would turn on
+//! in tokio too), in a target dir of their own (the cfg rebuilds every crate), in release:
+//!
+//! ```text
+//! RUSTFLAGS="--cfg zk_loom" CARGO_TARGET_DIR=target/loom \
+//!     cargo test -p recipe-mutex --lib --release hold::loom
+//! ```
+//!
+//! tokio does not run under loom, so the runtime is a thread (what `guaranteed_delete_on`
+//! spawns the delete onto when the guard drops off the runtime), and the server a lock over
+//! the session's liveness and our node. The invariants: a hold is ended only while held, and
+//! released only while releasing, once each (ids never given twice); a hold being released
+//! stays in the table until its delete has ended, and then leaves it, whatever the session's
+//! end does meanwhile (`is_acquired_in_this_process` never says false while our node is still
+//! ours, nor true forever); it never says false while a guard is alive. Each model ships with
+//! a [`Plant`] that breaks its invariant, and a test that loom finds the failure.
+
+#![allow(clippy::unwrap_used)]
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use ::loom::model::Builder;
+use ::loom::sync::Mutex;
+use ::loom::thread;
+
+use super::table::Table;
+
+/// Preemptions explored per interleaving unless `LOOM_MAX_PREEMPTIONS` says otherwise.
+const PREEMPTIONS: usize = 3;
+
+/// A defect planted in a table (the loom models only), each breaking one model's invariant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Plant {
+    /// A hold's id is read in one lock section and taken in another: two holds may get one id.
+    IdOutsideLock,
+    /// The delete is started before the hold is moved to releasing: a delete that ends first
+    /// finds no entry, and the entry put after stays forever.
+    StartBeforeReleasing,
+    /// A hold leaves `held` and enters `releasing` in two lock sections: in between, the
+    /// table says nothing is ours while the node still is.
+    SplitEnd,
+}
+
+/// Runs `model` in every interleaving loom explores; how many that was (printed with
+/// `--nocapture`).
+fn check(model: impl Fn() + Sync + Send + 'static) -> usize {
+    let mut builder = Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(PREEMPTIONS);
+    }
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
+    builder.check(move || {
+        counted.fetch_add(1, Ordering::Relaxed);
+        model();
+    });
+    let runs = runs.load(Ordering::Relaxed);
+    eprintln!("{runs} interleavings");
+    runs
+}
+
+/// Checks that loom finds a failure of `model` (with a plant), and that it is the one
+/// `expected` names: the model shown able to fail, and for its invariant.
+fn fails(model: impl Fn() + Sync + Send + 'static, expected: &str) {
+    let Err(panic) = catch_unwind(AssertUnwindSafe(|| check(model))) else {
+        panic!("loom found no failure; expected {expected:?}");
+    };
+    let message = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or_default();
+    assert!(
+        message.contains(expected),
+        "loom found {message:?}, not {expected:?}"
+    );
+}
+
+fn table(plant: Option<Plant>) -> Arc<Table<()>> {
+    let mut table = Table::new();
+    table.plant = plant;
+    Arc::new(table)
+}
+
+/// The server, as far as one session's lock node goes.
+struct Server {
+    /// The session is alive (its end is final).
+    alive: bool,
+    /// Our lock node exists (gone once deleted or with the session).
+    node: bool,
+}
+
+/// A guard dropped on a plain thread: its delete runs on the runtime's thread (spawned from
+/// the drop, as off the runtime) while the session ends on another, and the caller asks
+/// `is_acquired_in_this_process`. The hold is ended while held; its entry is there until the
+/// delete ends (by deleting, or failing with the session gone), and gone after; the table
+/// never says false while the node is ours and the session alive.
+fn release_racing_the_session_end(plant: Option<Plant>) -> impl Fn() + Sync + Send + 'static {
+    move || {
+        let table = table(plant);
+        let server = Arc::new(Mutex::new(Server {
+            alive: true,
+            node: true,
+        }));
+        let id = table.hold(());
+        let plain = {
+            let (table, server) = (table.clone(), server.clone());
+            thread::spawn(move || {
+                let tasks = table.clone();
+                table.end(id, move |kept| {
+                    assert!(kept.is_some(), "a hold ended that was not held");
+                    thread::spawn(move || {
+                        let mut state = server.lock().unwrap();
+                        if state.alive {
+                            state.node = false;
+                        }
+                        drop(state);
+                        assert!(
+                            tasks.released(id),
+                            "a release's entry was gone before its delete ended"
+                        );
+                    })
+                })
+            })
+        };
+        let session = {
+            let server = server.clone();
+            thread::spawn(move || {
+                let mut state = server.lock().unwrap();
+                state.alive = false;
+                state.node = false;
+            })
+        };
+        let acquired = table.is_acquired(|| !server.lock().unwrap().alive);
+        // Both only ever go from true to false: true now, so true then.
+        let state = server.lock().unwrap();
+        assert!(
+            acquired || !state.alive || !state.node,
+            "not acquired in this process while our node is still ours"
+        );
+        drop(state);
+        plain.join().unwrap().join().unwrap();
+        session.join().unwrap();
+        assert!(!table.is_acquired(|| false), "an entry left forever");
+    }
+}
+
+/// Two guards taken and dropped on two threads at once (each delete ending at once): each
+/// hold gets its own id, is ended while held and released while releasing, and while each
+/// guard is alive the table says acquired even with the session gone. `audit`: the ids and
+/// the entries' accounting are checked too (off, to show the guard-alive check itself fails).
+fn holds_taken_and_ended_at_once(
+    plant: Option<Plant>,
+    audit: bool,
+) -> impl Fn() + Sync + Send + 'static {
+    move || {
+        let table = table(plant);
+        let guard = |table: Arc<Table<()>>| {
+            move || {
+                let id = table.hold(());
+                assert!(
+                    table.is_acquired(|| true),
+                    "not acquired in this process while a guard is alive"
+                );
+                table.end(id, |kept| {
+                    let released = table.released(id);
+                    if audit {
+                        assert!(kept.is_some(), "a hold ended that was not held");
+                        assert!(released, "a hold released that was not releasing");
+                    }
+                });
+                id
+            }
+        };
+        let other = thread::spawn(guard(table.clone()));
+        let mine = guard(table.clone())();
+        let other = other.join().unwrap();
+        if audit {
+            assert_ne!(other, mine, "two holds got one id");
+            assert!(!table.is_acquired(|| false), "an entry left forever");
+        }
+    }
+}
+
+#[test]
+fn a_release_racing_the_session_end_keeps_its_entry_until_its_delete_ends() {
+    assert!(check(release_racing_the_session_end(None)) > 1);
+}
+
+#[test]
+fn plant_start_before_releasing_loses_the_entry() {
+    fails(
+        release_racing_the_session_end(Some(Plant::StartBeforeReleasing)),
+        "a release's entry was gone before its delete ended",
+    );
+}
+
+#[test]
+fn plant_split_end_says_not_acquired_while_the_node_is_ours() {
+    fails(
+        release_racing_the_session_end(Some(Plant::SplitEnd)),
+        "not acquired in this process while our node is still ours",
+    );
+}
+
+#[test]
+fn holds_taken_at_once_each_count_while_their_guard_is_alive() {
+    assert!(check(holds_taken_and_ended_at_once(None, true)) > 1);
+}
+
+#[test]
+fn plant_id_outside_lock_gives_two_holds_one_id() {
+    // Found first: both guards, one after the other, got id 1.
+    fails(
+        holds_taken_and_ended_at_once(Some(Plant::IdOutsideLock), true),
+        "two holds got one id",
+    );
+    // And with the ids unchecked: one guard's end takes the other's entry with it.
+    fails(
+        holds_taken_and_ended_at_once(Some(Plant::IdOutsideLock), false),
+        "not acquired in this process while a guard is alive",
+    );
+}
