@@ -51,6 +51,8 @@ pub mod hold;
 mod ids;
 mod lock;
 mod log;
+#[cfg(all(test, zk_loom))]
+mod loom_check;
 mod mutex;
 #[doc(hidden)]
 pub mod plant;

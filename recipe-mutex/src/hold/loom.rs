@@ -1,7 +1,7 @@
 //! loom models of the hold table (`hold/table.rs`, the code [`super::Holds`] runs): every
 //! interleaving of guards taken, dropped on a plain thread, their deletes on the runtime's
 //! thread, the session's end and `is_acquired_in_this_process`, up to a bounded number of
-//! preemptions ([`PREEMPTIONS`], or `LOOM_MAX_PREEMPTIONS`).
+//! preemptions ([`PREEMPTIONS`](crate::loom_check::PREEMPTIONS), or `LOOM_MAX_PREEMPTIONS`).
 //!
 //! Built only with our own cfg (tokio has its own `cfg(loom)`, which `--cfg loom` would turn on
 //! in tokio too), in a target dir of their own (the cfg rebuilds every crate), in release:
@@ -22,18 +22,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ::loom::model::Builder;
 use ::loom::sync::Mutex;
 use ::loom::thread;
 
 use super::table::Table;
-
-/// Preemptions explored per interleaving unless `LOOM_MAX_PREEMPTIONS` says otherwise.
-const PREEMPTIONS: usize = 3;
+use crate::loom_check::{check, fails};
 
 /// A defect planted in a table (the loom models only), each breaking one model's invariant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,41 +41,6 @@ pub(super) enum Plant {
     /// A hold leaves `held` and enters `releasing` in two lock sections: in between, the
     /// table says nothing is ours while the node still is.
     SplitEnd,
-}
-
-/// Runs `model` in every interleaving loom explores; how many that was (printed with
-/// `--nocapture`).
-fn check(model: impl Fn() + Sync + Send + 'static) -> usize {
-    let mut builder = Builder::new();
-    if builder.preemption_bound.is_none() {
-        builder.preemption_bound = Some(PREEMPTIONS);
-    }
-    let runs = Arc::new(AtomicUsize::new(0));
-    let counted = runs.clone();
-    builder.check(move || {
-        counted.fetch_add(1, Ordering::Relaxed);
-        model();
-    });
-    let runs = runs.load(Ordering::Relaxed);
-    eprintln!("{runs} interleavings");
-    runs
-}
-
-/// Checks that loom finds a failure of `model` (with a plant), and that it is the one
-/// `expected` names: the model shown able to fail, and for its invariant.
-fn fails(model: impl Fn() + Sync + Send + 'static, expected: &str) {
-    let Err(panic) = catch_unwind(AssertUnwindSafe(|| check(model))) else {
-        panic!("loom found no failure; expected {expected:?}");
-    };
-    let message = panic
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| panic.downcast_ref::<&str>().copied())
-        .unwrap_or_default();
-    assert!(
-        message.contains(expected),
-        "loom found {message:?}, not {expected:?}"
-    );
 }
 
 fn table(plant: Option<Plant>) -> Arc<Table<()>> {

@@ -1,6 +1,6 @@
 //! [`Gate`]: one session and lock path's count of places taken by cleanups, and the queue of
-//! attempts waiting for one. No runtime in it: a [`std::sync::Mutex`] and wakers, so that its
-//! rule is checked on every interleaving (see the `zk_loom` model in `tests`).
+//! attempts waiting for one. No runtime in it: a mutex and wakers, so that loom checks its rule
+//! on every interleaving (the models in `gate/loom.rs`, under `--cfg zk_loom`: see `.ci/run`).
 //!
 //! The rule, and why it bounds the nodes a cancelling program leaves behind:
 //! - An attempt enters at once while fewer than the bound's places are taken and nobody
@@ -18,17 +18,35 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use crate::ids::IdMap;
+use sync::{AtomicBool, Mutex, MutexGuard, Ordering};
+
+/// The gate's lock and flag: loom's in the loom models (`--cfg zk_loom`), else std's.
+mod sync {
+    #[cfg(all(test, zk_loom))]
+    pub(super) use ::loom::sync::atomic::{AtomicBool, Ordering};
+    #[cfg(all(test, zk_loom))]
+    pub(super) use ::loom::sync::{Mutex, MutexGuard};
+    #[cfg(not(all(test, zk_loom)))]
+    pub(super) use std::sync::atomic::{AtomicBool, Ordering};
+    #[cfg(not(all(test, zk_loom)))]
+    pub(super) use std::sync::{Mutex, MutexGuard};
+}
+
+#[cfg(all(test, zk_loom))]
+mod loom;
 
 /// One session and lock path's places and queue.
 #[derive(Debug)]
 pub(crate) struct Gate {
     bound: usize,
     state: Mutex<State>,
+    /// The defect planted in this gate, to show a loom model fails without its invariant.
+    #[cfg(all(test, zk_loom))]
+    plant: Option<loom::Plant>,
 }
 
 #[derive(Debug, Default)]
@@ -64,6 +82,8 @@ impl Gate {
         Self {
             bound,
             state: Mutex::new(State::default()),
+            #[cfg(all(test, zk_loom))]
+            plant: None,
         }
     }
 
@@ -87,10 +107,19 @@ impl Gate {
 
     /// A ticket's place is given back.
     fn give_back(&self) {
-        let waker = self.state().give_back();
+        let waker = self.give_back_locked(&mut self.state());
         if let Some(waker) = waker {
             waker.wake();
         }
+    }
+
+    /// A place is given back under the lock; the waker to wake once it is released.
+    fn give_back_locked(&self, state: &mut State) -> Option<Waker> {
+        let waker = state.give_back();
+        #[cfg(all(test, zk_loom))]
+        return loom::planted_give_back(self, state, waker);
+        #[cfg(not(all(test, zk_loom)))]
+        waker
     }
 }
 
@@ -152,7 +181,7 @@ impl Drop for Entry {
         let mut state = self.gate.state();
         if state.handed.remove(&id).is_some() {
             // Handed a place and gone without it: the next waiter gets it.
-            let waker = state.give_back();
+            let waker = self.gate.give_back_locked(&mut state);
             drop(state);
             if let Some(waker) = waker {
                 waker.wake();
@@ -185,7 +214,7 @@ impl Ticket {
 
 impl Drop for Ticket {
     fn drop(&mut self) {
-        if self.reserved || *self.abandoned.get_mut() {
+        if self.reserved || self.abandoned.load(Ordering::Acquire) {
             self.gate.give_back();
         }
     }

@@ -7,7 +7,7 @@
 //! flight: its nodes pile up faster than they are deleted, every waiter's queue grows, and
 //! with enough such loops the server falls behind and nobody acquires at all.
 //!
-//! So each session and lock path has a [`gate`] with [`PENDING_CLEANUPS`] places. An attempt
+//! So each session and lock path has a gate with [`PENDING_CLEANUPS`] places. An attempt
 //! handed to the background ([`Ticket::abandon`]) takes a place until its cleanup is done. A
 //! new attempt starts at once while a place is free and nobody waits; otherwise it queues, and
 //! each place given back goes to the first waiter, whose attempt keeps it while it runs (and,
