@@ -31,6 +31,7 @@
 #![allow(clippy::indexing_slicing)]
 
 pub mod check;
+pub mod explore;
 pub mod layer;
 pub mod net;
 pub mod recipe;
