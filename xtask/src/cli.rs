@@ -53,6 +53,9 @@ pub enum Command {
     /// the real recipe crates over real sessions to an in-memory server on tokio's paused
     /// clock (`--layer async`).
     Sim(Sim),
+    /// Every reachable state of recipes-core's machines to a depth, against the explorer's
+    /// own model of the server and link (release build).
+    Explore(Explore),
     /// Install what the demo, tests and benchmarks need (Debian packages).
     Deps,
 }
@@ -328,6 +331,54 @@ pub struct Sim {
     /// foreign,wrap,abandon,deadlines.
     #[arg(long, default_value = "all")]
     pub faults: String,
+}
+
+/// Which machine `explore` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExploreMachine {
+    /// The mutex's attempt.
+    Mutex,
+    /// The read lock's attempt.
+    Read,
+    /// The write lock's attempt.
+    Write,
+    /// The semaphore's attempt (one lease of one).
+    Semaphore,
+    /// A write holder's downgrade.
+    Downgrade,
+    /// The cleanup machine.
+    Cleanup,
+    /// Every one.
+    All,
+}
+
+/// Which deadlines `explore` gives the attempts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExploreDeadline {
+    /// None.
+    None,
+    /// One second after the start.
+    #[value(name = "1s")]
+    OneSecond,
+    /// Both, one exploration each.
+    Both,
+}
+
+/// `explore [FLAGS]`: passed on to the `zk-explore` binary.
+#[derive(Debug, Args)]
+pub struct Explore {
+    /// The machine.
+    #[arg(long, value_enum, default_value = "all")]
+    pub machine: ExploreMachine,
+    /// Steps explored from the start.
+    #[arg(long, default_value_t = 12)]
+    pub depth: usize,
+    /// The deadlines.
+    #[arg(long, value_enum, default_value = "both")]
+    pub deadline: ExploreDeadline,
+    /// Stop each exploration after this many seconds (reporting the depth reached).
+    #[arg(long)]
+    pub seconds: Option<u64>,
 }
 
 fn seconds_in(value: &str, range: std::ops::RangeInclusive<f64>) -> Result<f64, String> {

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use xtask::cli::{Cli, Command, Sim, Zk};
+use xtask::cli::{Cli, Command, Explore, Sim, Zk};
 use xtask::deps::{self, Need};
 use xtask::zk::{DetachedEnsemble, Ensemble, Stopped, ZkOptions};
 
@@ -39,6 +39,7 @@ fn run(command: Command) -> Result {
         Command::Stress(stress) => xtask::stress::run(&stress),
         Command::Chaos(chaos) => xtask::chaos::run(&chaos),
         Command::Sim(sim_args) => sim(&sim_args),
+        Command::Explore(explore_args) => explore(&explore_args),
         Command::Deps => {
             deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator, Need::Kazoo])?;
             println!("Java, ZooKeeper, Curator and kazoo are installed");
@@ -81,6 +82,43 @@ fn sim(args: &Sim) -> Result {
         Ok(())
     } else {
         Err(format!("the simulator reported violations or bad arguments ({status})").into())
+    }
+}
+
+/// `cargo xtask explore ...`: the explorer's binary, built in release, with the same flags.
+fn explore(args: &Explore) -> Result {
+    fn name(value: impl clap::ValueEnum) -> String {
+        value
+            .to_possible_value()
+            .map(|p| p.get_name().to_owned())
+            .unwrap_or_default()
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args([
+        "run",
+        "--quiet",
+        "--release",
+        "-p",
+        "zk-sim",
+        "--bin",
+        "zk-explore",
+        "--",
+        "--machine",
+        &name(args.machine),
+        "--depth",
+        &args.depth.to_string(),
+        "--deadline",
+        &name(args.deadline),
+    ]);
+    if let Some(seconds) = args.seconds {
+        cmd.args(["--seconds", &seconds.to_string()]);
+    }
+    let status = cmd.status()?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("the explorer reported violations or bad arguments ({status})").into())
     }
 }
 
