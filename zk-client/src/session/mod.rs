@@ -923,17 +923,17 @@ impl<T> Session<T> {
     /// Handles the passing of time: a ping when nothing was sent for a third of the session
     /// timeout, and an error (close the connection) when nothing was read for two thirds of
     /// it, or the handshake took longer than the connect timeout.
+    ///
+    /// Every deadline that has passed is acted on in one call, so no timer is left in the past
+    /// (a driver would wake again at once).
     pub fn handle_timeout(&mut self, now: Instant) -> Result<(), Error> {
-        match self.phase {
-            Phase::Down | Phase::Handshaking | Phase::Authenticating
-                if expired(self.timers.lost, now) =>
-            {
-                self.timers.lost = None;
-                if !self.state.is_terminal() {
-                    self.set_state(SessionState::Lost);
-                }
-                Ok(())
+        if self.phase != Phase::Open && expired(self.timers.lost, now) {
+            self.timers.lost = None;
+            if !self.state.is_terminal() {
+                self.set_state(SessionState::Lost);
             }
+        }
+        match self.phase {
             Phase::Down => Ok(()),
             Phase::Handshaking | Phase::Authenticating => {
                 if expired(self.timers.connect, now) {

@@ -712,6 +712,27 @@ fn no_server_for_the_session_timeout_means_lost_and_a_late_answer_is_expired() {
     ));
 }
 
+/// Found by the `session_bytes` fuzz body: a handshake noticed late, past both its connect
+/// deadline and the session-lost one. One call reports both (it reported `Lost` and left the
+/// connect deadline in the past for another round).
+#[test]
+fn one_late_timeout_acts_on_every_deadline_due() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    s.handle_disconnect(t0 + secs(1));
+    s.handle_connected(t0 + secs(5));
+    frames(&mut s);
+    events(&mut s);
+    // Lost at t0 + 6 s (the last frame heard at t0), the handshake's deadline at t0 + 7 s.
+    assert_eq!(s.handle_timeout(t0 + secs(8)), Err(Error::ConnectTimeout));
+    assert!(matches!(
+        events(&mut s)[..],
+        [SessionEvent::State(SessionState::Lost)]
+    ));
+    s.handle_disconnect(t0 + secs(8));
+    assert_eq!(s.poll_timeout(), None);
+}
+
 #[test]
 fn a_reconnect_within_the_timeout_is_connected_again_and_not_lost() {
     let t0 = Instant::now();
