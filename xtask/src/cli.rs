@@ -56,6 +56,9 @@ pub enum Command {
     /// Every reachable state of recipes-core's machines to a depth, against the explorer's
     /// own model of the server and link (release build).
     Explore(Explore),
+    /// The fuzz targets under cargo-fuzz (installed when missing), counted: executions,
+    /// coverage and corpus per target; fails on a crash.
+    Fuzz(Fuzz),
     /// Install what the demo, tests and benchmarks need (Debian packages).
     Deps,
 }
@@ -379,6 +382,19 @@ pub struct Explore {
     /// Stop each exploration after this many seconds (reporting the depth reached).
     #[arg(long)]
     pub seconds: Option<u64>,
+}
+
+/// `fuzz [--seconds N | --runs N] [TARGET ...]`.
+#[derive(Debug, Args)]
+pub struct Fuzz {
+    /// Seconds of fuzzing per target.
+    #[arg(long, default_value_t = 60, conflicts_with = "runs")]
+    pub seconds: u64,
+    /// Executions per target instead of a time.
+    #[arg(long)]
+    pub runs: Option<u64>,
+    /// The targets (default: all): server_frames, request_frames, session_bytes.
+    pub targets: Vec<String>,
 }
 
 fn seconds_in(value: &str, range: std::ops::RangeInclusive<f64>) -> Result<f64, String> {

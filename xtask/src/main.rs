@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use xtask::cli::{Cli, Command, Explore, Sim, Zk};
+use xtask::cli::{Cli, Command, Explore, Fuzz, Sim, Zk};
 use xtask::deps::{self, Need};
 use xtask::zk::{DetachedEnsemble, Ensemble, Stopped, ZkOptions};
 
@@ -40,6 +40,17 @@ fn run(command: Command) -> Result {
         Command::Chaos(chaos) => xtask::chaos::run(&chaos),
         Command::Sim(sim_args) => sim(&sim_args),
         Command::Explore(explore_args) => explore(&explore_args),
+        Command::Fuzz(Fuzz {
+            seconds,
+            runs,
+            targets,
+        }) => {
+            let budget = match runs {
+                Some(n) => xtask::fuzz::Budget::Runs(n),
+                None => xtask::fuzz::Budget::Seconds(seconds),
+            };
+            xtask::fuzz::run(&xtask::paths::workspace_root(), &targets, budget).map(drop)
+        }
         Command::Deps => {
             deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator, Need::Kazoo])?;
             println!("Java, ZooKeeper, Curator and kazoo are installed");
