@@ -35,6 +35,21 @@ async fn wait_watchers(zk: &ZkServer, path: &str, n: usize) {
     .await;
 }
 
+/// A client through a stalled proxy with [`PENDING_CLEANUPS`] acquires on `path` dropped, each
+/// handed to the background: its gate's places are all taken until the stall ends.
+async fn cleanups_at_the_bound(path: &str) -> (FaultProxy, zk_client::Client) {
+    let proxy = FaultProxy::start(server().addr()).unwrap();
+    let pc = client_at(&proxy.addr().to_string(), Duration::from_secs(10)).await;
+    proxy.stall();
+    for _ in 0..PENDING_CLEANUPS {
+        let m = InterProcessMutex::new(pc.clone(), path).unwrap();
+        let dropped = tokio::time::timeout(Duration::from_millis(100), m.lock()).await;
+        assert!(dropped.is_err(), "acquired through a stalled connection");
+    }
+    assert_eq!(recipe_mutex::turns::pending(&pc, path), PENDING_CLEANUPS);
+    (proxy, pc)
+}
+
 /// Defect 1. A holds, B is second, C third. B's node is deleted by hand; C lists again and
 /// watches A. When A releases, only C may hold: B's node is gone, and B must list, see that,
 /// and queue again (the first driver let B take the lock on A's deletion alone: two holders).
@@ -399,15 +414,7 @@ async fn past_the_pending_cleanups_bound_new_attempts_wait_for_one() {
         .add_watch(path, zk_client::AddWatchMode::PersistentRecursive)
         .await
         .unwrap();
-    let proxy = FaultProxy::start(server().addr()).unwrap();
-    let pc = client_at(&proxy.addr().to_string(), Duration::from_secs(10)).await;
-    proxy.stall();
-    for _ in 0..PENDING_CLEANUPS {
-        let first = InterProcessMutex::new(pc.clone(), path).unwrap();
-        let dropped = tokio::time::timeout(Duration::from_millis(100), first.lock()).await;
-        assert!(dropped.is_err(), "acquired through a stalled connection");
-    }
-    assert_eq!(recipe_mutex::turns::pending(&pc, path), PENDING_CLEANUPS);
+    let (proxy, pc) = cleanups_at_the_bound(path).await;
     let second = InterProcessMutex::new(pc.clone(), path).unwrap();
     let waited = tokio::time::timeout(Duration::from_millis(300), second.lock()).await;
     assert!(waited.is_err(), "acquired through a stalled connection");
@@ -469,15 +476,7 @@ async fn waiters_behind_the_bound_get_one_turn_per_finished_cleanup() {
         .add_watch(path, zk_client::AddWatchMode::PersistentRecursive)
         .await
         .unwrap();
-    let proxy = FaultProxy::start(server().addr()).unwrap();
-    let pc = client_at(&proxy.addr().to_string(), Duration::from_secs(10)).await;
-    proxy.stall();
-    for _ in 0..PENDING_CLEANUPS {
-        let m = InterProcessMutex::new(pc.clone(), path).unwrap();
-        let dropped = tokio::time::timeout(Duration::from_millis(100), m.lock()).await;
-        assert!(dropped.is_err(), "acquired through a stalled connection");
-    }
-    assert_eq!(recipe_mutex::turns::pending(&pc, path), PENDING_CLEANUPS);
+    let (proxy, pc) = cleanups_at_the_bound(path).await;
     let waiter_data = bytes::Bytes::from_static(b"waiter");
     let waiters: Vec<_> = (0..16)
         .map(|_| {

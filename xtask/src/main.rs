@@ -62,38 +62,24 @@ fn run(command: Command) -> Result {
 /// `cargo xtask sim ...`: the simulator's binary, built in release (a debug build is several
 /// times slower), with the same flags.
 fn sim(args: &Sim) -> Result {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = std::process::Command::new(cargo);
-    cmd.args([
-        "run",
-        "--quiet",
-        "--release",
-        "-p",
-        "zk-sim",
-        "--bin",
-        "zk-sim",
-        "--",
-        "--schedules",
-        &args.schedules.to_string(),
-        "--seed",
-        &args.seed.to_string(),
-        "--faults",
-        &args.faults,
-        "--layer",
-        match args.layer {
-            xtask::cli::SimLayer::Machines => "machines",
-            xtask::cli::SimLayer::Async => "async",
-        },
-    ]);
+    let layer = match args.layer {
+        xtask::cli::SimLayer::Machines => "machines",
+        xtask::cli::SimLayer::Async => "async",
+    };
+    let mut flags = vec![
+        "--schedules".to_owned(),
+        args.schedules.to_string(),
+        "--seed".to_owned(),
+        args.seed.to_string(),
+        "--faults".to_owned(),
+        args.faults.clone(),
+        "--layer".to_owned(),
+        layer.to_owned(),
+    ];
     if let Some(recipe) = args.recipe {
-        cmd.args(["--recipe", recipe.name()]);
+        flags.extend(["--recipe".to_owned(), recipe.name().to_owned()]);
     }
-    let status = cmd.status()?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("the simulator reported violations or bad arguments ({status})").into())
-    }
+    run_sim_binary("zk-sim", &flags, "the simulator")
 }
 
 /// `cargo xtask explore ...`: the explorer's binary, built in release, with the same flags.
@@ -104,32 +90,40 @@ fn explore(args: &Explore) -> Result {
             .map(|p| p.get_name().to_owned())
             .unwrap_or_default()
     }
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = std::process::Command::new(cargo);
-    cmd.args([
-        "run",
-        "--quiet",
-        "--release",
-        "-p",
-        "zk-sim",
-        "--bin",
-        "zk-explore",
-        "--",
-        "--machine",
-        &name(args.machine),
-        "--depth",
-        &args.depth.to_string(),
-        "--deadline",
-        &name(args.deadline),
-    ]);
+    let mut flags = vec![
+        "--machine".to_owned(),
+        name(args.machine),
+        "--depth".to_owned(),
+        args.depth.to_string(),
+        "--deadline".to_owned(),
+        name(args.deadline),
+    ];
     if let Some(seconds) = args.seconds {
-        cmd.args(["--seconds", &seconds.to_string()]);
+        flags.extend(["--seconds".to_owned(), seconds.to_string()]);
     }
-    let status = cmd.status()?;
+    run_sim_binary("zk-explore", &flags, "the explorer")
+}
+
+/// Runs zk-sim's binary `bin` in release with `flags`; `what` names it in the error.
+fn run_sim_binary(bin: &str, flags: &[String], what: &str) -> Result {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .args([
+            "run",
+            "--quiet",
+            "--release",
+            "-p",
+            "zk-sim",
+            "--bin",
+            bin,
+            "--",
+        ])
+        .args(flags)
+        .status()?;
     if status.success() {
         Ok(())
     } else {
-        Err(format!("the explorer reported violations or bad arguments ({status})").into())
+        Err(format!("{what} reported violations or bad arguments ({status})").into())
     }
 }
 
