@@ -61,6 +61,7 @@ mod opcode;
 mod path;
 mod reader;
 pub mod records;
+pub mod txnlog;
 mod request;
 mod response;
 
