@@ -61,9 +61,9 @@ mod opcode;
 mod path;
 mod reader;
 pub mod records;
-pub mod txnlog;
 mod request;
 mod response;
+pub mod txnlog;
 
 pub use codec::{Decode, Encode, Visit, Visitor};
 pub use error::{DecodeError, EncodeError, FrameError};
