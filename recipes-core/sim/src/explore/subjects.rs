@@ -1,6 +1,6 @@
 //! [`Subject`]: one machine set up for exploration: its directories, the nodes that exist
 //! before it starts, what other clients may create, and the explorer's grant rule for it.
-//! One constructor per machine of recipes-core ([`mutex`], [`read`], [`write`],
+//! One constructor per machine of recipes-core ([`mutex`], [`read`], [`write()`],
 //! [`semaphore`], [`downgrade`], [`cleanup`]).
 
 use std::rc::Rc;
