@@ -22,6 +22,12 @@
 //! many cleanups behind. (Attempts started at once while places were free may all be cancelled
 //! at once: their cleanups all run, and every later attempt waits for them.)
 //!
+//! What it costs, only once the places were all taken (cancellations faster than cleanups, as
+//! in an outage): until the attempts let in since have finished, new attempts enter one per
+//! place given back. A waiter at the gate has no node yet, so behind a long hold it joins the
+//! server's queue after other processes' waiters that came later. Without cancellations the
+//! places stay free and nothing waits here.
+//!
 //! No identity is involved: not the task, not the handle. Every attempt counts alike, which is
 //! what lets each `lock()` call be its own participant (two futures of one task, joined, queue
 //! like two processes) while cancellation stays bounded. The gates are the process's, so a
