@@ -105,6 +105,24 @@ import org.apache.zookeeper.proto.SyncRequest;
 import org.apache.zookeeper.proto.SyncResponse;
 import org.apache.zookeeper.proto.WatcherEvent;
 import org.apache.zookeeper.proto.WhoAmIResponse;
+import org.apache.zookeeper.server.persistence.FileHeader;
+import org.apache.zookeeper.server.persistence.Util;
+import org.apache.zookeeper.txn.CheckVersionTxn;
+import org.apache.zookeeper.txn.CloseSessionTxn;
+import org.apache.zookeeper.txn.CreateContainerTxn;
+import org.apache.zookeeper.txn.CreateSessionTxn;
+import org.apache.zookeeper.txn.CreateTTLTxn;
+import org.apache.zookeeper.txn.CreateTxn;
+import org.apache.zookeeper.txn.CreateTxnV0;
+import org.apache.zookeeper.txn.DeleteTxn;
+import org.apache.zookeeper.txn.ErrorTxn;
+import org.apache.zookeeper.txn.MultiTxn;
+import org.apache.zookeeper.txn.SetACLTxn;
+import org.apache.zookeeper.txn.SetDataTxn;
+import org.apache.zookeeper.txn.SetMaxChildrenTxn;
+import org.apache.zookeeper.txn.Txn;
+import org.apache.zookeeper.txn.TxnDigest;
+import org.apache.zookeeper.txn.TxnHeader;
 
 public final class Conformance {
 
@@ -971,6 +989,227 @@ public final class Conformance {
         emit("MultiResponse", "mixed", r);
     }
 
+
+    // ------------------------------------------------------------------
+    // Transaction log (org.apache.zookeeper.txn, server.persistence)
+    // ------------------------------------------------------------------
+
+    static final int ZKLG = 0x5a4b4c47;
+
+    /** The bytes of a record as PrepRequestProcessor puts them in a multi's Txn. */
+    static byte[] bytesOf(Record r) throws IOException {
+        ByteArrayOutputStream baos = new ByteArrayOutputStream();
+        r.serialize(BinaryOutputArchive.getArchive(baos), "request");
+        return baos.toByteArray();
+    }
+
+    static Txn txn(int type, Record r) throws IOException {
+        return new Txn(type, bytesOf(r));
+    }
+
+    static MultiTxn multiTxn(Txn... txns) {
+        return new MultiTxn(new ArrayList<>(Arrays.asList(txns)));
+    }
+
+    static CreateTxn createTxn() {
+        return new CreateTxn("/locks/m/_c_2c5e-lock-0000000007", SMALL, openAcl(), true, 8);
+    }
+
+    static void txnRecords() throws Exception {
+        // FileHeader(magic, version, dbid)
+        emit("FileHeader", "log", new FileHeader(ZKLG, 2, 0));
+        emit("FileHeader", "snapshot", new FileHeader(0x5a4b534e, 2, -1));
+        emit("FileHeader", "max", new FileHeader(IMAX, IMAX, LMAX));
+        emit("FileHeader", "min", new FileHeader(IMIN, IMIN, LMIN));
+        emit("FileHeader", "zero", new FileHeader(0, 0, 0));
+
+        // TxnHeader(clientId, cxid, zxid, time, type): every type a server logs.
+        int[] types = {-10, -11, -1, 1, 2, 5, 7, 13, 14, 15, 16, 19, 20, 21};
+        long[] sessions = {0x1000abcde000000L, 0, LMAX, LMIN, -1, 72057781111160832L};
+        for (int i = 0; i < types.length; i++) {
+            emit("TxnHeader", "type" + types[i], new TxnHeader(sessions[i % sessions.length],
+                    i % 2 == 0 ? i : -i, 0x100000001L + i, 1764000000000L + i, types[i]));
+        }
+        emit("TxnHeader", "max", new TxnHeader(LMAX, IMAX, LMAX, LMAX, 1));
+        emit("TxnHeader", "min", new TxnHeader(LMIN, IMIN, LMIN, LMIN, -11));
+
+        // TxnDigest(version, treeDigest)
+        emit("TxnDigest", "v2", new TxnDigest(2, 1371985504L));
+        emit("TxnDigest", "zero", new TxnDigest(0, 0));
+        emit("TxnDigest", "max", new TxnDigest(IMAX, LMAX));
+        emit("TxnDigest", "min", new TxnDigest(IMIN, LMIN));
+
+        // The creates.
+        emit("CreateTxnV0", "typical", new CreateTxnV0(PATH, JSON, openAcl(), false));
+        emit("CreateTxnV0", "ephemeral-null-buffer", new CreateTxnV0("/e", null, variedAcl(), true));
+        emit("CreateTxnV0", "empty", new CreateTxnV0("", EMPTY, new ArrayList<>(), false));
+        emit("CreateTxnV0", "long", new CreateTxnV0(LONG_UNICODE, BIG, manyAcl(1000), true));
+        emit("CreateTxn", "typical", createTxn());
+        emit("CreateTxn", "persistent", new CreateTxn(PATH, JSON, openAcl(), false, 0));
+        emit("CreateTxn", "null-buffer-min", new CreateTxn(CJK, null, variedAcl(), false, IMIN));
+        emit("CreateTxn", "empty-max", new CreateTxn("", EMPTY, new ArrayList<>(), true, IMAX));
+        emit("CreateTxn", "long", new CreateTxn(LONG, BIG, manyAcl(1000), false, -1));
+        emit("CreateTxn", "emoji", new CreateTxn(EMOJI, SMALL, openAcl(), true, 1), null, false);
+        emit("CreateTTLTxn", "typical", new CreateTTLTxn(PATH, JSON, openAcl(), 3, 60000));
+        emit("CreateTTLTxn", "null-buffer", new CreateTTLTxn("/t", null, variedAcl(), 0, 1));
+        emit("CreateTTLTxn", "max", new CreateTTLTxn(UNICODE, SMALL, openAcl(), IMAX, LMAX));
+        emit("CreateTTLTxn", "min", new CreateTTLTxn(ACCENTED, EMPTY, new ArrayList<>(), IMIN, LMIN));
+        emit("CreateContainerTxn", "typical", new CreateContainerTxn("/locks/m", EMPTY, openAcl(), 4));
+        emit("CreateContainerTxn", "null-buffer", new CreateContainerTxn("/c", null, variedAcl(), 0));
+        emit("CreateContainerTxn", "max", new CreateContainerTxn(NUL, JSON, openAcl(), IMAX));
+        emit("CreateContainerTxn", "long-min", new CreateContainerTxn(LONG, BIG, manyAcl(100), IMIN));
+
+        // Path-and-int records, and DeleteTxn.
+        Object[][] pathInts = {
+            {"typical", PATH, 1}, {"root-zero", "/", 0}, {"unicode-max", UNICODE, IMAX},
+            {"cjk-min", CJK, IMIN}, {"long-neg", LONG, -1},
+        };
+        for (Object[] c : pathInts) {
+            String label = (String) c[0];
+            String path = (String) c[1];
+            int n = (Integer) c[2];
+            emit("DeleteTxn", label, new DeleteTxn(path));
+            emit("CheckVersionTxn", label, new CheckVersionTxn(path, n));
+            emit("SetMaxChildrenTxn", label, new SetMaxChildrenTxn(path, n));
+        }
+        // SetDataTxn(path, data, version)
+        emit("SetDataTxn", "typical", new SetDataTxn(PATH, JSON, 1));
+        emit("SetDataTxn", "null-buffer", new SetDataTxn("/", null, 0));
+        emit("SetDataTxn", "reconfig", new SetDataTxn("/zookeeper/config",
+                "server.1=127.0.0.1:2888:3888:participant;2181\nversion=100000005"
+                        .getBytes(StandardCharsets.UTF_8), -1));
+        emit("SetDataTxn", "max", new SetDataTxn(UNICODE, SMALL, IMAX));
+        emit("SetDataTxn", "big-min", new SetDataTxn(LONG, BIG, IMIN));
+        // SetACLTxn(path, acl, version)
+        emit("SetACLTxn", "typical", new SetACLTxn(PATH, openAcl(), 1));
+        emit("SetACLTxn", "empty-vector", new SetACLTxn("", new ArrayList<>(), 0));
+        emit("SetACLTxn", "varied-max", new SetACLTxn(UNICODE, variedAcl(), IMAX));
+        emit("SetACLTxn", "long-vector-min", new SetACLTxn(LONG, manyAcl(1000), IMIN));
+
+        // Sessions and errors.
+        emit("CreateSessionTxn", "typical", new CreateSessionTxn(30000));
+        emit("CreateSessionTxn", "zero", new CreateSessionTxn(0));
+        emit("CreateSessionTxn", "max", new CreateSessionTxn(IMAX));
+        emit("CreateSessionTxn", "min", new CreateSessionTxn(IMIN));
+        emit("CloseSessionTxn", "none", new CloseSessionTxn(new ArrayList<>()));
+        emit("CloseSessionTxn", "one", new CloseSessionTxn(strings("/tl/c/e-0000000000")));
+        emit("CloseSessionTxn", "varied", new CloseSessionTxn(strings("", "/", CJK, NUL, UNICODE)));
+        emit("CloseSessionTxn", "many", new CloseSessionTxn(manyStrings(1000, "/locks/m/_c_x-lock-")));
+        emit("ErrorTxn", "node-exists", new ErrorTxn(-110));
+        emit("ErrorTxn", "no-node", new ErrorTxn(-101));
+        emit("ErrorTxn", "runtime-inconsistency", new ErrorTxn(-2));
+        emit("ErrorTxn", "ok", new ErrorTxn(0));
+        emit("ErrorTxn", "max", new ErrorTxn(IMAX));
+        emit("ErrorTxn", "min", new ErrorTxn(IMIN));
+
+        // Txn(type, data) and MultiTxn(txns)
+        emit("Txn", "create", txn(1, createTxn()));
+        emit("Txn", "check", txn(13, new CheckVersionTxn("/a", 2)));
+        emit("Txn", "error", txn(-1, new ErrorTxn(-101)));
+        emit("Txn", "empty-data", new Txn(2, EMPTY));
+        emit("Txn", "big", new Txn(5, BIG));
+        emit("MultiTxn", "empty", multiTxn());
+        emit("MultiTxn", "check-create-delete", multiTxn(
+                txn(13, new CheckVersionTxn("/tl", 2)),
+                txn(1, createTxn()),
+                txn(2, new DeleteTxn("/tl/p3"))));
+        emit("MultiTxn", "failed", multiTxn(
+                txn(1, createTxn()),
+                txn(-1, new ErrorTxn(-101)),
+                txn(-1, new ErrorTxn(-2))));
+        emit("MultiTxn", "every-inner-type", multiTxn(
+                txn(1, createTxn()),
+                txn(15, createTxn()),
+                txn(21, new CreateTTLTxn("/t", JSON, openAcl(), 1, 5000)),
+                txn(19, new CreateContainerTxn("/c", EMPTY, openAcl(), 2)),
+                txn(2, new DeleteTxn("/d")),
+                txn(20, new DeleteTxn("/c")),
+                txn(5, new SetDataTxn("/s", SMALL, 3)),
+                txn(13, new CheckVersionTxn("/s", 3))));
+    }
+
+    /**
+     * One log record's bytes as Util.marshallTxnEntry writes them (hdr, txn if any, digest if
+     * any); rendered as a record of those three fields.
+     */
+    static final class TxnLogEntry implements Record {
+        final TxnHeader hdr;
+        final Record txn;
+        final TxnDigest digest;
+
+        TxnLogEntry(TxnHeader hdr, Record txn, TxnDigest digest) {
+            this.hdr = hdr;
+            this.txn = txn;
+            this.digest = digest;
+        }
+
+        @Override
+        public void serialize(OutputArchive oa, String tag) throws IOException {
+            oa.startRecord(this, tag);
+            hdr.serialize(oa, "hdr");
+            if (txn != null) {
+                txn.serialize(oa, "txn");
+            }
+            if (digest != null) {
+                digest.serialize(oa, "digest");
+            }
+            oa.endRecord(this, tag);
+        }
+
+        @Override
+        public void deserialize(org.apache.jute.InputArchive ia, String tag) {
+            throw new UnsupportedOperationException("deserialize");
+        }
+    }
+
+    static int entryCount = 0;
+
+    static void entry(String label, int type, Record txn, boolean digest) throws Exception {
+        entryCount++;
+        TxnHeader hdr = new TxnHeader(0x1000abcde000000L + entryCount, entryCount,
+                0x200000000L + entryCount, 1764000000000L + entryCount, type);
+        TxnDigest d = digest ? new TxnDigest(2, 0x5eed0000L + entryCount) : null;
+        TxnLogEntry e = new TxnLogEntry(hdr, txn, d);
+        byte[] java = Util.marshallTxnEntry(hdr, txn, d);
+        ByteArrayOutputStream baos = new ByteArrayOutputStream();
+        e.serialize(BinaryOutputArchive.getArchive(baos), "");
+        if (!Arrays.equals(java, baos.toByteArray())) {
+            throw new IllegalStateException("TxnLogEntry differs from Util.marshallTxnEntry: " + label);
+        }
+        emit("TxnLogEntry", label + (digest ? "-digest" : ""), e, null, false);
+    }
+
+    static void txnLogEntries() throws Exception {
+        for (boolean digest : new boolean[] {true, false}) {
+            entry("create-session", -10, new CreateSessionTxn(30000), digest);
+            entry("close-session", -11, new CloseSessionTxn(strings("/a", "/b/e-0000000001")),
+                    digest);
+            entry("create", 1, createTxn(), digest);
+            entry("create2", 15, new CreateTxn(PATH, JSON, variedAcl(), false, 3), digest);
+            entry("create-ttl", 21, new CreateTTLTxn(PATH, JSON, openAcl(), 3, 60000), digest);
+            entry("create-container", 19, new CreateContainerTxn("/locks/m", EMPTY, openAcl(), 4),
+                    digest);
+            entry("delete", 2, new DeleteTxn(PATH), digest);
+            entry("delete-container", 20, new DeleteTxn("/locks/m"), digest);
+            entry("set-data", 5, new SetDataTxn(PATH, SMALL, 2), digest);
+            entry("reconfig", 16, new SetDataTxn("/zookeeper/config", JSON, -1), digest);
+            entry("set-acl", 7, new SetACLTxn(PATH, variedAcl(), 1), digest);
+            entry("error", -1, new ErrorTxn(-110), digest);
+            entry("multi", 14, multiTxn(
+                    txn(13, new CheckVersionTxn("/tl", 2)),
+                    txn(1, createTxn()),
+                    txn(2, new DeleteTxn("/tl/p3"))), digest);
+            entry("multi-failed", 14, multiTxn(
+                    txn(1, createTxn()),
+                    txn(-1, new ErrorTxn(-101)),
+                    txn(-1, new ErrorTxn(-2))), digest);
+        }
+        // A closeSession as servers before 3.6 logged it: nothing after the header.
+        entry("close-session-no-body", -11, null, false);
+        // A create as servers before 3.3 logged it.
+        entry("create-v0", 1, new CreateTxnV0(PATH, JSON, openAcl(), true), false);
+    }
+
     // ------------------------------------------------------------------
 
     static final String[] EXPECTED = {
@@ -986,6 +1225,10 @@ public final class Conformance {
         "GetChildrenResponse", "GetAllChildrenNumberResponse", "GetChildren2Response",
         "GetACLResponse", "CheckWatchesRequest", "RemoveWatchesRequest", "GetEphemeralsRequest",
         "GetEphemeralsResponse", "WhoAmIResponse", "MultiRequest", "MultiResponse",
+        "FileHeader", "TxnHeader", "TxnDigest", "CreateTxnV0", "CreateTxn", "CreateTTLTxn",
+        "CreateContainerTxn", "DeleteTxn", "SetDataTxn", "CheckVersionTxn", "SetACLTxn",
+        "SetMaxChildrenTxn", "CreateSessionTxn", "CloseSessionTxn", "ErrorTxn", "Txn",
+        "MultiTxn", "TxnLogEntry",
     };
 
     public static void main(String[] args) {
@@ -1003,13 +1246,15 @@ public final class Conformance {
             children();
             multiRequest();
             multiResponse();
+            txnRecords();
+            txnLogEntries();
             out.flush();
             if (out.checkError()) {
                 throw new IOException("error writing stdout");
             }
 
             Set<String> expected = new HashSet<>(Arrays.asList(EXPECTED));
-            if (expected.size() != 50) {
+            if (expected.size() != 68) {
                 throw new IllegalStateException("expected list has " + expected.size() + " names");
             }
             if (!counts.keySet().equals(expected)) {

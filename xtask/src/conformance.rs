@@ -5,13 +5,20 @@
 //! each case it prints the record's name, a label, the binary bytes, and the same record
 //! walked field by field through a text `OutputArchive`. Here each case is decoded with
 //! zk-proto, walked through [`TextVisitor`] (the same rendering), compared field by field, and
-//! re-encoded and compared byte for byte.
+//! re-encoded and compared byte for byte. The transaction log's records are checked the same
+//! way, and whole log records (`TxnLogEntry`: header, body by type, digest, as
+//! `Util.marshallTxnEntry` writes them) are decoded with `zk_proto::txnlog::TxnEntry::decode`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::process::Command;
 
 use zk_proto::records::*;
+use zk_proto::txnlog::{
+    CheckVersionTxn, CloseSessionTxn, CreateContainerTxn, CreateSessionTxn, CreateTtlTxn,
+    CreateTxn, CreateTxnV0, DeleteTxn, ErrorTxn, FileHeader, MultiTxn, SetAclTxn, SetDataTxn,
+    SetMaxChildrenTxn, Txn, TxnDigest, TxnEntry, TxnHeader,
+};
 use zk_proto::{
     Decode, Encode, MultiHeader, MultiRequest, MultiResponse, ReplyHeader, RequestHeader, Visit,
     Visitor, WatcherEvent,
@@ -24,6 +31,14 @@ type Checker = fn(&[u8]) -> Result<(String, Vec<u8>), String>;
 
 fn check<T: Decode + Encode + Visit>(bytes: &[u8]) -> Result<(String, Vec<u8>), String> {
     let value = T::decode_exact(bytes, "case").map_err(|e| format!("decode: {e}"))?;
+    let bytes = value.to_bytes().map_err(|e| format!("encode: {e}"))?;
+    Ok((render(&value), bytes.to_vec()))
+}
+
+/// A transaction log record's bytes (header, body by type, digest), as
+/// `Util.marshallTxnEntry` writes them: decoded with [`TxnEntry::decode`].
+fn check_txn_entry(bytes: &[u8]) -> Result<(String, Vec<u8>), String> {
+    let value = TxnEntry::decode(bytes).map_err(|e| format!("decode: {e}"))?;
     let bytes = value.to_bytes().map_err(|e| format!("encode: {e}"))?;
     Ok((render(&value), bytes.to_vec()))
 }
@@ -86,6 +101,24 @@ pub const RECORDS: &[(&str, Checker)] = &[
     ("WhoAmIResponse", check::<WhoAmIResponse>),
     ("MultiRequest", check::<MultiRequest>),
     ("MultiResponse", check::<MultiResponse>),
+    ("FileHeader", check::<FileHeader>),
+    ("TxnHeader", check::<TxnHeader>),
+    ("TxnDigest", check::<TxnDigest>),
+    ("CreateTxnV0", check::<CreateTxnV0>),
+    ("CreateTxn", check::<CreateTxn>),
+    ("CreateTTLTxn", check::<CreateTtlTxn>),
+    ("CreateContainerTxn", check::<CreateContainerTxn>),
+    ("DeleteTxn", check::<DeleteTxn>),
+    ("SetDataTxn", check::<SetDataTxn>),
+    ("CheckVersionTxn", check::<CheckVersionTxn>),
+    ("SetACLTxn", check::<SetAclTxn>),
+    ("SetMaxChildrenTxn", check::<SetMaxChildrenTxn>),
+    ("CreateSessionTxn", check::<CreateSessionTxn>),
+    ("CloseSessionTxn", check::<CloseSessionTxn>),
+    ("ErrorTxn", check::<ErrorTxn>),
+    ("Txn", check::<Txn>),
+    ("MultiTxn", check::<MultiTxn>),
+    ("TxnLogEntry", check_txn_entry),
 ];
 
 /// Renders a record as `Conformance.java`'s `TextArchive` does: `tag=value;` for scalars
