@@ -25,7 +25,7 @@ pub struct Target {
 }
 
 /// Every fuzz target of the workspace.
-pub const TARGETS: [Target; 3] = [
+pub const TARGETS: [Target; 4] = [
     Target {
         krate: "zk-proto",
         name: "server_frames",
@@ -33,6 +33,10 @@ pub const TARGETS: [Target; 3] = [
     Target {
         krate: "zk-proto",
         name: "request_frames",
+    },
+    Target {
+        krate: "zk-proto",
+        name: "txn_log",
     },
     Target {
         krate: "zk-client",
