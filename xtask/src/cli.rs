@@ -59,6 +59,13 @@ pub enum Command {
     /// The fuzz targets under cargo-fuzz (installed when missing), counted: executions,
     /// coverage and corpus per target; fails on a crash.
     Fuzz(Fuzz),
+    /// A server's transaction log, one line per transaction (zxid, time, session, type, path,
+    /// ephemeral owner, a multi's inner transactions): who did what, when.
+    Txnlog {
+        /// A server's dataDir, its `version-2` directory, or `log.*` files.
+        #[arg(required = true)]
+        paths: Vec<std::path::PathBuf>,
+    },
     /// Install what the demo, tests and benchmarks need (Debian packages).
     Deps,
 }
@@ -393,7 +400,7 @@ pub struct Fuzz {
     /// Executions per target instead of a time.
     #[arg(long)]
     pub runs: Option<u64>,
-    /// The targets (default: all): server_frames, request_frames, session_bytes.
+    /// The targets (default: all): server_frames, request_frames, txn_log, session_bytes.
     pub targets: Vec<String>,
 }
 

@@ -17,6 +17,7 @@ pub mod line;
 pub mod recipe;
 pub mod stress;
 pub mod suite;
+pub mod txnlog;
 pub mod wire;
 pub mod worker_process;
 

@@ -51,6 +51,7 @@ fn run(command: Command) -> Result {
             };
             xtask::fuzz::run(&xtask::paths::workspace_root(), &targets, budget).map(drop)
         }
+        Command::Txnlog { paths } => xtask::txnlog::run(&paths),
         Command::Deps => {
             deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator, Need::Kazoo])?;
             println!("Java, ZooKeeper, Curator and kazoo are installed");
