@@ -2,11 +2,11 @@
 //! counts what they did: executions, coverage, corpus, crashes, each target's numbers from
 //! libFuzzer's own final statistics.
 //!
-//! The targets: zk-proto's `server_frames` and `request_frames` (decoding is total, what
-//! decodes re-encodes; `zk-proto/fuzz/README.md`) and zk-client's `session_bytes` (the sans-IO
-//! session under arbitrary server bytes and driver inputs; `zk-client/fuzz/README.md`). Each
-//! starts from its committed seeds and a corpus directory of its own (gitignored), which later
-//! runs carry on from. CI runs a short run of each; a long run is the same command with a
+//! The targets: zk-proto's `server_frames`, `request_frames` and `txn_log` (decoding is total,
+//! what decodes re-encodes; `zk-proto/fuzz/README.md`) and zk-client's `session_bytes` (the
+//! sans-IO session under arbitrary server bytes and driver inputs; `zk-client/fuzz/README.md`).
+//! Each starts from its committed seeds and a corpus directory of its own (gitignored), which
+//! later runs carry on from. CI runs a short run of each; a long run is the same command with a
 //! larger budget. cargo-fuzz is installed with `cargo install` when missing; its nightly flags
 //! run on the stable toolchain with `RUSTC_BOOTSTRAP=1`.
 
