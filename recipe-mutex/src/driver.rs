@@ -251,7 +251,11 @@ where
             let grace = with_grace(Instant::now());
             let until = options.deadline.map_or(grace, with_grace).min(grace);
             let grace = tokio::time::sleep_until(until);
+            // Both arms end the wait and nothing else: the order is behaviour-neutral, and a
+            // fixed one keeps the simulator's schedules replayable (an unbiased `select!`
+            // draws from the runtime's random generator).
             tokio::select! {
+                biased;
                 _ = done => {}
                 _ = grace => {}
             }

@@ -19,6 +19,14 @@ pub enum Plant {
     /// A waiter holds as soon as the node it watches goes, without listing again (in
     /// `recipes-core`'s acquire machine): a negative control for the chaos suite.
     HandOffShortcut,
+    /// A reader holds whatever write node is ahead of it (recipe-rwlock, feature `plant`).
+    ReadIgnoresWrites,
+    /// A semaphore counts one lease more than its maximum as room (recipe-semaphore, feature
+    /// `plant`): the count rule off by one.
+    SemaphoreOneTooMany,
+    /// A multi-lock reports itself held before its last member is taken: that member is
+    /// taken in the background, outside the guard (recipe-multilock, feature `plant`).
+    MultiSkipsLast,
 }
 
 #[cfg(feature = "plant")]
@@ -36,6 +44,9 @@ mod switch {
             Some(Plant::TurnIgnoresDeadline) => 2,
             Some(Plant::LostEndsWaiters) => 3,
             Some(Plant::HandOffShortcut) => 4,
+            Some(Plant::ReadIgnoresWrites) => 5,
+            Some(Plant::SemaphoreOneTooMany) => 6,
+            Some(Plant::MultiSkipsLast) => 7,
         }
     }
 
@@ -45,7 +56,9 @@ mod switch {
         recipes_core::plant::set_hand_off_shortcut(plant == Some(Plant::HandOffShortcut));
     }
 
-    pub(crate) fn active(plant: Plant) -> bool {
+    /// Whether `plant` is the defect put back (the other recipe crates ask too).
+    #[doc(hidden)]
+    pub fn active(plant: Plant) -> bool {
         ACTIVE.load(Ordering::Relaxed) == code(Some(plant))
     }
 }
@@ -53,10 +66,18 @@ mod switch {
 #[cfg(feature = "plant")]
 pub use switch::set;
 
+/// Seeds this thread's UUID generator (the protection prefix of every lock node it names),
+/// so that a simulated schedule replays bit for bit. Never for users.
 #[cfg(feature = "plant")]
-pub(crate) use switch::active;
+pub fn seed_uuids(seed: u64) {
+    crate::uuid::seed_thread(seed);
+}
+
+#[cfg(feature = "plant")]
+pub use switch::active;
 
 #[cfg(not(feature = "plant"))]
-pub(crate) const fn active(_plant: Plant) -> bool {
+#[doc(hidden)]
+pub const fn active(_plant: Plant) -> bool {
     false
 }

@@ -10,6 +10,14 @@ thread_local! {
     static STATE: Cell<u64> = Cell::new(RandomState::new().build_hasher().finish());
 }
 
+/// Restarts this thread's generator from `seed`, so that the UUIDs it gives from now on are
+/// a function of the seed: the simulator's schedules replay bit for bit (its runtime is
+/// single-threaded, so every attempt of a schedule draws from this thread). Never for users.
+#[cfg(feature = "plant")]
+pub(crate) fn seed_thread(seed: u64) {
+    STATE.with(|state| state.set(seed));
+}
+
 /// The next 64 random bits of this thread (wyrand: a full-period 64-bit sequence, so a
 /// thread's outputs never repeat within 2^64 calls; threads start at random points).
 fn next_u64() -> u64 {

@@ -1,15 +1,15 @@
-//! The async layer's simulator, checked: its ledger sees an overlap when there is one (a
-//! negative control), and two critical sections joined in one task never hold one mutex at
+//! The async layer's simulator, checked: its ledger judges holds from the server's tree (a
+//! node not granted, not owned, missing or shared is caught: negative controls), and two critical sections joined in one task never hold one mutex at
 //! once over 10,000 rounds (issue 23: ownership by task let both hold).
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use recipe_mutex::InterProcessMutex;
 use zk_client::{Client, CreateMode, CreateOptions};
-use zk_sim::layer::ledger::{Ledger, Mode};
+use zk_sim::layer::ledger::{Claim, Ledger, Mode};
 use zk_sim::wire::{SimServer, WireConfig};
 
 async fn client(server: &SimServer, seed: u64) -> Client {
@@ -18,42 +18,94 @@ async fn client(server: &SimServer, seed: u64) -> Client {
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_ledger_sees_an_overlap_and_nothing_else() {
+async fn the_ledger_judges_holds_from_the_tree_and_nothing_else() {
     let server = SimServer::new(WireConfig::new(3));
     let c = client(&server, 1).await;
-    let opts = CreateOptions::new(CreateMode::Ephemeral);
-    for node in ["/a", "/b", "/c"] {
-        c.create(node, b"", &opts).await.unwrap();
+    let other = client(&server, 2).await;
+    let me = c.session_id();
+    let persistent = CreateOptions::new(CreateMode::Persistent);
+    let seq = CreateOptions::new(CreateMode::EphemeralSequential);
+    for dir in ["/m", "/rw", "/sem"] {
+        c.create(dir, b"", &persistent).await.unwrap();
     }
+    let claim = |thing, mode, node, session| Claim {
+        thing,
+        mode,
+        node,
+        session,
+        token: server.exists(node.unwrap_or("/")).map_or(0, |s| s.czxid),
+    };
+    // A mutex: the first node by sequence holds; the second does not, though it exists.
+    let first = c.create("/m/_c_a-lock-", b"", &seq).await.unwrap();
+    let second = c.create("/m/_c_b-lock-", b"", &seq).await.unwrap();
     let mut ledger = Ledger::default();
-    let first = ledger.begin(&server, "/lock", Mode::Exclusive, "/a", 1, None);
-    assert!(ledger.violations.is_empty());
-    // Two exclusive holds whose nodes both exist: an overlap.
-    ledger.begin(&server, "/lock", Mode::Exclusive, "/b", 2, None);
-    assert_eq!(ledger.violations.len(), 1, "{:?}", ledger.violations);
-    // A hold whose node is gone no longer counts (its session expired, say).
-    let mut ledger = Ledger::default();
-    let gone = ledger.begin(&server, "/lock", Mode::Write, "/a", 1, None);
-    c.delete("/a", None).await.unwrap();
-    ledger.begin(&server, "/lock", Mode::Write, "/b", 2, None);
+    let held = ledger.begin(&server, claim("/m", Mode::Exclusive, Some(&first), me));
     assert!(ledger.violations.is_empty(), "{:?}", ledger.violations);
-    ledger.end(gone);
-    // Readers share; a reader beside a writer only for that writer's downgrade.
-    let r1 = ledger.begin(&server, "/rw", Mode::Read, "/b", 3, None);
-    ledger.end(r1);
-    let w = ledger.begin(&server, "/rw", Mode::Write, "/b", 4, None);
-    ledger.begin(&server, "/rw", Mode::Read, "/c", 4, Some(w));
-    assert!(ledger.violations.is_empty(), "{:?}", ledger.violations);
-    ledger.begin(&server, "/rw", Mode::Read, "/c", 5, Some(first));
-    assert_eq!(ledger.violations.len(), 1, "{:?}", ledger.violations);
-    // Leases: at most N.
+    ledger.begin(&server, claim("/m", Mode::Exclusive, Some(&second), me));
+    assert_eq!(
+        ledger.violations.len(),
+        1,
+        "not granted: {:?}",
+        ledger.violations
+    );
+    // Owned by another session; no node at all; a node that is gone.
     let mut ledger = Ledger::default();
-    ledger.begin(&server, "/sem", Mode::Lease(2), "/b", 1, None);
-    ledger.begin(&server, "/sem", Mode::Lease(2), "/c", 2, None);
-    assert!(ledger.violations.is_empty());
-    c.create("/d", b"", &opts).await.unwrap();
-    ledger.begin(&server, "/sem", Mode::Lease(2), "/d", 3, None);
+    ledger.begin(
+        &server,
+        claim("/m", Mode::Exclusive, Some(&first), other.session_id()),
+    );
+    ledger.begin(&server, claim("/m", Mode::Exclusive, None, me));
+    ledger.begin(&server, claim("/m", Mode::Exclusive, Some("/m/gone"), me));
+    assert_eq!(ledger.violations.len(), 3, "{:?}", ledger.violations);
+    // Two holds of one granted node at once: an overlap (and a token that did not grow).
+    let mut ledger = Ledger::default();
+    ledger.begin(&server, claim("/m", Mode::Exclusive, Some(&first), me));
+    ledger.begin(&server, claim("/m", Mode::Exclusive, Some(&first), me));
+    assert_eq!(ledger.violations.len(), 2, "{:?}", ledger.violations);
+    // A live hold whose node goes while its session lives no longer holds.
+    let mut ledger = Ledger::default();
+    let id = ledger.begin(&server, claim("/m", Mode::Exclusive, Some(&first), me));
+    c.delete(&first, None).await.unwrap();
+    ledger.end(&server, id);
     assert_eq!(ledger.violations.len(), 1, "{:?}", ledger.violations);
+    let _ = held;
+    // Readers: not behind a write node; a downgrade's read node (its write's sequence,
+    // EPHEMERAL) beside its write.
+    let w = c.create("/rw/_c_w-__WRIT__", b"", &seq).await.unwrap();
+    let r = c.create("/rw/_c_r-__READ__", b"", &seq).await.unwrap();
+    let down = w.replace("_c_w-__WRIT__", "_c_d-__READ__");
+    let eph = CreateOptions::new(CreateMode::Ephemeral);
+    c.create(&down, b"", &eph).await.unwrap();
+    let mut ledger = Ledger::default();
+    let wid = ledger.begin(&server, claim("/rw", Mode::Write, Some(&w), me));
+    ledger.begin(&server, claim("/rw", Mode::Read, Some(&down), me));
+    assert!(ledger.violations.is_empty(), "{:?}", ledger.violations);
+    ledger.begin(&server, claim("/rw", Mode::Read, Some(&r), me));
+    assert_eq!(ledger.violations.len(), 1, "{:?}", ledger.violations);
+    ledger.end(&server, wid);
+    // Leases: among the first N by sequence.
+    let mut ledger = Ledger::default();
+    let mut leases = Vec::new();
+    for _ in 0..3 {
+        leases.push(c.create("/sem/_c_x-lease-", b"", &seq).await.unwrap());
+    }
+    ledger.begin(&server, claim("/sem", Mode::Lease(2), Some(&leases[0]), me));
+    ledger.begin(&server, claim("/sem", Mode::Lease(2), Some(&leases[1]), me));
+    assert!(ledger.violations.is_empty(), "{:?}", ledger.violations);
+    ledger.begin(&server, claim("/sem", Mode::Lease(2), Some(&leases[2]), me));
+    assert_eq!(
+        ledger.violations.len(),
+        1,
+        "the third is not granted: {:?}",
+        ledger.violations
+    );
+    // A hold whose session the server already ended is stale: it never counts.
+    let mut ledger = Ledger::default();
+    let gone = other.session_id();
+    server.expire(gone);
+    ledger.begin(&server, claim("/m", Mode::Exclusive, Some(&second), gone));
+    assert!(ledger.violations.is_empty(), "{:?}", ledger.violations);
+    assert_eq!(ledger.stale, 1);
 }
 
 #[tokio::test(start_paused = true)]

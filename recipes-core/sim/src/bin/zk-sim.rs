@@ -1,9 +1,12 @@
-//! `zk-sim [--layer machines|async] [--recipe R] [--schedules N] [--seed S] [--faults LIST]`:
+//! `zk-sim [--layer machines|async] [--recipe R] [--schedules N] [--seed S] [--faults LIST]
+//! [--trace]`:
 //! runs the simulator (`cargo xtask sim` runs this). `--layer machines` (the default) runs the
 //! recipes-core machines against the modelled server; `--layer async` runs the real recipe
 //! crates over real sessions to the in-memory wire server on tokio's paused clock. One line
 //! per recipe, then `sim: N schedules, V violations`; a failing schedule prints its seed (and
-//! for the machines its trace), and `--seed S --schedules 1` replays it.
+//! for the machines its trace), and `--seed S --schedules 1` replays it. With `--layer async`,
+//! `--trace` prints each schedule's whole trace (every frame the server read and wrote, every
+//! connection, fault and hold, in order): two runs of one seed print the same.
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -17,6 +20,7 @@ fn main() -> ExitCode {
     let mut seed: u64 = 1;
     let mut faults = Faults::ALL;
     let mut async_layer = false;
+    let mut trace = false;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while let Some(arg) = args.get(i) {
@@ -26,7 +30,7 @@ fn main() -> ExitCode {
         };
         let value = match inline {
             Some(v) => Some(v),
-            None if flag != "--help" => {
+            None if flag != "--help" && flag != "--trace" => {
                 i += 1;
                 args.get(i).cloned()
             }
@@ -34,7 +38,7 @@ fn main() -> ExitCode {
         };
         let bad = |what: &str| -> ExitCode {
             eprintln!(
-                "zk-sim: bad {what}; usage: zk-sim [--layer machines|async] [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex] [--schedules N] [--seed S] [--faults all|none|disconnect,expire,lost,meddle,foreign,wrap,abandon,deadlines]"
+                "zk-sim: bad {what}; usage: zk-sim [--layer machines|async] [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex] [--schedules N] [--seed S] [--faults all|none|disconnect,expire,lost,meddle,foreign,wrap,abandon,deadlines] [--trace]"
             );
             ExitCode::from(2)
         };
@@ -60,9 +64,10 @@ fn main() -> ExitCode {
                 Some(f) => faults = f,
                 None => return bad("--faults"),
             },
+            ("--trace", _) => trace = true,
             ("--help", _) => {
                 println!(
-                    "zk-sim [--layer machines|async] [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex] [--schedules N] [--seed S] [--faults LIST]"
+                    "zk-sim [--layer machines|async] [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex] [--schedules N] [--seed S] [--faults LIST] [--trace]"
                 );
                 return ExitCode::SUCCESS;
             }
@@ -81,11 +86,19 @@ fn main() -> ExitCode {
                 faults: faults != Faults::NONE,
                 ..LayerConfig::new(recipe)
             };
-            layer::sweep(schedules, seed, config)
+            let swept = match trace {
+                true => traced_sweep(recipe, schedules, seed, config),
+                false => layer::sweep(schedules, seed, config),
+            };
+            swept
                 .map(|stats| {
                     format!(
-                        "async layer, {} holds, {} faults",
-                        stats.holds, stats.faults
+                        "async layer, {} holds, {} faults ({} silent expiries: {} holds said Lost in time, {} fenced writes refused)",
+                        stats.holds,
+                        stats.faults,
+                        stats.silent,
+                        stats.lost_in_time,
+                        stats.fenced_refused
                     )
                 })
                 .map_err(|failure| (failure.seed, failure.to_string()))
@@ -126,4 +139,32 @@ fn main() -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// The async layer's sweep, printing each schedule's trace.
+fn traced_sweep(
+    recipe: Recipe,
+    schedules: u64,
+    first: u64,
+    config: LayerConfig,
+) -> Result<layer::LayerStats, layer::LayerFailure> {
+    let mut total = layer::LayerStats::default();
+    for seed in first..first.saturating_add(schedules) {
+        let (outcome, lines) = layer::run_traced(seed, config);
+        println!(
+            "trace of {} seed {seed} ({} lines):",
+            recipe.name(),
+            lines.len()
+        );
+        for line in &lines {
+            println!("  {line}");
+        }
+        let stats = outcome?;
+        total.holds += stats.holds;
+        total.faults += stats.faults;
+        total.silent += stats.silent;
+        total.lost_in_time += stats.lost_in_time;
+        total.fenced_refused += stats.fenced_refused;
+    }
+    Ok(total)
 }

@@ -1,11 +1,27 @@
-//! [`Ledger`]: every hold the async layer's tasks believe they have, checked against the
-//! server's tree at the instant each begins.
+//! [`Ledger`]: every hold the async layer's tasks believe they have, judged from the server's
+//! tree alone at the instant each begins, at every later begin, and when it ends.
 //!
-//! A hold counts while its node exists on the server (a hold whose session expired, or whose
-//! node someone deleted, is over whatever its task believes: that is what fencing is for). So
-//! a hold that begins while another counting hold of the same thing forbids it is a real
-//! overlap, seen at the instant it happens: the server is in this process and its tree is the
-//! truth.
+//! A task's claim (the node path its guard returns) only says *which* node to judge. Whether
+//! the hold is real is the server's to say: the node must exist, be owned by the task's own
+//! session (its ephemeral owner), and be granted by the grant rule below, written here small
+//! and apart from recipes-core's predicates:
+//!
+//! - **exclusive** (a mutex, a semaphore mutex's lease, a multi-lock's member) and **write**:
+//!   no child of the node's directory has a smaller sequence;
+//! - **read**: no `__WRIT__` child has a smaller sequence (a downgrade's read node carries its
+//!   write node's sequence, so it is granted beside it);
+//! - **lease** of `n`: fewer than `n` children have a smaller sequence (Curator's count rule:
+//!   a lease holds when the children number at most `n`; later leases only sort after it).
+//!
+//! A child's sequence is the text after its lock name, as Curator compares it: the last ten
+//! characters when they are digits, else the whole name (a foreign child).
+//!
+//! A hold whose session the server has already ended is over whatever its task believes (the
+//! reply that granted it was on its way when the session went: that is what fencing is for),
+//! so it is noted as stale and does not count. Every hold that counts (its session lives) must
+//! be granted and owned, and two counting holds the rule forbids at once (two exclusive, a
+//! writer beside a reader that is not its own downgrade, more than `n` leases) are a
+//! violation, computed from the tree too.
 
 use std::collections::BTreeMap;
 
@@ -14,23 +30,41 @@ use crate::wire::SimServer;
 /// How a hold may share its thing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// Alone (a mutex, a member of a multi-lock, a semaphore mutex, a write lock).
+    /// Alone (a mutex, a member of a multi-lock, a semaphore mutex).
     Exclusive,
     /// With other readers, not with a writer (its own downgraded write excepted).
     Read,
-    /// With other writers' nothing, and with readers' nothing.
+    /// Alone; a reader beside it only for its own downgrade.
     Write,
     /// One of at most `n` leases.
     Lease(u32),
 }
 
+/// What a task claims: a hold of `thing` as `mode` on `node`, taken by `session`, with its
+/// guard's fencing token.
+#[derive(Debug, Clone, Copy)]
+pub struct Claim<'a> {
+    /// What is held: a lock path (or a semaphore's).
+    pub thing: &'a str,
+    /// How.
+    pub mode: Mode,
+    /// The node the guard names (`None`: the guard names none for this thing).
+    pub node: Option<&'a str>,
+    /// The session of the task's client (not the guard's word).
+    pub session: i64,
+    /// The guard's fencing token.
+    pub token: i64,
+}
+
 /// One hold, as its task sees it.
 #[derive(Debug, Clone)]
 struct Hold {
-    /// What is held: a lock path (or a semaphore's).
     thing: String,
     mode: Mode,
     node: String,
+    session: i64,
+    /// Whether it counted when it began (a hold judged not to, or stale, is not judged again).
+    counted: bool,
 }
 
 /// The holds believed now, and what went wrong.
@@ -44,79 +78,210 @@ pub struct Ledger {
     pub violations: Vec<String>,
     /// Holds recorded.
     pub holds: u64,
+    /// Holds that began after the server had ended their session (they never counted).
+    pub stale: u64,
+    /// Holds of a cut-off session whose guard said `Lost` in time.
+    pub lost_in_time: u64,
+    /// Writes fenced by a guard of an expired session, refused by the server.
+    pub fenced_refused: u64,
+}
+
+/// A child's sequence as Curator compares it: the text after its lock name (the last ten
+/// characters when they are digits), else the whole name.
+pub fn sequence(name: &str) -> &str {
+    let tail = name.len().checked_sub(10).and_then(|at| name.get(at..));
+    match tail {
+        Some(t) if t.bytes().all(|b| b.is_ascii_digit()) => t,
+        _ => name,
+    }
+}
+
+/// Whether `name` in a directory of `children` is granted as `mode` by the rule above.
+pub fn granted(children: &[String], name: &str, mode: Mode) -> bool {
+    let ours = sequence(name);
+    let ahead = |c: &&String| c.as_str() != name && sequence(c) < ours;
+    match mode {
+        Mode::Exclusive | Mode::Write => !children.iter().any(|c| ahead(&c)),
+        Mode::Read => !children
+            .iter()
+            .filter(ahead)
+            .any(|c| c.contains("__WRIT__")),
+        Mode::Lease(n) => children.iter().filter(ahead).count() < n as usize,
+    }
+}
+
+/// The directory and name of a node path.
+fn split(node: &str) -> Option<(&str, &str)> {
+    let (dir, name) = node.rsplit_once('/')?;
+    Some((if dir.is_empty() { "/" } else { dir }, name))
+}
+
+/// What the tree says of a claimed node now.
+enum Verdict {
+    /// Its session lives, and the node is there, owned by it and granted (with its czxid).
+    Counts(i64),
+    /// Its session is gone on the server.
+    Stale,
+    /// Its session lives, yet the node is not its granted hold: why.
+    Not(String),
+}
+
+fn judge(server: &SimServer, mode: Mode, node: Option<&str>, session: i64) -> Verdict {
+    if !server.sessions().iter().any(|s| s.id == session) {
+        return Verdict::Stale;
+    }
+    let Some(node) = node else {
+        return Verdict::Not("the guard names no node for it".to_owned());
+    };
+    let Some(stat) = server.exists(node) else {
+        return Verdict::Not(format!("{node} does not exist"));
+    };
+    if stat.ephemeral_owner != session {
+        return Verdict::Not(format!(
+            "{node} is owned by {:#x}, not by {session:#x}",
+            stat.ephemeral_owner
+        ));
+    }
+    let Some((dir, name)) = split(node) else {
+        return Verdict::Not(format!("{node} has no directory"));
+    };
+    let children = server.children(dir).unwrap_or_default();
+    if !granted(&children, name, mode) {
+        return Verdict::Not(format!(
+            "{node} is not granted as {mode:?} among {children:?}"
+        ));
+    }
+    Verdict::Counts(stat.czxid)
+}
+
+/// Whether counting holds `a` and `b` of one thing may be held at once, from their nodes.
+fn compatible(a: &Hold, b: &Hold) -> bool {
+    let same_seq = || {
+        let (an, bn) = (split(&a.node).map(|x| x.1), split(&b.node).map(|x| x.1));
+        an.zip(bn).is_some_and(|(x, y)| sequence(x) == sequence(y))
+    };
+    match (a.mode, b.mode) {
+        (Mode::Read, Mode::Read) | (Mode::Lease(_), Mode::Lease(_)) => a.node != b.node,
+        // A downgrade: the read node carries its write node's sequence, in one session.
+        (Mode::Read, Mode::Write) | (Mode::Write, Mode::Read) => {
+            a.session == b.session && a.node != b.node && same_seq()
+        }
+        _ => false,
+    }
 }
 
 impl Ledger {
-    /// Records a hold that begins now, checked against the live holds whose nodes still exist
-    /// on `server`. Returns its id (for [`Ledger::end`]).
-    pub fn begin(
-        &mut self,
-        server: &SimServer,
-        thing: &str,
-        mode: Mode,
-        node: &str,
-        token: i64,
-        continues: Option<u64>,
-    ) -> u64 {
+    /// Records a hold that begins now, judged from `server`'s tree, and judges again every
+    /// live hold of its thing. Returns its id (for [`Ledger::end`]).
+    pub fn begin(&mut self, server: &SimServer, claim: Claim<'_>) -> u64 {
+        let Claim {
+            thing,
+            mode,
+            node,
+            session,
+            token,
+        } = claim;
         self.holds += 1;
-        if server.exists(node).is_none() {
-            self.violations.push(format!(
-                "{thing}: a hold began on {node}, which does not exist"
-            ));
-        }
-        let counting: Vec<(u64, Hold)> = self
-            .live
-            .iter()
-            .filter(|(_, h)| h.thing == thing && server.exists(&h.node).is_some())
-            .map(|(id, h)| (*id, h.clone()))
-            .collect();
-        for (id, other) in &counting {
-            let allowed = match (mode, other.mode) {
-                (Mode::Read, Mode::Read) => true,
-                (Mode::Read, Mode::Write) => continues == Some(*id),
-                (Mode::Lease(_), Mode::Lease(_)) => true,
-                _ => false,
-            };
-            if !allowed {
-                self.violations.push(format!(
-                    "{thing}: {mode:?} hold on {node} began while {:?} hold on {} was held",
-                    other.mode, other.node
-                ));
-            }
-        }
-        if let Mode::Lease(n) = mode {
-            let leases = counting.len() + 1;
-            if leases > n as usize {
-                self.violations
-                    .push(format!("{thing}: {leases} leases held at once, of {n}"));
-            }
-        }
-        if matches!(mode, Mode::Exclusive | Mode::Write) {
-            if let Some(last) = self.tokens.get(thing) {
-                if token <= *last {
+        let counts = match judge(server, mode, node, session) {
+            Verdict::Counts(czxid) => {
+                // (A downgrade's read hold carries its write's token: reads are not fenced
+                // by their own node.)
+                if czxid != token && mode != Mode::Read {
                     self.violations.push(format!(
-                        "{thing}: fencing token {token} after {last}: not increasing"
+                        "{thing}: the guard's fencing token {token} is not its node's czxid {czxid}"
+                    ));
+                }
+                true
+            }
+            Verdict::Stale => {
+                self.stale += 1;
+                false
+            }
+            Verdict::Not(why) => {
+                self.violations
+                    .push(format!("{thing}: a {mode:?} hold began, but {why}"));
+                false
+            }
+        };
+        let hold = Hold {
+            thing: thing.to_owned(),
+            mode,
+            node: node.unwrap_or_default().to_owned(),
+            session,
+            counted: counts,
+        };
+        // The other live holds of this thing, judged again now: those whose session lives
+        // must still be granted and owned; they count, and must be compatible with this one.
+        let others: Vec<Hold> = self
+            .live
+            .values()
+            .filter(|h| h.thing == thing && h.counted)
+            .cloned()
+            .collect();
+        let mut counting = Vec::new();
+        for other in others {
+            match judge(server, other.mode, Some(&other.node), other.session) {
+                Verdict::Counts(_) => counting.push(other),
+                Verdict::Stale => {}
+                Verdict::Not(why) => self.violations.push(format!(
+                    "{thing}: a live {:?} hold of {:#x} no longer holds: {why}",
+                    other.mode, other.session
+                )),
+            }
+        }
+        if counts {
+            for other in &counting {
+                if !compatible(&hold, other) {
+                    self.violations.push(format!(
+                        "{thing}: {mode:?} hold on {} began while {:?} hold on {} was held",
+                        hold.node, other.mode, other.node
                     ));
                 }
             }
-            self.tokens.insert(thing.to_owned(), token);
+            if let Mode::Lease(n) = mode {
+                let leases = counting.len() + 1;
+                if leases > n as usize {
+                    self.violations
+                        .push(format!("{thing}: {leases} leases held at once, of {n}"));
+                }
+            }
+            if matches!(mode, Mode::Exclusive | Mode::Write) {
+                if let Some(last) = self.tokens.get(thing) {
+                    if token <= *last {
+                        self.violations.push(format!(
+                            "{thing}: fencing token {token} after {last}: not increasing"
+                        ));
+                    }
+                }
+                self.tokens.insert(thing.to_owned(), token);
+            }
         }
+        server.note(|| {
+            format!(
+                "hold begins: {thing} {mode:?} {} by {session:#x}{}",
+                hold.node,
+                if counts { "" } else { " (not counted)" }
+            )
+        });
         self.next += 1;
         let id = self.next;
-        self.live.insert(
-            id,
-            Hold {
-                thing: thing.to_owned(),
-                mode,
-                node: node.to_owned(),
-            },
-        );
+        self.live.insert(id, hold);
         id
     }
 
-    /// The hold ends now (its release is about to start, or its guard to be dropped).
-    pub fn end(&mut self, id: u64) {
-        self.live.remove(&id);
+    /// The hold ends now (its release is about to start, or its guard to be dropped): while
+    /// its session lives, its node must still be there, owned and granted.
+    pub fn end(&mut self, server: &SimServer, id: u64) {
+        let Some(hold) = self.live.remove(&id).filter(|h| h.counted) else {
+            return;
+        };
+        if let Verdict::Not(why) = judge(server, hold.mode, Some(&hold.node), hold.session) {
+            self.violations.push(format!(
+                "{}: a {:?} hold of {:#x} ended no longer holding: {why}",
+                hold.thing, hold.mode, hold.session
+            ));
+        }
+        server.note(|| format!("hold ends: {} {}", hold.thing, hold.node));
     }
 
     /// Records a violation found elsewhere (a deadline overrun, a waiter failed by an outage
@@ -128,5 +293,51 @@ impl Ledger {
     /// How many holds are believed now.
     pub fn live(&self) -> usize {
         self.live.len()
+    }
+
+    /// The live holds of `session` (their ids), for the silent-expiry check.
+    pub fn of_session(&self, session: i64) -> Vec<u64> {
+        self.live
+            .iter()
+            .filter(|(_, h)| h.session == session)
+            .map(|(&id, _)| id)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kids(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    #[test]
+    fn the_grant_rule_by_sequence() {
+        let m = kids(&["_c_a-lock-0000000003", "_c_b-lock-0000000001"]);
+        assert!(granted(&m, "_c_b-lock-0000000001", Mode::Exclusive));
+        assert!(!granted(&m, "_c_a-lock-0000000003", Mode::Exclusive));
+        let rw = kids(&[
+            "_c_a-__READ__0000000001",
+            "_c_b-__WRIT__0000000002",
+            "_c_c-__READ__0000000003",
+            "_c_b-__READ__0000000002",
+        ]);
+        assert!(granted(&rw, "_c_a-__READ__0000000001", Mode::Read));
+        assert!(!granted(&rw, "_c_c-__READ__0000000003", Mode::Read));
+        assert!(
+            granted(&rw, "_c_b-__READ__0000000002", Mode::Read),
+            "a downgrade"
+        );
+        assert!(!granted(&rw, "_c_b-__WRIT__0000000002", Mode::Write));
+        let l = kids(&[
+            "x-lease-0000000005",
+            "y-lease-0000000002",
+            "z-lease-0000000009",
+        ]);
+        assert!(granted(&l, "x-lease-0000000005", Mode::Lease(2)));
+        assert!(!granted(&l, "z-lease-0000000009", Mode::Lease(2)));
+        assert!(granted(&l, "z-lease-0000000009", Mode::Lease(3)));
     }
 }

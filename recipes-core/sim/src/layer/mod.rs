@@ -4,23 +4,31 @@
 //! task) over real `zk_client` sessions to the in-memory [`wire`](crate::wire) server, on
 //! tokio's paused clock, under a seeded nemesis: connections cut and stalled, the server
 //! unreachable for a while, the server stopped past the session timeout and started again (the
-//! client says `Lost`, the session survives), sessions expired.
+//! client says `Lost`, the session survives), sessions expired at once, and sessions expired
+//! silently (the client cut off from the server, which expires it while no byte moves either
+//! way: its holds must say `Lost` within the session timeout of the cut, and a write fenced by
+//! their guards must be refused by the server once it expired the session).
 //!
-//! After every acquisition the [`Ledger`] checks the hold against the server's
-//! tree (never two holders, readers beside a writer only for its own downgrade, at most N
-//! leases, fencing tokens increasing). Every timed acquire must return within its deadline and
-//! one grace; a failure that blames the session must find it gone on the server; every task
-//! must end once the nemesis stops; and once everything settled, no node of a live session may
-//! be left. A schedule is a seed: the server's choices, the nemesis, every task's choices.
+//! The [`Ledger`] judges every hold from the server's tree alone, when it begins, at every
+//! later begin and when it ends: its node must exist, be owned by the task's own session and be
+//! granted by the ledger's own rule (first by sequence; a reader behind no write node; a lease
+//! among the first N), and no two counting holds may break the rule at once. Every timed
+//! acquire must return within its deadline and one grace; a failure that blames the session
+//! must find it gone on the server; every task must end once the nemesis stops; and once
+//! everything settled, no node of a live session may be left.
 //!
-//! Not bit-for-bit replayable: node names carry random UUIDs and tokio picks among ready
-//! `select!` branches at random, so a seed replays the same schedule of faults and choices,
-//! not always the same interleaving. Failures found here are kept as seeds of sweeps that
-//! catch them, not as single seeds.
+//! A schedule is a seed, and it replays bit for bit ([`run_traced`] gives the trace: every
+//! frame the server read and wrote, every connection, fault and hold, in order): the server's
+//! and the nemesis's choices and every task's come from the seed, node names' UUIDs from the
+//! thread's generator seeded per schedule (the runtime has one thread), the `select!`s of the
+//! recipe crates and the wire server on the layer's path are `biased`, and the server and the
+//! layer keep no hash maps. One unbiased `select!` is left on the path, in zk-client (its
+//! wait between connections); tests/replay.rs has not seen it part two runs of a seed.
 
 pub mod ledger;
 mod work;
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -68,6 +76,12 @@ pub struct LayerStats {
     pub holds: u64,
     /// Faults injected.
     pub faults: u64,
+    /// Silent expiries (a session cut off from the server and expired there).
+    pub silent: u64,
+    /// Holds of a cut-off session whose guard said `Lost` within the session timeout.
+    pub lost_in_time: u64,
+    /// Writes fenced by a guard of an expired session, refused by the server.
+    pub fenced_refused: u64,
 }
 
 /// A failing schedule.
@@ -96,16 +110,42 @@ const SETTLE: Duration = Duration::from_secs(300);
 
 /// Runs the schedule of `seed`.
 pub fn run(seed: u64, config: LayerConfig) -> Result<LayerStats, LayerFailure> {
+    run_inner(seed, config, false).0
+}
+
+/// Runs the schedule of `seed` keeping its trace ([`SimServer::record`]: every frame the
+/// server read and wrote, every connection, fault and hold, in order): the outcome and the
+/// trace. Two runs of one seed give the same trace.
+pub fn run_traced(
+    seed: u64,
+    config: LayerConfig,
+) -> (Result<LayerStats, LayerFailure>, Vec<String>) {
+    run_inner(seed, config, true)
+}
+
+fn run_inner(
+    seed: u64,
+    config: LayerConfig,
+    trace: bool,
+) -> (Result<LayerStats, LayerFailure>, Vec<String>) {
     let fail = |violation: String| LayerFailure { seed, violation };
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
         .build()
-        .map_err(|e| fail(format!("no runtime: {e}")))?;
-    let result = runtime.block_on(schedule(seed, config));
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return (Err(fail(format!("no runtime: {e}"))), Vec::new()),
+    };
+    let (result, lines) = runtime.block_on(async {
+        // Every node name of the schedule from the seed: this runtime has one thread, the
+        // one that runs this (guards dropped on plain threads name no node).
+        recipe_mutex::plant::seed_uuids(seed ^ 0x5eed_0f0d_d5ee_d0f0);
+        schedule(seed, config, trace).await
+    });
     // Background work still pending goes with the runtime.
     drop(runtime);
-    result.map_err(fail)
+    (result.map_err(fail), lines)
 }
 
 /// Runs `schedules` schedules from `first_seed` on: the first failure, or the totals.
@@ -119,11 +159,19 @@ pub fn sweep(
         let stats = run(seed, config)?;
         total.holds += stats.holds;
         total.faults += stats.faults;
+        total.silent += stats.silent;
+        total.lost_in_time += stats.lost_in_time;
+        total.fenced_refused += stats.fenced_refused;
     }
     Ok(total)
 }
 
-async fn schedule(seed: u64, config: LayerConfig) -> Result<LayerStats, String> {
+/// Runs the schedule: its outcome and its trace (empty unless `trace`).
+async fn schedule(
+    seed: u64,
+    config: LayerConfig,
+    trace: bool,
+) -> (Result<LayerStats, String>, Vec<String>) {
     let mut rng = Rng::new(seed);
     // Requests take up to a few milliseconds to arrive, so that cancellations and faults
     // find them on their way.
@@ -132,11 +180,19 @@ async fn schedule(seed: u64, config: LayerConfig) -> Result<LayerStats, String> 
         latency,
         ..WireConfig::new(seed)
     });
-    let scene = Scene {
-        server: server.clone(),
-        ledger: Arc::new(Mutex::new(Ledger::default())),
-        recipe: config.recipe,
-    };
+    if trace {
+        server.record();
+    }
+    let result = play(&server, &mut rng, config).await;
+    (result, server.trace())
+}
+
+/// The schedule's clients, tasks and nemesis on `server`, then the checks.
+async fn play(
+    server: &SimServer,
+    rng: &mut Rng,
+    config: LayerConfig,
+) -> Result<LayerStats, String> {
     let builder = Client::builder().session_timeout(SESSION_TIMEOUT);
     let mut clients = Vec::new();
     for _ in 0..config.clients {
@@ -146,6 +202,24 @@ async fn schedule(seed: u64, config: LayerConfig) -> Result<LayerStats, String> 
             .map_err(|e| format!("connect: {e}"))?;
         clients.push(client);
     }
+    // The fence session: the nemesis spares it (outages aside), fenced writes go through it.
+    let fence = server
+        .client(builder.clone(), rng.next_u64())
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let persistent = zk_client::CreateOptions::new(zk_client::CreateMode::Persistent);
+    fence
+        .create(work::FENCE, b"", &persistent)
+        .await
+        .map_err(|e| format!("fence: {e}"))?;
+    let scene = Scene {
+        server: server.clone(),
+        ledger: Arc::new(Mutex::new(Ledger::default())),
+        recipe: config.recipe,
+        fence: fence.clone(),
+        cut_off: Arc::new(Mutex::new(BTreeMap::new())),
+        session_timeout: SESSION_TIMEOUT,
+    };
     let mut tasks = Vec::new();
     for client in &clients {
         for _ in 0..config.tasks {
@@ -158,9 +232,9 @@ async fn schedule(seed: u64, config: LayerConfig) -> Result<LayerStats, String> 
             tasks.push(tokio::spawn(task));
         }
     }
-    let faults = match config.faults {
-        true => nemesis(&server, &mut Rng::new(rng.next_u64())).await,
-        false => 0,
+    let (faults, silent) = match config.faults {
+        true => nemesis(&scene, fence.session_id(), &mut Rng::new(rng.next_u64())).await,
+        false => (0, 0),
     };
     let started = Instant::now();
     for task in tasks {
@@ -183,9 +257,16 @@ async fn schedule(seed: u64, config: LayerConfig) -> Result<LayerStats, String> 
             ));
         }
     }
-    let (first, holds) = {
+    let (first, stats) = {
         let ledger = scene.ledger.lock().unwrap_or_else(PoisonError::into_inner);
-        (ledger.violations.first().cloned(), ledger.holds)
+        let stats = LayerStats {
+            holds: ledger.holds,
+            faults,
+            silent,
+            lost_in_time: ledger.lost_in_time,
+            fenced_refused: ledger.fenced_refused,
+        };
+        (ledger.violations.first().cloned(), stats)
     };
     if let Some(first) = first {
         return Err(first);
@@ -193,17 +274,26 @@ async fn schedule(seed: u64, config: LayerConfig) -> Result<LayerStats, String> 
     for client in clients {
         let _ = client.close().await;
     }
-    Ok(LayerStats { holds, faults })
+    let _ = fence.close().await;
+    Ok(stats)
 }
 
-/// Faults for [`NEMESIS`], then everything healed. Returns how many.
-async fn nemesis(server: &SimServer, rng: &mut Rng) -> u64 {
+/// Faults for [`NEMESIS`], then everything healed, sparing session `spare` (but for
+/// outages). Returns how many, and how many were silent expiries.
+async fn nemesis(scene: &Scene, spare: i64, rng: &mut Rng) -> (u64, u64) {
+    let server = &scene.server;
     let ms = |rng: &mut Rng, lo: u64, hi: u64| Duration::from_millis(lo + rng.below(hi - lo));
     let end = Instant::now() + NEMESIS;
     let mut faults = 0;
+    let mut silent = 0;
     while Instant::now() < end {
         tokio::time::sleep(ms(rng, 20, 1500)).await;
-        let sessions: Vec<i64> = server.sessions().iter().map(|s| s.id).collect();
+        let sessions: Vec<i64> = server
+            .sessions()
+            .iter()
+            .map(|s| s.id)
+            .filter(|&id| id != spare)
+            .collect();
         let Some(&session) = sessions.get(rng.index(sessions.len())) else {
             continue;
         };
@@ -233,8 +323,46 @@ async fn nemesis(server: &SimServer, rng: &mut Rng) -> u64 {
             85..=88 => {
                 server.expire(session);
             }
+            89..=95 => {
+                // A silent expiry: a session holding something (if any does) is cut off from
+                // the server, which expires it while its link stays stalled, at its deadline
+                // or sooner; its client can know only from its own clock.
+                let holding: Vec<i64> = sessions
+                    .iter()
+                    .copied()
+                    .filter(|&s| !scene.ledger().of_session(s).is_empty())
+                    .collect();
+                let session = holding
+                    .get(rng.index(holding.len()))
+                    .copied()
+                    .unwrap_or(session);
+                silent_expiry(scene, session, rng).await;
+                silent += 1;
+            }
             _ => faults -= 1,
         }
     }
-    faults
+    (faults, silent)
+}
+
+/// Cuts `session` off from the server, lets the server expire it while it is cut off (at its
+/// deadline, or sooner by [`SimServer::expire`]), then heals the partition.
+async fn silent_expiry(scene: &Scene, session: i64, rng: &mut Rng) {
+    let server = &scene.server;
+    let since = Instant::now();
+    {
+        let mut cut_off = scene.cut_off.lock().unwrap_or_else(PoisonError::into_inner);
+        cut_off.insert(session, since);
+    }
+    server.partition(session, true);
+    let early = Duration::from_millis(rng.below(SESSION_TIMEOUT.as_millis() as u64 + 2000));
+    tokio::time::sleep(early).await;
+    if server.sessions().iter().any(|s| s.id == session) {
+        server.expire(session);
+    }
+    // Past the client's own timeout, or not.
+    tokio::time::sleep(Duration::from_millis(rng.below(4000))).await;
+    server.partition(session, false);
+    let mut cut_off = scene.cut_off.lock().unwrap_or_else(PoisonError::into_inner);
+    cut_off.remove(&session);
 }

@@ -10,13 +10,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use recipe_multilock::InterProcessMultiLock;
-use recipe_mutex::{Error, Guard, InterProcessMutex, Lock};
+use std::collections::BTreeMap;
+use std::pin::Pin;
+
+use recipe_mutex::{Error, Guard, InterProcessMutex, Lock, Loss};
 use recipe_rwlock::InterProcessReadWriteLock;
 use recipe_semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease};
 use tokio::time::Instant;
 use zk_client::Client;
 
-use super::ledger::{Ledger, Mode};
+use super::ledger::{Claim, Ledger, Mode};
 use crate::Recipe;
 use crate::rng::Rng;
 use crate::wire::SimServer;
@@ -24,6 +27,13 @@ use crate::wire::SimServer;
 /// How far past deadline + grace a timed acquire may return (the clock's millisecond
 /// rounding, on tokio's paused clock where nothing else can delay it).
 const SLACK: Duration = Duration::from_millis(5);
+
+/// How late past its session timeout a cut-off client's guard may say `Lost` (the clock's
+/// millisecond rounding and the session task's turn, on tokio's paused clock).
+const LOST_SLACK: Duration = Duration::from_millis(50);
+
+/// The node a fenced write goes to (made by the fence session).
+pub const FENCE: &str = "/fence";
 
 /// What every task of a schedule shares.
 #[derive(Clone)]
@@ -34,20 +44,48 @@ pub struct Scene {
     pub ledger: Arc<Mutex<Ledger>>,
     /// The recipe.
     pub recipe: Recipe,
+    /// A session the nemesis spares, through which fenced writes are tried.
+    pub fence: Client,
+    /// The sessions the nemesis has cut off from the server (a silent expiry), with when.
+    pub cut_off: Arc<Mutex<BTreeMap<i64, Instant>>>,
+    /// The session timeout the clients ask for (and get).
+    pub session_timeout: Duration,
 }
 
 impl Scene {
-    fn ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
+    /// The ledger.
+    pub fn ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
         self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn begin(&self, thing: &str, mode: Mode, node: &str, token: i64, cont: Option<u64>) -> u64 {
+    fn begin(
+        &self,
+        client: &Client,
+        thing: &str,
+        mode: Mode,
+        node: Option<&str>,
+        token: i64,
+    ) -> u64 {
+        let claim = Claim {
+            thing,
+            mode,
+            node,
+            session: client.session_id(),
+            token,
+        };
         let server = self.server.clone();
-        self.ledger().begin(&server, thing, mode, node, token, cont)
+        self.ledger().begin(&server, claim)
     }
 
     fn end(&self, id: u64) {
-        self.ledger().end(id);
+        let server = self.server.clone();
+        self.ledger().end(&server, id);
+    }
+
+    /// When `session` was cut off from the server, if it is now.
+    fn cut_off_since(&self, session: i64) -> Option<Instant> {
+        let cut_off = self.cut_off.lock().unwrap_or_else(PoisonError::into_inner);
+        cut_off.get(&session).copied()
     }
 
     /// Checks a finished acquire: within its deadline and one grace; a failure that blames
@@ -208,6 +246,94 @@ async fn hold(rng: &mut Rng) {
     tokio::time::sleep(Duration::from_millis(rng.below(60))).await;
 }
 
+type LostFuture<'g> = Pin<Box<dyn Future<Output = Loss> + Send + 'g>>;
+
+/// A hold of a little while. If the nemesis has cut this session off from the server
+/// meanwhile (a silent expiry), the hold goes on until its guard says [`Loss::Lost`], which must
+/// come within the session timeout of the cut: the client cannot know sooner, and must know by
+/// then (no server heard for its whole session timeout). Once the server has expired the
+/// session, a write fenced by the guard (`fence`: its check ops) must be refused.
+async fn hold_on<'g>(
+    scene: &Scene,
+    client: &Client,
+    rng: &mut Rng,
+    what: &str,
+    lost: impl Fn() -> LostFuture<'g>,
+    fence: Vec<zk_client::Op>,
+) {
+    hold(rng).await;
+    let session = client.session_id();
+    let Some(since) = scene.cut_off_since(session) else {
+        return;
+    };
+    let bound = since + scene.session_timeout + LOST_SLACK;
+    let said = tokio::time::timeout_at(bound, async {
+        let mut states = client.state_watch();
+        loop {
+            if lost().await == Loss::Lost {
+                return;
+            }
+            if states.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    })
+    .await;
+    if said.is_err() {
+        scene.ledger().violation(format!(
+            "{what}: session {session:#x} cut off from the server {:?} ago, its guard has not said Lost",
+            Instant::now().duration_since(since)
+        ));
+        return;
+    }
+    scene.ledger().lost_in_time += 1;
+    scene
+        .server
+        .note(|| format!("{what}: {session:#x} said Lost"));
+    fenced(scene, session, what, fence).await;
+}
+
+/// Once the server has ended `session` (at its deadline, or by the nemesis), a write fenced
+/// by `checks` (the guard's check ops) is sent through the fence session: the server must
+/// refuse it. If the session outlives the partition, there is nothing to fence.
+async fn fenced(scene: &Scene, session: i64, what: &str, checks: Vec<zk_client::Op>) {
+    let until = Instant::now() + scene.session_timeout + Duration::from_secs(2);
+    while scene.server.sessions().iter().any(|s| s.id == session) {
+        if Instant::now() > until || scene.cut_off_since(session).is_none() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut ops = checks;
+    ops.push(zk_client::Op::set_data(
+        FENCE,
+        format!("{session:#x}"),
+        None,
+    ));
+    for _ in 0..100 {
+        match scene.fence.multi(&ops).await {
+            Ok(_) => {
+                scene.ledger().violation(format!(
+                    "{what}: a write fenced by a guard of expired session {session:#x} was accepted"
+                ));
+                return;
+            }
+            Err(zk_client::Error::MultiFailed { .. }) => {
+                scene.ledger().fenced_refused += 1;
+                scene
+                    .server
+                    .note(|| format!("{what}: the fenced write of {session:#x} was refused"));
+                return;
+            }
+            // The fence session's own connection trouble (an outage): try again.
+            Err(zk_client::Error::ConnectionLoss) => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(_) => return,
+        }
+    }
+}
+
 type Boxed<T> = std::pin::Pin<Box<dyn Future<Output = Result<Option<T>, Error>> + Send>>;
 
 /// One task's rounds.
@@ -286,16 +412,18 @@ pub async fn task(scene: Scene, client: Client, mut rng: Rng, rounds: u32) {
                     let ids: Vec<u64> = got
                         .iter()
                         .map(|l| {
-                            scene.begin(
-                                path,
-                                Mode::Lease(leases),
-                                l.node_path(),
-                                l.fencing_token(),
-                                None,
-                            )
+                            let node = Some(l.node_path());
+                            scene.begin(&client, path, Mode::Lease(leases), node, l.fencing_token())
                         })
                         .collect();
-                    hold(&mut rng).await;
+                    let fence = got.iter().map(Lease::check_op).collect();
+                    let lost = || -> LostFuture<'_> {
+                        match got.first() {
+                            Some(lease) => Box::pin(lease.lost()),
+                            None => Box::pin(std::future::ready(Loss::Lost)),
+                        }
+                    };
+                    hold_on(&scene, &client, &mut rng, "semaphore", lost, fence).await;
                     let how = letgo(&mut rng);
                     let_go(&scene, &ids, got, how, |got| {
                         Box::pin(InterProcessSemaphoreV2::return_all(got))
@@ -319,11 +447,15 @@ async fn lock_round(scene: &Scene, client: &Client, lock: Arc<dyn Lock>, mode: M
     let Some(g) = acquire(scene, client, what, how, take).await else {
         return;
     };
-    let ids: Vec<u64> = g
-        .holds()
-        .iter()
-        .map(|h| scene.begin(h.lock_path(), mode, h.node_path(), h.fencing_token(), None))
-        .collect();
+    // Every part asked for (a multi-lock's every member) must be held: the guard's holds
+    // only say which node to judge for each.
+    let holds = g.holds();
+    let mut ids: Vec<u64> = Vec::new();
+    for part in asked_parts(&lock) {
+        let hold = holds.iter().find(|h| h.lock_path() == part);
+        let (node, token) = hold.map_or((None, 0), |h| (Some(h.node_path()), h.fencing_token()));
+        ids.push(scene.begin(client, &part, mode, node, token));
+    }
     if rng.chance(300) {
         if let Some(first) = g.holds().first() {
             let nested = first.reenter();
@@ -331,9 +463,19 @@ async fn lock_round(scene: &Scene, client: &Client, lock: Arc<dyn Lock>, mode: M
             drop(nested);
         }
     }
-    hold(&mut rng).await;
+    let fence = g.check_ops();
+    hold_on(scene, client, &mut rng, what, || g.lost(), fence).await;
     let how = letgo(&mut rng);
     let_go(scene, &ids, g, how, |g| g.release()).await;
+}
+
+/// The lock paths a hold of `lock` must cover: each part of a multi-lock, else the lock's own.
+fn asked_parts(lock: &Arc<dyn Lock>) -> Vec<String> {
+    let parts = lock.parts();
+    match parts.is_empty() {
+        true => vec![lock.path().to_owned()],
+        false => parts.iter().map(|p| p.path().to_owned()).collect(),
+    }
 }
 
 /// One write round: a write that may downgrade.
@@ -361,14 +503,31 @@ async fn write_round(
     let Some(w) = acquire(scene, client, "write lock", how, take).await else {
         return;
     };
-    let wid = scene.begin(path, Mode::Write, w.node_path(), w.fencing_token(), None);
-    hold(rng).await;
+    let wid = scene.begin(
+        client,
+        path,
+        Mode::Write,
+        Some(w.node_path()),
+        w.fencing_token(),
+    );
+    let fence = vec![w.check_op()];
+    hold_on(
+        scene,
+        client,
+        rng,
+        "write lock",
+        || Box::pin(w.lost()),
+        fence,
+    )
+    .await;
     if !rng.chance(400) {
         let how = letgo(rng);
         let_go(scene, &[wid], w, how, |w| Box::pin(w.release())).await;
         return;
     }
-    // A downgrade: waiting, with a deadline, or cancelled.
+    // A downgrade: waiting, with a deadline, or cancelled. The write hold ends as it starts
+    // (the downgrade deletes the write node once its read node holds).
+    scene.end(wid);
     let started = Instant::now();
     let down = match rng.below(3) {
         0 => w.downgrade().await.map(Some),
@@ -379,7 +538,6 @@ async fn write_round(
             match r {
                 Ok(Ok(read)) => Ok(Some(read)),
                 Ok(Err(write)) => {
-                    scene.end(wid);
                     drop(write);
                     return;
                 }
@@ -392,20 +550,13 @@ async fn write_round(
             Err(_) => Ok(None),
         },
     };
-    match down {
-        Ok(Some(read)) => {
-            let rid = scene.begin(
-                path,
-                Mode::Read,
-                read.node_path(),
-                read.fencing_token(),
-                Some(wid),
-            );
-            scene.end(wid);
-            hold(rng).await;
-            let how = letgo(rng);
-            let_go(scene, &[rid], read, how, |g| Box::pin(g.release())).await;
-        }
-        _ => scene.end(wid),
+    if let Ok(Some(read)) = down {
+        let node = Some(read.node_path());
+        let rid = scene.begin(client, path, Mode::Read, node, read.fencing_token());
+        let fence = vec![read.check_op()];
+        let lost = || -> LostFuture<'_> { Box::pin(read.lost()) };
+        hold_on(scene, client, rng, "downgraded read", lost, fence).await;
+        let how = letgo(rng);
+        let_go(scene, &[rid], read, how, |g| Box::pin(g.release())).await;
     }
 }

@@ -103,6 +103,8 @@ enum Outgoing {
 struct Link {
     frames: mpsc::UnboundedSender<Outgoing>,
     switches: watch::Sender<Switches>,
+    /// The tag of the client that dialled it (`None`: dialled through [`SimServer::dial`]).
+    tag: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -111,12 +113,41 @@ struct State {
     links: BTreeMap<ConnId, Link>,
     refuse: bool,
     down: bool,
+    /// Clients cut off from the server, by tag ([`SimServer::partition`]): their connections
+    /// stall, new ones are born stalled, and a cut the server makes waits for the heal.
+    partitioned: std::collections::BTreeSet<u64>,
+    /// Each session's client tag ([`SimServer::client`]).
+    tags: BTreeMap<i64, u64>,
+    /// The connections of partitioned clients, with whether the server cut them meanwhile.
+    silenced: BTreeMap<ConnId, (u64, bool)>,
+    /// The next client tag.
+    next_tag: u64,
+    /// Every frame and event, in order, when asked for ([`SimServer::record`]).
+    trace: Option<Vec<String>>,
+    /// When the server started (the trace's clock).
+    started: Instant,
 }
 
 impl State {
+    /// Appends a line to the trace, if one is kept.
+    fn note(&mut self, line: impl FnOnce() -> String) {
+        if let Some(trace) = self.trace.as_mut() {
+            let ms = self.started.elapsed().as_millis();
+            trace.push(format!("{ms:>8} {}", line()));
+        }
+    }
+
     /// Moves the machine's outputs to the connection tasks.
     fn route(&mut self) {
         while let Some(out) = self.machine.poll_output() {
+            if self.trace.is_some() {
+                let line = match &out {
+                    Output::Send(conn, frame) => format!("c{conn} < {}", describe_out(frame)),
+                    Output::Close(conn) => format!("c{conn} < close"),
+                    Output::Cut(conn) => format!("c{conn} < cut"),
+                };
+                self.note(|| line);
+            }
             match out {
                 Output::Send(conn, frame) => {
                     if let Some(link) = self.links.get(&conn) {
@@ -129,7 +160,11 @@ impl State {
                     }
                 }
                 Output::Cut(conn) => {
-                    if let Some(link) = self.links.get(&conn) {
+                    if let Some((_, cut)) = self.silenced.get_mut(&conn) {
+                        // A partitioned connection: its client hears of the cut only when
+                        // the partition heals.
+                        *cut = true;
+                    } else if let Some(link) = self.links.get(&conn) {
                         link.switches.send_modify(|s| s.cut = true);
                     }
                 }
@@ -183,6 +218,12 @@ impl SimServer {
                 links: BTreeMap::new(),
                 refuse: false,
                 down: false,
+                partitioned: Default::default(),
+                tags: BTreeMap::new(),
+                silenced: BTreeMap::new(),
+                next_tag: 1,
+                trace: None,
+                started: Instant::now(),
             }),
             timer: Arc::new(Notify::new()),
         });
@@ -203,21 +244,36 @@ impl SimServer {
     /// [`SimServer::down`] is on. Every address reaches the same server. Give it to
     /// `ClientBuilder::connect_over`: `move |addr| server.dial(addr)`.
     pub fn dial(&self, _addr: SocketAddr) -> std::future::Ready<std::io::Result<DuplexStream>> {
-        std::future::ready(self.accept())
+        std::future::ready(self.accept(None))
     }
 
-    fn accept(&self) -> std::io::Result<DuplexStream> {
+    fn accept(&self, tag: Option<u64>) -> std::io::Result<DuplexStream> {
         let (client, server) = tokio::io::duplex(STREAM_BUFFER);
         let (frames_tx, frames_rx) = mpsc::unbounded_channel();
         let (switches_tx, switches_rx) = watch::channel(Switches::default());
         let conn = self.shared.with(|state| {
             if state.refuse || state.down {
+                state.note(|| format!("t{} dial refused", tag.unwrap_or(0)));
                 return None;
             }
             let conn = state.machine.handle_accept();
+            // A partitioned client's connection is born stalled: no bytes either way.
+            let cut_off = tag.is_some_and(|t| state.partitioned.contains(&t));
+            if let (true, Some(t)) = (cut_off, tag) {
+                switches_tx.send_modify(|sw| sw.stalled = true);
+                state.silenced.insert(conn, (t, false));
+            }
+            state.note(|| {
+                format!(
+                    "t{} dial: c{conn}{}",
+                    tag.unwrap_or(0),
+                    if cut_off { " (partitioned)" } else { "" }
+                )
+            });
             let link = Link {
                 frames: frames_tx,
                 switches: switches_tx,
+                tag,
             };
             state.links.insert(conn, link);
             Some(conn)
@@ -236,16 +292,29 @@ impl SimServer {
 
     /// Connects a client built by `builder` (its hosts replaced by this server's), the order
     /// of servers and its reconnect pauses fixed by `seed`.
+    ///
+    /// The client's connections carry a tag, so that [`SimServer::partition`] can cut it off
+    /// from the server, new connections included.
     pub async fn client(
         &self,
         builder: zk_client::ClientBuilder,
         seed: u64,
     ) -> Result<zk_client::Client, zk_client::Error> {
         let server = self.clone();
-        builder
+        let tag = self.shared.with(|s| {
+            s.next_tag += 1;
+            s.next_tag - 1
+        });
+        let client = builder
             .hosts(ADDR)
-            .connect_over(move |addr| server.dial(addr), seed)
-            .await
+            .connect_over(
+                move |_addr| std::future::ready(server.accept(Some(tag))),
+                seed,
+            )
+            .await?;
+        let session = client.session_id();
+        self.shared.with(|s| s.tags.insert(session, tag));
+        Ok(client)
     }
 
     // ---- faults --------------------------------------------------------------------------
@@ -253,7 +322,10 @@ impl SimServer {
     /// Drops `session`'s connection now: requests already applied stay applied, replies not
     /// yet written are lost, the session stays. Whether it had a connection.
     pub fn cut(&self, session: i64) -> bool {
-        self.shared.with(|s| s.machine.cut(session))
+        self.shared.with(|s| {
+            s.note(|| format!("fault: cut {session:#x}"));
+            s.machine.cut(session)
+        })
     }
 
     /// Stops (`true`) or restarts (`false`) the bytes of `session`'s current connection,
@@ -261,6 +333,7 @@ impl SimServer {
     /// server has for it waits unwritten. Whether it had a connection.
     pub fn stall(&self, session: i64, on: bool) -> bool {
         self.shared.with(|s| {
+            s.note(|| format!("fault: stall {session:#x} {on}"));
             let link = s
                 .machine
                 .conn_of(session)
@@ -270,16 +343,91 @@ impl SimServer {
         })
     }
 
+    /// Cuts `session`'s client off from the server (`true`), as a network partition does, or
+    /// heals it (`false`). While cut off, no bytes move either way on its connections, new
+    /// ones included, and nothing tells the client: the server expires the session at its
+    /// deadline (or on [`SimServer::expire`]) and the client can learn it only from its own
+    /// clock (no server heard for its session timeout: `Lost`). On the heal a connection the
+    /// server cut meanwhile is cut (the client reconnects and hears `Expired`); the others
+    /// move again. Whether the session has a tagged client ([`SimServer::client`]).
+    pub fn partition(&self, session: i64, on: bool) -> bool {
+        self.shared.with(|s| {
+            let Some(&tag) = s.tags.get(&session) else {
+                return false;
+            };
+            s.note(|| format!("partition t{tag} {on}"));
+            if on {
+                s.partitioned.insert(tag);
+                for (&conn, link) in &s.links {
+                    if link.tag == Some(tag) {
+                        link.switches.send_modify(|sw| sw.stalled = true);
+                        s.silenced.entry(conn).or_insert((tag, false));
+                    }
+                }
+            } else {
+                s.partitioned.remove(&tag);
+                let healed: Vec<(ConnId, bool)> = s
+                    .silenced
+                    .iter()
+                    .filter(|(_, (t, _))| *t == tag)
+                    .map(|(&conn, &(_, cut))| (conn, cut))
+                    .collect();
+                for (conn, cut) in healed {
+                    s.silenced.remove(&conn);
+                    if let Some(link) = s.links.get(&conn) {
+                        link.switches.send_modify(|sw| match cut {
+                            true => sw.cut = true,
+                            false => sw.stalled = false,
+                        });
+                    }
+                }
+            }
+            true
+        })
+    }
+
+    /// Whether `session`'s client is cut off ([`SimServer::partition`]).
+    pub fn is_partitioned(&self, session: i64) -> bool {
+        self.shared.with(|s| {
+            s.tags
+                .get(&session)
+                .is_some_and(|t| s.partitioned.contains(t))
+        })
+    }
+
+    /// Starts keeping a trace: every frame the server reads and writes (requests decoded,
+    /// replies by header and digest), every connection, fault and session end, in order, with
+    /// the time since the server started. Two runs of one seed must give the same trace.
+    pub fn record(&self) {
+        self.shared.with(|s| s.trace = Some(Vec::new()));
+    }
+
+    /// Appends `line` to the trace (the harness's own events: holds, faults), if one is kept.
+    pub fn note(&self, line: impl FnOnce() -> String) {
+        self.shared.with(|s| s.note(line));
+    }
+
+    /// The trace kept since [`SimServer::record`] (empty without it).
+    pub fn trace(&self) -> Vec<String> {
+        self.shared.with(|s| s.trace.clone().unwrap_or_default())
+    }
+
     /// Refuses (`true`) or accepts (`false`) new connections; open ones are untouched.
     pub fn refuse(&self, on: bool) {
-        self.shared.with(|s| s.refuse = on);
+        self.shared.with(|s| {
+            s.note(|| format!("fault: refuse {on}"));
+            s.refuse = on;
+        });
     }
 
     /// Expires `session` now: its ephemerals go, others' watches fire, its connection is
     /// dropped, and its client is told `Expired` when it reconnects. Whether it was live.
     pub fn expire(&self, session: i64) -> bool {
         let now = Instant::now().into_std();
-        self.shared.with(|s| s.machine.expire(now, session))
+        self.shared.with(|s| {
+            s.note(|| format!("fault: expire {session:#x}"));
+            s.machine.expire(now, session)
+        })
     }
 
     /// The server becomes unreachable: every connection is dropped and new ones are refused
@@ -287,6 +435,7 @@ impl SimServer {
     /// cannot come back within its timeout expires.
     pub fn down(&self) {
         self.shared.with(|s| {
+            s.note(|| "fault: down".to_owned());
             s.down = true;
             for session in s.machine.sessions() {
                 s.machine.cut(session.id);
@@ -300,7 +449,10 @@ impl SimServer {
 
     /// The server is reachable again (unless [`SimServer::refuse`] is on).
     pub fn up(&self) {
-        self.shared.with(|s| s.down = false);
+        self.shared.with(|s| {
+            s.note(|| "fault: up".to_owned());
+            s.down = false;
+        });
     }
 
     /// The server process stops: as [`SimServer::down`], but no session expires while it is
@@ -312,8 +464,10 @@ impl SimServer {
         self.down();
         let now = Instant::now().into_std();
         let far = now.checked_add(std::time::Duration::from_secs(365 * 24 * 3600));
-        self.shared
-            .with(|s| s.machine.set_deadlines(now, far.or(Some(now))));
+        self.shared.with(|s| {
+            s.note(|| "fault: stop".to_owned());
+            s.machine.set_deadlines(now, far.or(Some(now)));
+        });
         self.shared.timer.notify_one();
     }
 
@@ -321,6 +475,7 @@ impl SimServer {
     pub fn start(&self) {
         let now = Instant::now().into_std();
         self.shared.with(|s| {
+            s.note(|| "fault: start".to_owned());
             s.machine.set_deadlines(now, None);
             s.down = false;
         });
@@ -445,8 +600,7 @@ async fn serve(
             () = sleep_until(next_arrival) => {
                 while arriving.front().is_some_and(|(at, _)| *at <= Instant::now()) {
                     if let Some((_, frame)) = arriving.pop_front() {
-                        let now = Instant::now().into_std();
-                        shared.with(|s| s.machine.handle_frame(now, conn, &frame));
+                        deliver(&shared, conn, &frame);
                     }
                 }
             }
@@ -468,8 +622,7 @@ async fn serve(
                 loop {
                     match zk_proto::split_frame(&mut buf, max_frame_len) {
                         Ok(Some(frame)) if latency_ms == 0 && arriving.is_empty() => {
-                            let now = Instant::now().into_std();
-                            shared.with(|s| s.machine.handle_frame(now, conn, &frame));
+                            deliver(&shared, conn, &frame);
                         }
                         Ok(Some(frame)) => {
                             let delay = Duration::from_millis(rng.below(latency_ms + 1));
@@ -485,9 +638,57 @@ async fn serve(
         }
     }
     shared.with(|s| {
+        s.note(|| format!("c{conn} ended"));
         s.machine.handle_disconnect(conn);
         s.links.remove(&conn);
+        s.silenced.remove(&conn);
     });
+}
+
+/// Hands a whole frame read from `conn` to the machine (noting it in the trace).
+fn deliver(shared: &Shared, conn: ConnId, frame: &[u8]) {
+    let now = Instant::now().into_std();
+    shared.with(|s| {
+        s.note(|| format!("c{conn} > {}", describe_in(frame)));
+        s.machine.handle_frame(now, conn, frame);
+    });
+}
+
+/// A request frame (no length prefix) for the trace: decoded if it decodes as a request,
+/// else its length and digest (a `ConnectRequest`).
+fn describe_in(frame: &[u8]) -> String {
+    match zk_proto::Request::decode_frame(frame) {
+        Ok((header, request)) => format!("xid {} {request:?}", header.xid),
+        Err(_) => format!("{} bytes #{:016x}", frame.len(), digest(frame)),
+    }
+}
+
+/// A frame the server writes (length prefix included) for the trace: its reply header and
+/// the digest of all of it.
+fn describe_out(frame: &[u8]) -> String {
+    let body = frame.get(4..).unwrap_or_default();
+    let header = <zk_proto::ReplyHeader as zk_proto::Decode>::decode_exact(
+        body.get(..16).unwrap_or_default(),
+        "ReplyHeader",
+    );
+    match header {
+        Ok(h) => format!(
+            "xid {} zxid {} {:?} {} bytes #{:016x}",
+            h.xid,
+            h.zxid,
+            h.err,
+            frame.len(),
+            digest(frame)
+        ),
+        Err(_) => format!("{} bytes #{:016x}", frame.len(), digest(frame)),
+    }
+}
+
+/// FNV-1a over `bytes`: a digest for the trace.
+fn digest(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Sleeps until `at`, or forever without one.
@@ -515,6 +716,7 @@ async fn expire_sessions(shared: Weak<Shared>, timer: Arc<Notify>) {
             }
         };
         tokio::select! {
+            biased;
             () = wake => {}
             () = timer.notified() => {}
         }
