@@ -201,6 +201,22 @@ impl ReadLock {
         let shared = &self.shared;
         let data = shared.data(&shared.read);
         let (client, path) = (shared.client(), shared.path());
+        #[cfg(feature = "plant")]
+        if recipe_mutex::plant::active(recipe_mutex::plant::Plant::ReadIgnoresWrites) {
+            return shared
+                .read
+                .take(deadline, |turn| {
+                    driver::acquire(
+                        client,
+                        path,
+                        planted::IgnoresWrites,
+                        data,
+                        deadline,
+                        Some(turn),
+                    )
+                })
+                .await;
+        }
         shared
             .read
             .take(deadline, |turn| {
@@ -231,6 +247,34 @@ impl WriteLock {
         WriteGuard {
             guard,
             shared: self.shared.clone(),
+        }
+    }
+}
+
+/// The read side's planted defect (feature `plant`, for the simulator; never switched on for
+/// users): a reader that holds whatever write node is ahead of it.
+#[cfg(feature = "plant")]
+mod planted {
+    use recipes_core::{NodeMissing, Predicate, ReadPredicate, Verdict};
+
+    /// [`ReadPredicate`]'s order, but every reader holds at once.
+    #[derive(Debug, Clone, Copy)]
+    pub(crate) struct IgnoresWrites;
+
+    impl Predicate for IgnoresWrites {
+        fn lock_name(&self) -> &str {
+            ReadPredicate.lock_name()
+        }
+
+        fn sort(&self, children: &mut [String]) {
+            ReadPredicate.sort(children);
+        }
+
+        fn verdict(&self, sorted: &[String], ours: &str) -> Result<Verdict, NodeMissing> {
+            match sorted.iter().any(|c| c == ours) {
+                true => Ok(Verdict::Hold),
+                false => Err(NodeMissing),
+            }
         }
     }
 }

@@ -35,14 +35,17 @@ pub(crate) async fn take_leases(ask: Ask<'_>) -> Result<Option<Vec<Acquired>>, E
     let mut vanished = 0;
     loop {
         let uuid = recipe_mutex::random_uuid();
-        let machine = SemaphoreMachine::new(
-            ask.base,
-            ask.qty,
-            ask.max.clone(),
-            &uuid,
-            ask.data.clone(),
-            deadline,
-        );
+        // Planted (feature `plant`, the simulator's only): the count rule off by one.
+        #[cfg(feature = "plant")]
+        let max = match recipe_mutex::plant::active(recipe_mutex::plant::Plant::SemaphoreOneTooMany)
+        {
+            true => MaxLeases::new(ask.max.get().saturating_add(1)),
+            false => ask.max.clone(),
+        };
+        #[cfg(not(feature = "plant"))]
+        let max = ask.max.clone();
+        let machine =
+            SemaphoreMachine::new(ask.base, ask.qty, max, &uuid, ask.data.clone(), deadline);
         let options = DriveOptions {
             turn: ask.turn.clone(),
             wake: ask.wake.clone(),

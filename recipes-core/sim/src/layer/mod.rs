@@ -17,13 +17,16 @@
 //! must find it gone on the server; every task must end once the nemesis stops; and once
 //! everything settled, no node of a live session may be left.
 //!
-//! A schedule is a seed, and it replays bit for bit ([`run_traced`] gives the trace: every
-//! frame the server read and wrote, every connection, fault and hold, in order): the server's
-//! and the nemesis's choices and every task's come from the seed, node names' UUIDs from the
-//! thread's generator seeded per schedule (the runtime has one thread), the `select!`s of the
-//! recipe crates and the wire server on the layer's path are `biased`, and the server and the
-//! layer keep no hash maps. One unbiased `select!` is left on the path, in zk-client (its
-//! wait between connections); tests/replay.rs has not seen it part two runs of a seed.
+//! A schedule is a seed. [`run_traced`] gives its trace (every frame the server read and
+//! wrote, every connection, fault and hold, in order). From the seed come the server's and the
+//! nemesis's choices and every task's, node names' UUIDs (the thread's generator, seeded per
+//! schedule: the runtime has one thread); the `select!`s of the recipe crates and the wire
+//! server on the layer's path are `biased`, and the server and the layer keep no hash maps.
+//! What is left is tokio's own generator, which picks the shard each `watch` waiter waits in
+//! (so the order in which, say, two background releases waiting for the session to come back
+//! wake) and the branch of zk-client's one unbiased `select!`: seeded only in a build with
+//! `--cfg tokio_unstable` (`Builder::rng_seed`, done here when that cfg is on). Without it most
+//! seeds replay bit for bit (tests/replay.rs keeps some), and a few part where waiters race.
 
 pub mod ledger;
 mod work;
@@ -129,11 +132,10 @@ fn run_inner(
     trace: bool,
 ) -> (Result<LayerStats, LayerFailure>, Vec<String>) {
     let fail = |violation: String| LayerFailure { seed, violation };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    builder.enable_time().start_paused(true);
+    seed_tokio(&mut builder, seed);
+    let runtime = match builder.build() {
         Ok(runtime) => runtime,
         Err(e) => return (Err(fail(format!("no runtime: {e}"))), Vec::new()),
     };
@@ -146,6 +148,16 @@ fn run_inner(
     // Background work still pending goes with the runtime.
     drop(runtime);
     (result.map_err(fail), lines)
+}
+
+/// Seeds tokio's own generator, from which it draws for an unbiased `select!` and for the
+/// shard each `watch` waiter waits in (so the order waiters on one session state wake in):
+/// possible only in a build with `--cfg tokio_unstable`; otherwise nothing.
+#[allow(unexpected_cfgs)]
+fn seed_tokio(builder: &mut tokio::runtime::Builder, seed: u64) {
+    #[cfg(tokio_unstable)]
+    builder.rng_seed(tokio::runtime::RngSeed::from_bytes(&seed.to_le_bytes()));
+    let _ = (builder, seed);
 }
 
 /// Runs `schedules` schedules from `first_seed` on: the first failure, or the totals.
