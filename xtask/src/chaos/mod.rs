@@ -19,6 +19,7 @@ use std::time::Duration;
 pub mod chart;
 pub mod check;
 pub mod history;
+pub mod judge;
 pub mod layout;
 pub mod nemesis;
 pub mod ours;

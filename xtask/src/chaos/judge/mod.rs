@@ -1,0 +1,616 @@
+//! The chaos run judged from the servers' own record: every member's transaction log
+//! ([`logs`]), merged by zxid and replayed into the tree's history ([`tree`]), then judged in
+//! zxid order from the log alone, whatever any client believed.
+//!
+//! Every hold leaves its **mark** on the server and every register write names the hold it
+//! was made under ([`marks`] has the format). The verdicts, per recipe and library:
+//!
+//! - **granted**: at the zxid of every mark, each lock node it names exists, is owned by the
+//!   mark's session, carries the token the mark says (its czxid) and is granted by the
+//!   recipe's rule ([`rules`], written here: first by sequence for a mutex, a multi-lock's
+//!   member and a write lock; no write node before it for a read lock; fewer than N live
+//!   leases before it for a semaphore's lease). At the zxid of every register write, the
+//!   node it names exists, carries its token, is granted, and a live mark names it (the
+//!   write goes through the worker's store session, so the holder is known by its mark:
+//!   whose session owns the node was checked when the mark was made).
+//! - **exclusion**: at every zxid the live marks of each lock directory satisfy its
+//!   exclusion (one holder; no reader beside a writer; at most N leases). A breach is blamed
+//!   on the marks whose node the rule does not grant at that zxid (the new mark if none).
+//! - **tokens**: each register's accepted writes, in zxid (= version) order, carry tokens
+//!   that never decrease.
+//! - **lost updates**: each accepted write's value is the previous value plus one; a breach
+//!   is blamed on the write, or on the one before if that one was not granted.
+//! - **inner lock**: a semaphore's lease is created by a session whose node in the inner
+//!   lock (`<path>/locks`) is granted.
+//!
+//! No rule cuts a hold: the marks live exactly as long as the server kept them.
+//! [`Verdict::failure`] fails on any violation of ours and on what stops the log from being
+//! read as a whole (two members disagreeing on a zxid, a zxid in no log, a replay that does
+//! not fit); Curator's are counted beside.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+use zk_proto::txnlog::TxnEntry;
+
+pub mod logs;
+pub mod marks;
+pub mod rules;
+pub mod tree;
+
+#[cfg(test)]
+mod tests;
+
+use marks::{Held, Mark};
+use rules::Kind;
+use tree::{Change, Tree};
+
+use super::layout;
+use crate::recipe::Recipe;
+
+/// How many violations the report prints.
+const SHOWN: usize = 12;
+
+/// One lock directory the judge knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockDir {
+    /// The recipe's name, the report's row.
+    pub label: String,
+    /// The directory whose children are the lock nodes.
+    pub dir: String,
+    /// Its grant rule.
+    pub kind: Kind,
+    /// For a semaphore's leases: the inner lock's directory.
+    pub inner: Option<String>,
+}
+
+/// Where the judge looks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The marks' parent.
+    pub marks: String,
+    /// The registers' parent.
+    pub registers: String,
+    /// The lock directories.
+    pub locks: Vec<LockDir>,
+}
+
+impl Config {
+    /// A chaos run's layout ([`layout`]) for `recipes`, with `leases` for the semaphore.
+    pub fn chaos(recipes: &[Recipe], leases: u32) -> Config {
+        let mut locks = Vec::new();
+        let dir = |label: &str, dir: String, kind| LockDir {
+            label: label.to_owned(),
+            dir,
+            kind,
+            inner: None,
+        };
+        for &recipe in recipes {
+            let (label, path) = (recipe.name(), layout::lock_path(recipe));
+            match recipe {
+                Recipe::Mutex => locks.push(dir(label, path, Kind::Exclusive)),
+                Recipe::Rwlock => locks.push(dir(label, path, Kind::ReadWrite)),
+                Recipe::Multilock => locks.extend(
+                    (0..layout::MEMBERS)
+                        .map(|k| dir(label, layout::member_path(k), Kind::Exclusive)),
+                ),
+                Recipe::Semaphore | Recipe::SemaphoreMutex => {
+                    let n = if recipe == Recipe::Semaphore {
+                        leases
+                    } else {
+                        1
+                    };
+                    locks.push(dir(label, format!("{path}/locks"), Kind::Exclusive));
+                    locks.push(LockDir {
+                        inner: Some(format!("{path}/locks")),
+                        ..dir(label, format!("{path}/leases"), Kind::Leases { n })
+                    });
+                }
+            }
+        }
+        Config {
+            marks: marks::MARKS.to_owned(),
+            registers: layout::REGISTERS.to_owned(),
+            locks,
+        }
+    }
+}
+
+/// One recipe and library's counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Row {
+    /// Marks made (holds seen by the server).
+    pub marks: u64,
+    /// Register writes accepted.
+    pub writes: u64,
+    /// Marks and writes whose node was missing, not the marker's, or not granted, and writes
+    /// no live mark stood for.
+    pub not_granted: u64,
+    /// Breaches of the lock's exclusion by the live marks blamed on this row.
+    pub exclusion: u64,
+    /// Tokens that did not match their node's czxid, or went down in a register.
+    pub tokens: u64,
+    /// Accepted writes whose value was not the previous one plus one.
+    pub lost_updates: u64,
+    /// Leases created without the inner lock.
+    pub no_inner: u64,
+}
+
+impl Row {
+    /// Every violation counted.
+    pub fn violations(&self) -> u64 {
+        self.not_granted + self.exclusion + self.tokens + self.lost_updates + self.no_inner
+    }
+}
+
+/// One violation found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// Where in the log.
+    pub zxid: i64,
+    /// The recipe.
+    pub label: String,
+    /// `rust`, `java`, or `?` (not known).
+    pub lib: String,
+    /// What.
+    pub text: String,
+}
+
+/// What the judge found.
+#[derive(Debug, Clone, Default)]
+pub struct Verdict {
+    /// Transactions replayed (those that changed something).
+    pub txns: u64,
+    /// The first and last zxids read.
+    pub span: Option<(i64, i64)>,
+    /// Per recipe and library.
+    pub rows: BTreeMap<(String, String), Row>,
+    /// Every violation, in zxid order.
+    pub violations: Vec<Violation>,
+    /// What keeps the log from being judged as a whole: unreadable files, members
+    /// disagreeing, zxids in no log, a replay that does not fit, data that does not parse.
+    pub errors: Vec<String>,
+}
+
+impl Verdict {
+    /// Why the run fails, if it does: a violation of ours, or an error of the judge's.
+    pub fn failure(&self) -> Option<String> {
+        let ours = self.violations.iter().filter(|v| v.lib == "rust").count();
+        let mut why = Vec::new();
+        if ours > 0 {
+            why.push(format!("{ours} violations of ours in the servers' log"));
+        }
+        if !self.errors.is_empty() {
+            why.push(format!("{} log judge errors", self.errors.len()));
+        }
+        (!why.is_empty()).then(|| why.join(", "))
+    }
+
+    fn row(&mut self, label: &str, lib: &str) -> &mut Row {
+        self.rows
+            .entry((label.to_owned(), lib.to_owned()))
+            .or_default()
+    }
+
+    fn violate(
+        &mut self,
+        zxid: i64,
+        label: &str,
+        lib: &str,
+        count: fn(&mut Row) -> &mut u64,
+        text: String,
+    ) {
+        *count(self.row(label, lib)) += 1;
+        self.violations.push(Violation {
+            zxid,
+            label: label.to_owned(),
+            lib: lib.to_owned(),
+            text,
+        });
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (a, b) = self.span.unwrap_or_default();
+        writeln!(
+            f,
+            "log judge: {} txns, zxids {a:#x}..{b:#x} (every member's log, merged)",
+            self.txns
+        )?;
+        writeln!(
+            f,
+            "{:<16} {:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8}",
+            "recipe",
+            "lib",
+            "marks",
+            "writes",
+            "not-granted",
+            "exclusion",
+            "tokens",
+            "lost",
+            "no-inner"
+        )?;
+        for ((label, lib), r) in &self.rows {
+            writeln!(
+                f,
+                "{label:<16} {lib:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8}",
+                r.marks, r.writes, r.not_granted, r.exclusion, r.tokens, r.lost_updates, r.no_inner
+            )?;
+        }
+        for v in self.violations.iter().take(SHOWN) {
+            writeln!(f, "  zxid {:#x} {} {}: {}", v.zxid, v.label, v.lib, v.text)?;
+        }
+        if self.violations.len() > SHOWN {
+            writeln!(f, "  ... {} more", self.violations.len() - SHOWN)?;
+        }
+        for e in self.errors.iter().take(SHOWN) {
+            writeln!(f, "  judge error: {e}")?;
+        }
+        if self.errors.len() > SHOWN {
+            writeln!(f, "  ... {} more judge errors", self.errors.len() - SHOWN)?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads every member's data dir, merges, and judges.
+///
+/// # Errors
+/// A data dir that cannot be listed or read.
+pub fn judge_dirs(data_dirs: &[std::path::PathBuf], cfg: &Config) -> std::io::Result<Verdict> {
+    let members = data_dirs
+        .iter()
+        .map(|d| logs::read_member(d))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    Ok(judge_members(&members, cfg))
+}
+
+/// Merges the members' logs and judges them.
+pub fn judge_members(members: &[logs::MemberLog], cfg: &Config) -> Verdict {
+    let (entries, errors) = logs::merge(members);
+    let mut verdict = judge(&entries, cfg);
+    for (m, member) in members.iter().enumerate() {
+        verdict
+            .errors
+            .extend(member.errors.iter().map(|e| format!("member {m}: {e}")));
+    }
+    verdict.errors.extend(errors);
+    verdict
+}
+
+/// A live mark.
+#[derive(Debug, Clone)]
+struct Live {
+    session: i64,
+    mark: Mark,
+}
+
+/// A register's last accepted write.
+#[derive(Debug, Clone)]
+struct Last {
+    value: u64,
+    token: Option<i64>,
+    lib: String,
+    granted: bool,
+}
+
+/// The judge's state through the replay.
+struct Judge<'c> {
+    cfg: &'c Config,
+    tree: Tree,
+    marks: BTreeMap<String, Live>,
+    registers: HashMap<String, Last>,
+    /// The library of each session that made a mark.
+    libs: HashMap<i64, String>,
+    /// Leases made without the inner lock: zxid, session, label, what (blamed at the end on
+    /// the session's library, once its marks have said it).
+    no_inner: Vec<(i64, i64, String, String)>,
+    verdict: Verdict,
+}
+
+/// Judges a history (entries in zxid order, as [`logs::merge`] gives them).
+pub fn judge(entries: &[TxnEntry], cfg: &Config) -> Verdict {
+    let mut j = Judge {
+        cfg,
+        tree: Tree::default(),
+        marks: BTreeMap::new(),
+        registers: HashMap::new(),
+        libs: HashMap::new(),
+        no_inner: Vec::new(),
+        verdict: Verdict::default(),
+    };
+    for entry in entries {
+        let zxid = entry.zxid();
+        j.verdict.span = Some(match j.verdict.span {
+            None => (zxid, zxid),
+            Some((a, _)) => (a, zxid),
+        });
+        if entry.body.changed_nothing() {
+            continue;
+        }
+        j.verdict.txns += 1;
+        for change in j.tree.apply(entry) {
+            j.react(entry, &change);
+        }
+    }
+    for (zxid, session, label, text) in std::mem::take(&mut j.no_inner) {
+        let lib = j
+            .libs
+            .get(&session)
+            .cloned()
+            .unwrap_or_else(|| "?".to_owned());
+        j.verdict
+            .violate(zxid, &label, &lib, |r| &mut r.no_inner, text);
+    }
+    j.verdict.violations.sort_by_key(|v| v.zxid);
+    let anomalies = std::mem::take(&mut j.tree.anomalies);
+    j.verdict.errors.extend(anomalies);
+    j.verdict
+}
+
+impl Judge<'_> {
+    fn lock_dir(&self, dir: &str) -> Option<&LockDir> {
+        self.cfg.locks.iter().find(|l| l.dir == dir)
+    }
+
+    fn under<'p>(path: &'p str, root: &str) -> Option<&'p str> {
+        path.strip_prefix(root)?
+            .strip_prefix('/')
+            .filter(|r| !r.is_empty())
+    }
+
+    fn react(&mut self, entry: &TxnEntry, change: &Change) {
+        let zxid = entry.zxid();
+        match change {
+            Change::Created(path) if Self::under(path, &self.cfg.marks).is_some() => {
+                self.mark_created(zxid, path);
+            }
+            Change::Deleted(path) => {
+                self.marks.remove(path);
+            }
+            Change::Created(path) => {
+                let (dir, _) = tree::split(path);
+                if let Some(l) = self.lock_dir(dir).cloned() {
+                    if let Some(inner) = &l.inner {
+                        self.lease_created(zxid, entry.session_id(), &l, inner, path);
+                    }
+                } else if Self::under(path, &self.cfg.registers).is_some() {
+                    // The initial value.
+                    let data = self
+                        .tree
+                        .node(path)
+                        .map(|n| n.data.clone())
+                        .unwrap_or_default();
+                    if let Some(v) = marks::parse_register(&data) {
+                        self.registers.insert(
+                            path.clone(),
+                            Last {
+                                value: v.value,
+                                token: None,
+                                lib: "?".into(),
+                                granted: true,
+                            },
+                        );
+                    }
+                }
+            }
+            Change::DataSet(path) if Self::under(path, &self.cfg.registers).is_some() => {
+                self.written(zxid, entry.session_id(), path);
+            }
+            Change::DataSet(_) => {}
+        }
+    }
+
+    /// Whether `held`'s node is live, carries its token, and is granted; else why not.
+    fn check_held(&self, held: &Held, owner: Option<i64>) -> Result<&LockDir, String> {
+        let (dir, name) = tree::split(&held.node);
+        let Some(l) = self.lock_dir(dir) else {
+            return Err(format!(
+                "{} is in no lock directory the judge knows",
+                held.node
+            ));
+        };
+        let Some(node) = self.tree.node(&held.node) else {
+            return Err(format!("{} does not exist", held.node));
+        };
+        if let Some(s) = owner {
+            if node.owner != Some(s) {
+                return Err(format!(
+                    "{} is owned by session {:#x?}, not the marker's {s:#x}",
+                    held.node, node.owner
+                ));
+            }
+        }
+        if node.czxid != held.token {
+            return Err(format!(
+                "{} has czxid {:#x}, token {:#x} given",
+                held.node, node.czxid, held.token
+            ));
+        }
+        if !rules::granted(l.kind, self.tree.children(dir), name) {
+            let order: Vec<&str> = self.tree.children(dir).collect();
+            return Err(format!("{name} is not granted among {order:?}"));
+        }
+        Ok(l)
+    }
+
+    fn label_of(&self, held: &[Held]) -> String {
+        held.iter()
+            .find_map(|h| self.lock_dir(tree::split(&h.node).0))
+            .map_or_else(|| "?".to_owned(), |l| l.label.clone())
+    }
+
+    fn mark_created(&mut self, zxid: i64, path: &str) {
+        let Some(node) = self.tree.node(path) else {
+            return;
+        };
+        let Some(session) = node.owner else {
+            return; // a persistent parent, not a mark
+        };
+        let Some(mark) = marks::parse_mark(&node.data) else {
+            let data = String::from_utf8_lossy(&node.data).into_owned();
+            self.verdict
+                .errors
+                .push(format!("zxid {zxid:#x}: mark {path} with data {data:?}"));
+            return;
+        };
+        let label = self.label_of(&mark.holds);
+        self.verdict.row(&label, &mark.lib).marks += 1;
+        self.libs.insert(session, mark.lib.clone());
+        for held in &mark.holds {
+            if let Err(why) = self.check_held(held, Some(session)) {
+                let count: fn(&mut Row) -> &mut u64 = if why.contains("czxid") {
+                    |r| &mut r.tokens
+                } else {
+                    |r| &mut r.not_granted
+                };
+                let text = format!("mark {path} of session {session:#x}: {why}");
+                self.verdict.violate(zxid, &label, &mark.lib, count, text);
+            }
+        }
+        self.marks.insert(
+            path.to_owned(),
+            Live {
+                session,
+                mark: mark.clone(),
+            },
+        );
+        // Exclusion in each directory the new mark holds a node in.
+        for held in &mark.holds {
+            let (dir, _) = tree::split(&held.node);
+            let Some(l) = self.lock_dir(dir).cloned() else {
+                continue;
+            };
+            let mut in_dir: Vec<(&String, &Live, &Held)> = Vec::new();
+            for (p, live) in &self.marks {
+                for h in &live.mark.holds {
+                    if tree::split(&h.node).0 == dir {
+                        in_dir.push((p, live, h));
+                    }
+                }
+            }
+            let writers = in_dir
+                .iter()
+                .filter(|(_, _, h)| rules::is_writer(l.kind, tree::split(&h.node).1))
+                .count();
+            if rules::excludes(l.kind, writers, in_dir.len() - writers) {
+                continue;
+            }
+            let holders: Vec<String> = in_dir
+                .iter()
+                .map(|(p, live, _)| format!("{p} ({}, session {:#x})", live.mark.lib, live.session))
+                .collect();
+            let mut blamed: Vec<String> = in_dir
+                .iter()
+                .filter(|(_, live, h)| self.check_held(h, Some(live.session)).is_err())
+                .map(|(_, live, _)| live.mark.lib.clone())
+                .collect();
+            if blamed.is_empty() {
+                blamed.push(mark.lib.clone());
+            }
+            blamed.sort();
+            blamed.dedup();
+            for lib in blamed {
+                let text = format!(
+                    "{} live marks in {dir}: {}",
+                    in_dir.len(),
+                    holders.join(", ")
+                );
+                self.verdict
+                    .violate(zxid, &l.label, &lib, |r| &mut r.exclusion, text);
+            }
+        }
+    }
+
+    fn written(&mut self, zxid: i64, session: i64, path: &str) {
+        let data = self
+            .tree
+            .node(path)
+            .map(|n| n.data.clone())
+            .unwrap_or_default();
+        let Some(value) = marks::parse_register(&data) else {
+            let data = String::from_utf8_lossy(&data).into_owned();
+            self.verdict
+                .errors
+                .push(format!("zxid {zxid:#x}: register {path} set to {data:?}"));
+            return;
+        };
+        let Some((lib, held)) = value.by else {
+            self.verdict.errors.push(format!(
+                "zxid {zxid:#x}: register {path} set by session {session:#x} without its writer"
+            ));
+            return;
+        };
+        let label = self.label_of(std::slice::from_ref(&held));
+        self.verdict.row(&label, &lib).writes += 1;
+        let what = format!("write {} of {path} by session {session:#x}", value.value);
+        let mut granted = true;
+        match self.check_held(&held, None) {
+            Err(why) => {
+                granted = false;
+                let count: fn(&mut Row) -> &mut u64 = if why.contains("czxid") {
+                    |r| &mut r.tokens
+                } else {
+                    |r| &mut r.not_granted
+                };
+                self.verdict
+                    .violate(zxid, &label, &lib, count, format!("{what}: {why}"));
+            }
+            Ok(_) => {
+                let marked = self
+                    .marks
+                    .values()
+                    .any(|live| live.mark.holds.iter().any(|h| h.node == held.node));
+                if !marked {
+                    granted = false;
+                    let text = format!("{what}: no live mark stands for {}", held.node);
+                    self.verdict
+                        .violate(zxid, &label, &lib, |r| &mut r.not_granted, text);
+                }
+            }
+        }
+        if let Some(last) = self.registers.get(path).cloned() {
+            // A breach after a write that was not granted is that write's doing.
+            let blamed = if last.granted {
+                lib.clone()
+            } else {
+                last.lib.clone()
+            };
+            if let Some(prev) = last.token.filter(|&t| held.token < t) {
+                let text = format!("{what}: token {:#x} after {prev:#x}", held.token);
+                self.verdict
+                    .violate(zxid, &label, &blamed, |r| &mut r.tokens, text);
+            }
+            if value.value != last.value + 1 {
+                let text = format!("{what}: after {} (lost update)", last.value);
+                self.verdict
+                    .violate(zxid, &label, &blamed, |r| &mut r.lost_updates, text);
+            }
+        }
+        self.registers.insert(
+            path.to_owned(),
+            Last {
+                value: value.value,
+                token: Some(held.token),
+                lib,
+                granted,
+            },
+        );
+    }
+
+    fn lease_created(&mut self, zxid: i64, session: i64, l: &LockDir, inner: &str, path: &str) {
+        let holds_inner = self.tree.children(inner).any(|name| {
+            let node = format!("{inner}/{name}");
+            self.tree
+                .node(&node)
+                .is_some_and(|n| n.owner == Some(session))
+                && rules::granted(Kind::Exclusive, self.tree.children(inner), name)
+        });
+        if !holds_inner {
+            let text =
+                format!("lease {path} created by session {session:#x} without the inner lock");
+            self.no_inner.push((zxid, session, l.label.clone(), text));
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! The tree replayed from the log in zxid order: every node's life (czxid, ephemeral owner,
+//! data, deletion zxid), the live tree with each parent's children, and the sessions.
+
+use std::collections::{BTreeSet, HashMap};
+
+use bytes::Bytes;
+use zk_proto::txnlog::{TxnBody, TxnEntry};
+
+/// One node's life: a path created again later is a new life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeLife {
+    /// Its path.
+    pub path: String,
+    /// The zxid that created it.
+    pub czxid: i64,
+    /// The session that owns it, if it is ephemeral (the creating session).
+    pub owner: Option<i64>,
+    /// Its data, as last set.
+    pub data: Bytes,
+    /// The zxid that deleted it (a delete, or its owner's closeSession), if any.
+    pub deleted: Option<i64>,
+}
+
+/// A session's life, as far as the log tells.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionLife {
+    /// The createSession's zxid (none for a session created before the logs begin).
+    pub created: Option<i64>,
+    /// The closeSession's zxid (a close or an expiry).
+    pub closed: Option<i64>,
+}
+
+/// What one transaction changed, in its order: the judge reacts to these.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// A node was created.
+    Created(String),
+    /// A node was deleted.
+    Deleted(String),
+    /// A node's data was set.
+    DataSet(String),
+}
+
+/// The replayed tree.
+#[derive(Debug, Clone, Default)]
+pub struct Tree {
+    /// Every node that ever lived, in creation order.
+    pub lives: Vec<NodeLife>,
+    /// The live nodes: path to its index in `lives`.
+    live: HashMap<String, usize>,
+    /// Each live parent's live children's names.
+    children: HashMap<String, BTreeSet<String>>,
+    /// Each session's live ephemerals.
+    ephemerals: HashMap<i64, BTreeSet<String>>,
+    /// Every session the log mentions.
+    pub sessions: HashMap<i64, SessionLife>,
+    /// What did not fit the tree (a create of a live path, a delete of a missing one): a txn
+    /// missing from the logs, or a replay bug.
+    pub anomalies: Vec<String>,
+}
+
+/// The parent of `path` and the last segment's name.
+pub fn split(path: &str) -> (&str, &str) {
+    match path.rfind('/') {
+        Some(0) => ("/", path.get(1..).unwrap_or("")),
+        Some(i) => (path.get(..i).unwrap_or(""), path.get(i + 1..).unwrap_or("")),
+        None => ("", path),
+    }
+}
+
+impl Tree {
+    /// The live node at `path`.
+    pub fn node(&self, path: &str) -> Option<&NodeLife> {
+        self.live.get(path).and_then(|&i| self.lives.get(i))
+    }
+
+    /// The live children's names of `parent` (empty if it has none or does not exist).
+    pub fn children(&self, parent: &str) -> impl Iterator<Item = &str> {
+        self.children
+            .get(parent)
+            .into_iter()
+            .flat_map(|c| c.iter().map(String::as_str))
+    }
+
+    /// Applies one entry (which must change something: callers skip
+    /// [`TxnBody::changed_nothing`]) and says what changed.
+    pub fn apply(&mut self, entry: &TxnEntry) -> Vec<Change> {
+        let mut changes = Vec::new();
+        let (zxid, session) = (entry.zxid(), entry.session_id());
+        match &entry.body {
+            TxnBody::Multi(ops) => {
+                for op in ops {
+                    self.apply_one(op, zxid, session, &mut changes);
+                }
+            }
+            body => self.apply_one(body, zxid, session, &mut changes),
+        }
+        changes
+    }
+
+    fn apply_one(&mut self, body: &TxnBody, zxid: i64, session: i64, out: &mut Vec<Change>) {
+        match body {
+            TxnBody::CreateSession(_) => {
+                self.sessions.entry(session).or_default().created = Some(zxid);
+            }
+            TxnBody::CloseSession(closed) => {
+                self.sessions.entry(session).or_default().closed = Some(zxid);
+                let mut paths: BTreeSet<String> =
+                    self.ephemerals.remove(&session).unwrap_or_default();
+                if let Some(c) = closed {
+                    paths.extend(c.paths_to_delete.iter().cloned());
+                }
+                for path in paths {
+                    if self.live.contains_key(&path) {
+                        self.delete(&path, zxid, out);
+                    }
+                }
+            }
+            TxnBody::Create(t) | TxnBody::Create2(t) => {
+                let owner = t.ephemeral.then_some(session);
+                self.create(&t.path, t.data.clone(), owner, zxid, out);
+            }
+            TxnBody::CreateV0(t) => {
+                let owner = t.ephemeral.then_some(session);
+                self.create(&t.path, t.data.clone(), owner, zxid, out);
+            }
+            TxnBody::CreateTtl(t) => self.create(&t.path, t.data.clone(), None, zxid, out),
+            TxnBody::CreateContainer(t) => self.create(&t.path, t.data.clone(), None, zxid, out),
+            TxnBody::Delete(t) | TxnBody::DeleteContainer(t) => {
+                if self.live.contains_key(&t.path) {
+                    self.delete(&t.path, zxid, out);
+                } else {
+                    self.anomalies
+                        .push(format!("zxid {zxid:#x}: delete of {}, not there", t.path));
+                }
+            }
+            TxnBody::SetData(t) => match self.live.get(&t.path).copied() {
+                Some(i) => {
+                    if let Some(life) = self.lives.get_mut(i) {
+                        life.data = t.data.clone().unwrap_or_default();
+                    }
+                    out.push(Change::DataSet(t.path.clone()));
+                }
+                None => self
+                    .anomalies
+                    .push(format!("zxid {zxid:#x}: setData of {}, not there", t.path)),
+            },
+            // Not the nodes' lives: the config node, ACLs, a multi's check, errors.
+            TxnBody::Reconfig(_)
+            | TxnBody::SetAcl(_)
+            | TxnBody::Check(_)
+            | TxnBody::Error(_)
+            | TxnBody::Multi(_) => {}
+        }
+    }
+
+    fn create(
+        &mut self,
+        path: &str,
+        data: Option<Bytes>,
+        owner: Option<i64>,
+        zxid: i64,
+        out: &mut Vec<Change>,
+    ) {
+        if self.live.contains_key(path) {
+            self.anomalies
+                .push(format!("zxid {zxid:#x}: create of {path}, already there"));
+            return;
+        }
+        let (parent, name) = split(path);
+        self.children
+            .entry(parent.to_owned())
+            .or_default()
+            .insert(name.to_owned());
+        if let Some(s) = owner {
+            self.ephemerals
+                .entry(s)
+                .or_default()
+                .insert(path.to_owned());
+        }
+        self.live.insert(path.to_owned(), self.lives.len());
+        self.lives.push(NodeLife {
+            path: path.to_owned(),
+            czxid: zxid,
+            owner,
+            data: data.unwrap_or_default(),
+            deleted: None,
+        });
+        out.push(Change::Created(path.to_owned()));
+    }
+
+    fn delete(&mut self, path: &str, zxid: i64, out: &mut Vec<Change>) {
+        let Some(i) = self.live.remove(path) else {
+            return;
+        };
+        let (parent, name) = split(path);
+        if let Some(c) = self.children.get_mut(parent) {
+            c.remove(name);
+            if c.is_empty() {
+                self.children.remove(parent);
+            }
+        }
+        if let Some(life) = self.lives.get_mut(i) {
+            life.deleted = Some(zxid);
+            if let Some(s) = life.owner {
+                if let Some(e) = self.ephemerals.get_mut(&s) {
+                    e.remove(path);
+                }
+            }
+        }
+        out.push(Change::Deleted(path.to_owned()));
+    }
+}
