@@ -15,7 +15,11 @@
 // read with its Stat, wait 0.2..3 ms, setData(read + 1) at the version
 // read (a Curator user's best: it refuses a write after another's, not a write by a holder
 // whose session is gone that read afresh). A connection state SUSPENDED or LOST while holding
-// is the hold's lost signal (as Curator's documentation asks holders to take it). The lines (xtask/src/chaos/history.rs) go to <dir>/java-<process>.history:
+// is the hold's lost signal (as Curator's documentation asks holders to take it). Each hold
+// also leaves its mark for the log judge (xtask/src/chaos/judge/marks.rs): an EPHEMERAL node
+// /chaos-marks/<client>-<n> of the holder's session, plainly created after the acquire with
+// data "java <node>@<czxid> ...", deleted before the release; register values are
+// "<value> java <node>@<czxid>". The lines (xtask/src/chaos/history.rs) go to <dir>/java-<process>.history:
 //
 //   HOLD who=java-<p>.<recipe>.<i> n=.. on=.. mode=.. from=<ns> to=<ns> node=.. token=-
 //   ACQ who=.. n=.. style=<release|timeout|cancel> start=<ns> end=<ns|-> outcome=<held|timeout|cancelled|error:<kind>|unfinished>
@@ -55,12 +59,15 @@ import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.data.Stat;
 
 public final class CuratorChaos {
     private static final String ROOT = "/chaos";
     private static final String REGISTERS = "/chaos-registers";
+    /** Where each hold leaves its mark (xtask/src/chaos/judge/marks.rs). */
+    private static final String MARKS = "/chaos-marks";
     private static final int MEMBERS = 3;
     private static final StringBuffer LINES = new StringBuffer();
     private static final AtomicLong EVENTS = new AtomicLong();
@@ -236,7 +243,7 @@ public final class CuratorChaos {
                 case "mutex": {
                     Mutex m = new Mutex(c.zk, path);
                     while (!c.over()) {
-                        cycle(c, m, "lock", "x", List.of("mutex"), m);
+                        cycle(c, m, "lock", "x", List.of("mutex"), m, () -> List.of(lockPath(m)));
                     }
                     break;
                 }
@@ -244,33 +251,46 @@ public final class CuratorChaos {
                     InterProcessReadWriteLock rw = new InterProcessReadWriteLock(c.zk, path);
                     while (!c.over()) {
                         if (ThreadLocalRandom.current().nextInt(10) < 3) {
-                            cycle(c, rw.writeLock(), "lock", "w", List.of("rwlock"), null);
+                            cycle(c, rw.writeLock(), "lock", "w", List.of("rwlock"), null,
+                                () -> List.of(lockPath(rw.writeLock())));
                         } else {
-                            cycle(c, rw.readLock(), "lock", "r", List.of(), null);
+                            cycle(c, rw.readLock(), "lock", "r", List.of(), null,
+                                () -> List.of(lockPath(rw.readLock())));
                         }
                     }
                     break;
                 }
                 case "multilock": {
-                    List<String> members = new ArrayList<>();
+                    List<Mutex> members = new ArrayList<>();
                     List<String> regs = new ArrayList<>();
                     for (int k = 0; k < MEMBERS; k++) {
-                        members.add(path + "/" + k);
+                        members.add(new Mutex(c.zk, path + "/" + k));
                         regs.add("multilock-" + k);
                     }
-                    InterProcessMultiLock lock = new InterProcessMultiLock(c.zk, members);
+                    // Curator's own member type (InterProcessMultiLock(client, paths) makes
+                    // InterProcessMutexes too), so that each member's node can be named.
+                    InterProcessMultiLock lock =
+                        new InterProcessMultiLock(new ArrayList<InterProcessLock>(members));
+                    java.util.function.Supplier<List<String>> nodes = () -> {
+                        List<String> held = new ArrayList<>();
+                        for (Mutex m : members) {
+                            held.add(lockPath(m));
+                        }
+                        return held;
+                    };
                     while (!c.over()) {
-                        cycle(c, lock, "member", "x", regs, null);
+                        cycle(c, lock, "member", "x", regs, null, nodes);
                     }
                     break;
                 }
                 case "semaphore":
-                    semaphoreLoop(c, new InterProcessSemaphoreV2(c.zk, path, leases));
+                    semaphoreLoop(c, new InterProcessSemaphoreV2(c.zk, path, leases), path);
                     break;
                 case "semaphore-mutex": {
                     InterProcessSemaphoreMutex lock = new InterProcessSemaphoreMutex(c.zk, path);
                     while (!c.over()) {
-                        cycle(c, lock, "leases", "lease", List.of("semaphore-mutex"), null);
+                        cycle(c, lock, "leases", "lease", List.of("semaphore-mutex"), null,
+                            () -> List.of(path + "/leases/" + leaseName(lock)));
                     }
                     break;
                 }
@@ -364,16 +384,99 @@ public final class CuratorChaos {
         }
     }
 
+    /** A mutex's node (InterProcessMutex.getLockPath is protected: read by reflection). */
+    static String lockPath(InterProcessMutex lock) {
+        try {
+            java.lang.reflect.Method m = InterProcessMutex.class.getDeclaredMethod("getLockPath");
+            m.setAccessible(true);
+            return (String) m.invoke(lock);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** A semaphore mutex's lease node's name (its private field `lease`, by reflection). */
+    static String leaseName(InterProcessSemaphoreMutex lock) {
+        try {
+            java.lang.reflect.Field f = InterProcessSemaphoreMutex.class.getDeclaredField("lease");
+            f.setAccessible(true);
+            Lease lease = (Lease) f.get(lock);
+            return lease == null ? null : lease.getNodeName();
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /**
+     * Leaves the hold's mark (xtask/src/chaos/judge/marks.rs): an EPHEMERAL node of the
+     * holder's own session naming each node held with its token (its czxid, read here:
+     * Curator has no fencing token). Fills tokens; the mark's path, or null if no node
+     * held could be named (gone already). A mark whose create failed is still deleted.
+     */
+    private static String mark(Client c, List<String> nodes, long[] tokens) {
+        StringBuilder data = new StringBuilder("java");
+        try {
+            for (int i = 0; i < nodes.size(); i++) {
+                Stat stat = nodes.get(i) == null ? null : c.zk.checkExists().forPath(nodes.get(i));
+                if (stat == null) {
+                    return null;
+                }
+                tokens[i] = stat.getCzxid();
+                data.append(' ').append(nodes.get(i)).append('@').append(tokens[i]);
+            }
+        } catch (Exception e) {
+            return null;
+        }
+        return MARKS + "/" + c.name + "-" + c.n + "\n" + data;
+    }
+
+    /** Creates the mark `pending` (path, newline, data); whether it was surely created. */
+    private static boolean create(Client c, String pending) {
+        int cut = pending.indexOf('\n');
+        try {
+            c.zk.create().withMode(CreateMode.EPHEMERAL).forPath(pending.substring(0, cut),
+                pending.substring(cut + 1).getBytes(StandardCharsets.UTF_8));
+            return true;
+        } catch (KeeperException.NodeExistsException e) {
+            return true; // a retry after a lost reply
+        } catch (Exception e) {
+            return false;
+        }
+    }
+
+    /** Deletes the mark before the release. */
+    private static void unmark(Client c, String pending) {
+        try {
+            c.zk.delete().forPath(pending.substring(0, pending.indexOf('\n')));
+        } catch (Exception e) {
+            // NoNode: never made, or gone with its session; else it goes with the session.
+        }
+    }
+
     private static void cycle(Client c, InterProcessLock lock, String on, String mode,
-            List<String> regs, Mutex node) {
+            List<String> regs, Mutex node, java.util.function.Supplier<List<String>> held) {
         if (acquire(c, t -> lock.acquire(t, TimeUnit.MILLISECONDS) ? Boolean.TRUE : null) == null) {
             return;
         }
         long n = c.n;
         c.holding = n;
         long from = CuratorInterop.now();
-        work(c, regs);
-        long to = CuratorInterop.now();
+        List<String> nodes;
+        try {
+            nodes = held.get();
+        } catch (RuntimeException e) {
+            System.err.println("CuratorChaos " + c.name + " nodes: " + e);
+            nodes = List.of();
+        }
+        long[] tokens = new long[nodes.size()];
+        String pending = nodes.isEmpty() ? null : mark(c, nodes, tokens);
+        boolean marked = pending != null && create(c, pending);
+        // Unmarked, the hold writes nothing (the log would show a write no mark stands for).
+        work(c, marked ? regs : List.of(), nodes, tokens);
+        long to = CuratorInterop.now(); // the hold, as the clients' checker sees it
+        if (pending != null) {
+            unmark(c, pending);
+        }
         c.holding = 0;
         String nodeName = node == null ? "-" : node.ourNode();
         if (on.equals("member")) {
@@ -393,7 +496,7 @@ public final class CuratorChaos {
     }
 
     /** Reads each register, waits, writes each one more at the version read. */
-    private static void work(Client c, List<String> regs) {
+    private static void work(Client c, List<String> regs, List<String> nodes, long[] tokens) {
         long[] read = new long[regs.size()];
         int[] versions = new int[regs.size()];
         try {
@@ -401,7 +504,8 @@ public final class CuratorChaos {
                 Stat stat = new Stat();
                 byte[] data = store.getData().storingStatIn(stat)
                     .forPath(REGISTERS + "/" + regs.get(i));
-                read[i] = Long.parseLong(new String(data, StandardCharsets.UTF_8).trim());
+                read[i] = Long.parseLong(
+                    new String(data, StandardCharsets.UTF_8).trim().split("\\s+")[0]);
                 versions[i] = stat.getVersion();
             }
         } catch (Exception e) {
@@ -412,9 +516,12 @@ public final class CuratorChaos {
             long sent = CuratorInterop.now();
             String result;
             try {
+                // The value, then who wrote it under which node (member i's, or the one).
+                int h = Math.min(i, nodes.size() - 1);
+                String value = (read[i] + 1) + " java " + nodes.get(h) + "@" + tokens[h];
                 Stat stat = store.setData().withVersion(versions[i])
                     .forPath(REGISTERS + "/" + regs.get(i),
-                        Long.toString(read[i] + 1).getBytes(StandardCharsets.UTF_8));
+                        value.getBytes(StandardCharsets.UTF_8));
                 result = "ok:" + stat.getVersion();
             } catch (KeeperException.BadVersionException e) {
                 result = "badversion";
@@ -426,7 +533,7 @@ public final class CuratorChaos {
         }
     }
 
-    private static void semaphoreLoop(Client c, InterProcessSemaphoreV2 semaphore) {
+    private static void semaphoreLoop(Client c, InterProcessSemaphoreV2 semaphore, String path) {
         while (!c.over()) {
             Collection<Lease> held =
                 acquire(c, t -> semaphore.acquire(1, t, TimeUnit.MILLISECONDS));
@@ -436,8 +543,19 @@ public final class CuratorChaos {
             long n = c.n;
             c.holding = n;
             long from = CuratorInterop.now();
+            List<String> nodes = new ArrayList<>();
+            for (Lease lease : held) {
+                nodes.add(path + "/leases/" + lease.getNodeName()); // the name only
+            }
+            String pending = mark(c, nodes, new long[nodes.size()]);
+            if (pending != null) {
+                create(c, pending);
+            }
             LockSupport.parkNanos(ThreadLocalRandom.current().nextLong(200_000, 3_000_000));
             long to = CuratorInterop.now();
+            if (pending != null) {
+                unmark(c, pending);
+            }
             c.holding = 0;
             for (Lease lease : held) {
                 String node = lease.getNodeName();

@@ -1,7 +1,9 @@
 //! `cargo xtask chaos --seconds 60` as CI runs it: every recipe, ours and Curator's, on a
 //! 3-member ensemble under the seeded nemesis, each holder updating a protected register; the
 //! checker must find no overlap, no accepted stale write or lost update of ours, no stuck
-//! acquire and no node of ours left, and every recipe must have run on both sides. Our
+//! acquire and no node of ours left, and every recipe must have run on both sides; the log
+//! judge, from the servers' transaction logs, must find no violation of ours and a mark of
+//! every recipe on both sides. Our
 //! workers are this build's `zk-worker` (a debug build: slower, the same code).
 
 #![allow(clippy::unwrap_used)]
@@ -55,18 +57,27 @@ fn a_minute_of_chaos_finds_nothing_wrong() {
         ),
     )
     .unwrap();
+    let judge = &outcome.judge;
+    println!("{judge}");
     assert_eq!(
         report.failure(),
         None,
         "histories in {}:\n{report}",
         outcome.dir.display()
     );
+    assert_eq!(judge.failure(), None, "{judge}");
     for recipe in Recipe::ALL {
         for lib in ["rust", "java"] {
             let row = report.rows.get(&(recipe, lib.to_owned()));
             assert!(
                 row.is_some_and(|r| r.cycles > 0),
                 "{} {lib} never held:\n{report}",
+                recipe.name()
+            );
+            let marked = judge.rows.get(&(recipe.name().to_owned(), lib.to_owned()));
+            assert!(
+                marked.is_some_and(|r| r.marks > 0),
+                "{} {lib} left no mark in the servers' log:\n{judge}",
                 recipe.name()
             );
         }

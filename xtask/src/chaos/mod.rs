@@ -9,7 +9,9 @@
 //! do). The nemesis ([`nemesis`], seeded) kills and restarts the leader and followers, pauses
 //! members, stalls and cuts our connections, and pauses whole client processes past their
 //! session timeout (the GC-pause case). The checker ([`check`], pure) then judges exclusion,
-//! the registers (lost updates, stale writes), stuck acquires, lost signals and nodes left;
+//! the registers (lost updates, stale writes), stuck acquires, lost signals and nodes left
+//! from the clients' histories, and the log judge ([`judge`]) judges every hold's mark and
+//! every register write from the servers' transaction logs alone;
 //! the run prints a table per recipe and library and the faults' timeline, and draws the run
 //! ([`chart`]) under `target/chaos/`.
 
@@ -87,6 +89,8 @@ pub fn run(cli: &crate::cli::Chaos) -> Result<(), Box<dyn Error>> {
     }
     println!();
     print!("{}", outcome.report);
+    println!();
+    print!("{}", outcome.judge);
     let title = format!(
         "cargo xtask chaos --seed {} --seconds {}: holds per client, faults in red",
         opts.seed, opts.seconds
@@ -97,7 +101,11 @@ pub fn run(cli: &crate::cli::Chaos) -> Result<(), Box<dyn Error>> {
         chart::svg(&outcome.events, &outcome.timeline, outcome.span, &title),
     )?;
     println!("chart: {}", chart.display());
-    match outcome.report.failure() {
+    let failure = [outcome.report.failure(), outcome.judge.failure()]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>();
+    match (!failure.is_empty()).then(|| failure.join("; ")) {
         Some(why) => {
             println!("histories kept in {}", outcome.dir.display());
             Err(format!("chaos: {why}").into())

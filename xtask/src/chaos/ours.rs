@@ -5,7 +5,11 @@
 //! store outlives a holder's pause): read, wait a little, then write `read + 1` in one
 //! `multi` guarded by the guard's fencing `check_ops` (or, with the fence off — the negative
 //! control — without them). Every acquire, hold, write and lost signal is recorded ([`history`](super::history))
-//! and written to `<dir>/rust-<process>.history` at the end.
+//! and written to `<dir>/rust-<process>.history` at the end. Every hold also leaves its mark
+//! on the server for the log judge ([`marks`]): created by the lock's session in one `multi`
+//! with the hold's checks before the work, deleted after it and before the release; the
+//! register values name the node and token they were written under. A hold whose mark was
+//! not surely made writes nothing.
 //!
 //! Lines: `READY` once every client is connected; `GO` starts the run; after it, `DONE
 //! events=N` once every client has stopped (an acquire still running long after the run's
@@ -24,9 +28,10 @@ use recipe_mutex::{Guard, InterProcessMutex, Lock};
 use recipe_rwlock::InterProcessReadWriteLock;
 use recipe_semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
 use tokio::time::Instant;
-use zk_client::{Client, Op, OpResult};
+use zk_client::{Client, CreateMode, CreateOptions, Op, OpResult};
 
 use super::history::{Acquire, AcquireEnd, Event, Lost, Session, Style, Who, Write, WriteResult};
+use super::judge::marks;
 use super::layout;
 use crate::interop::holds::{Clock, Hold, Mode};
 use crate::recipe::Recipe;
@@ -516,8 +521,20 @@ impl Contender {
             return;
         };
         let from = self.now();
+        let held: Vec<(&str, i64)> = guard
+            .holds()
+            .into_iter()
+            .map(|h| (h.node_path(), h.fencing_token()))
+            .collect();
+        let mark = self.mark(guard.check_ops(), &held).await;
+        // Unmarked (its create failed or its outcome is unknown), the hold writes nothing:
+        // the servers' log would show a write no mark stands for.
+        let regs = if mark.is_ok() { regs } else { &[] };
         let lost_at = self.work(guard.as_ref(), regs).await;
+        // The hold as the clients' checker sees it ends with the work (a mark's delete held
+        // up by a stalled connection is not the hold going on).
         let to = self.now();
+        self.unmark(mark).await;
         for h in guard.holds() {
             let node = h.node_path();
             let on = if self.who.recipe == Recipe::Multilock {
@@ -546,6 +563,44 @@ impl Contender {
             Style::Drop => drop(guard),
             _ => {
                 let _ = guard.release().await;
+            }
+        }
+    }
+
+    /// Leaves the hold's mark on the server ([`marks`]): an ephemeral node of the lock's own
+    /// session, created in one `multi` with the hold's checks, naming each node held with its
+    /// token. Its path; an error (with the path) if it was not surely created.
+    async fn mark(
+        &self,
+        checks: Vec<Op>,
+        held: &[(&str, i64)],
+    ) -> std::result::Result<String, String> {
+        let path = format!("{}/{}-{}", marks::MARKS, self.name, self.n);
+        let mut ops = checks;
+        ops.push(Op::create(
+            path.clone(),
+            marks::mark_data("rust", held),
+            CreateOptions::new(CreateMode::Ephemeral),
+        ));
+        match self.client.multi(&ops).await {
+            Ok(_) => Ok(path),
+            Err(_) => Err(path),
+        }
+    }
+
+    /// Deletes the mark (also one whose create's outcome is unknown) before the hold is
+    /// released: until it is gone or its session has ended (a mark outliving its lock node
+    /// would stand beside the next holder's), up to two session timeouts.
+    async fn unmark(&self, mark: std::result::Result<String, String>) {
+        let path = match mark {
+            Ok(p) | Err(p) => p,
+        };
+        let until = Instant::now() + self.cfg.session_timeout * 2;
+        loop {
+            match self.client.delete(&path, None).await {
+                Ok(()) | Err(zk_client::Error::NoNode) => return,
+                Err(_) if self.client.state().is_terminal() || Instant::now() >= until => return,
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
             }
         }
     }
@@ -632,13 +687,7 @@ impl Contender {
                 return false;
             }
             match self.store.get_data(&layout::register_path(reg)).await {
-                Ok((data, _)) => {
-                    let v = std::str::from_utf8(&data)
-                        .ok()
-                        .and_then(|s| s.trim().parse::<u64>().ok())
-                        .unwrap_or(0);
-                    read.push(v);
-                }
+                Ok((data, _)) => read.push(marks::register_value(&data)),
                 Err(_) => return false,
             }
         }
@@ -649,10 +698,18 @@ impl Contender {
             Vec::new()
         };
         let checks = ops.len();
-        for (reg, v) in regs.iter().zip(&read) {
+        let holds = guard.holds();
+        for (k, (reg, v)) in regs.iter().zip(&read).enumerate() {
+            // The hold the register is written under: the multi-lock's member k, else the one.
+            let member = (self.who.recipe == Recipe::Multilock).then(|| layout::member_path(k));
+            let hold = holds
+                .iter()
+                .find(|h| member.as_deref().is_none_or(|m| h.lock_path() == m))
+                .or(holds.first());
+            let (node, token) = hold.map_or(("-", 0), |h| (h.node_path(), h.fencing_token()));
             ops.push(Op::set_data(
                 layout::register_path(reg),
-                (v + 1).to_string(),
+                marks::register_data(v + 1, "rust", node, token),
                 None,
             ));
         }
@@ -701,6 +758,12 @@ impl Contender {
                 continue;
             };
             let from = self.now();
+            let mark = self
+                .mark(
+                    vec![lease.check_op()],
+                    &[(lease.node_path(), lease.fencing_token())],
+                )
+                .await;
             let hold_for = Duration::from_micros(200 + self.roll(2800));
             let mut lost_at = tokio::select! {
                 _ = lease.lost() => Some(self.now()),
@@ -710,6 +773,7 @@ impl Contender {
                 lost_at = self.confirm(true, || lease.is_valid(), lease.lost()).await;
             }
             let to = self.now();
+            self.unmark(mark).await;
             self.shared.push(Event::Hold(Hold {
                 who: self.name.clone(),
                 n: self.n,

@@ -9,6 +9,7 @@ use zk_client::{Client, CreateMode, CreateOptions};
 
 use super::check::{self, Pause, Report};
 use super::history;
+use super::judge::{self, Verdict};
 use super::layout;
 use super::nemesis::{self, Kind, Step};
 use super::ours::OursConfig;
@@ -66,8 +67,10 @@ pub struct Applied {
 /// What a run came to.
 #[derive(Debug)]
 pub struct Outcome {
-    /// The checker's report.
+    /// The checker's report (from the clients' histories).
     pub report: Report,
+    /// The log judge's verdict (from the servers' transaction logs).
+    pub judge: Verdict,
     /// The faults as carried out.
     pub timeline: Vec<Applied>,
     /// Faults that could not be carried out, with why.
@@ -102,7 +105,11 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
         ),
         ..ZkOptions::default()
     }
-    .partitionable(opts.nemesis.contains(&Kind::Partition));
+    .partitionable(opts.nemesis.contains(&Kind::Partition))
+    // Every txn stays in the logs, which the judge reads from the first zxid (no snapshot
+    // taken while running); log files grow by 4 MiB, not 64.
+    .config("snapCount", "100000000")
+    .system_property("zookeeper.preAllocSize", "4096");
     let mut zk = Ensemble::start(opts.members, zk_opts)?;
     zk.wait_leader(Duration::from_secs(60))?;
     // Our clients reach each member through a proxy of its own (stalls and cuts).
@@ -200,6 +207,12 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
         w.finish(finish_by)?;
     }
     drop(proxies);
+    // The servers' own record, read before the ensemble (and its data dirs) goes.
+    let data_dirs: Vec<PathBuf> = (0..opts.members).map(|i| zk.data_dir(i)).collect();
+    let verdict = judge::judge_dirs(
+        &data_dirs,
+        &judge::Config::chaos(&opts.recipes, opts.leases),
+    )?;
     drop(zk);
 
     let events = history::read_dir(&dir)?;
@@ -223,6 +236,7 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
     });
     Ok(Outcome {
         report,
+        judge: verdict,
         timeline,
         skipped,
         span: (start, end),
@@ -237,7 +251,12 @@ fn setup_registers(connect: &str, recipes: &[Recipe]) -> Result<()> {
     rt.block_on(async {
         let client = Client::builder().hosts(connect).connect().await?;
         let persistent = CreateOptions::new(CreateMode::Persistent);
-        for path in [layout::ROOT.to_owned(), layout::REGISTERS.to_owned()] {
+        let roots = [
+            layout::ROOT.to_owned(),
+            layout::REGISTERS.to_owned(),
+            judge::marks::MARKS.to_owned(),
+        ];
+        for path in roots {
             match client.create(&path, b"", &persistent).await {
                 Ok(_) | Err(zk_client::Error::NodeExists) => {}
                 Err(e) => return Err(e.into()),
