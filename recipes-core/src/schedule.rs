@@ -249,17 +249,30 @@ mod tests {
         assert_eq!(s.settle(t0, true), Some(Step::TimedOut));
     }
 
-    /// The last instant `checked_add` reaches from `t0`, to the second.
-    fn last_instant(t0: Instant) -> Instant {
-        let (mut lo, mut hi) = (0_u64, u64::MAX);
+    /// The largest `n` with `fits(n)`, for `fits` true at 0 and monotone.
+    fn largest(mut hi: u64, fits: impl Fn(u64) -> bool) -> u64 {
+        let mut lo = 0;
         while lo < hi {
             let mid = lo + (hi - lo).div_ceil(2);
-            match t0.checked_add(Duration::from_secs(mid)) {
-                Some(_) => lo = mid,
-                None => hi = mid - 1,
+            if fits(mid) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
             }
         }
-        t0 + Duration::from_secs(lo)
+        lo
+    }
+
+    /// The last instant `checked_add` reaches from `t0`, to the nanosecond.
+    fn last_instant(t0: Instant) -> Instant {
+        let secs = largest(u64::MAX, |s| {
+            t0.checked_add(Duration::from_secs(s)).is_some()
+        });
+        let whole = t0 + Duration::from_secs(secs);
+        let nanos = largest(999_999_999, |n| {
+            whole.checked_add(Duration::from_nanos(n)).is_some()
+        });
+        whole + Duration::from_nanos(nanos)
     }
 
     /// Issue 34, defect 2: a deadline at the end of what an instant holds; its grace
