@@ -159,12 +159,7 @@ fn traced_sweep(
         for line in &lines {
             println!("  {line}");
         }
-        let stats = outcome?;
-        total.holds += stats.holds;
-        total.faults += stats.faults;
-        total.silent += stats.silent;
-        total.lost_in_time += stats.lost_in_time;
-        total.fenced_refused += stats.fenced_refused;
+        total += outcome?;
     }
     Ok(total)
 }

@@ -87,6 +87,16 @@ pub struct LayerStats {
     pub fenced_refused: u64,
 }
 
+impl std::ops::AddAssign for LayerStats {
+    fn add_assign(&mut self, other: Self) {
+        self.holds += other.holds;
+        self.faults += other.faults;
+        self.silent += other.silent;
+        self.lost_in_time += other.lost_in_time;
+        self.fenced_refused += other.fenced_refused;
+    }
+}
+
 /// A failing schedule.
 #[derive(Debug, Clone)]
 pub struct LayerFailure {
@@ -168,12 +178,7 @@ pub fn sweep(
 ) -> Result<LayerStats, LayerFailure> {
     let mut total = LayerStats::default();
     for seed in first_seed..first_seed.saturating_add(schedules) {
-        let stats = run(seed, config)?;
-        total.holds += stats.holds;
-        total.faults += stats.faults;
-        total.silent += stats.silent;
-        total.lost_in_time += stats.lost_in_time;
-        total.fenced_refused += stats.fenced_refused;
+        total += run(seed, config)?;
     }
     Ok(total)
 }
