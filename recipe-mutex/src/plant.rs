@@ -19,6 +19,10 @@ pub enum Plant {
     /// A waiter holds as soon as the node it watches goes, without listing again (in
     /// `recipes-core`'s acquire machine): a negative control for the chaos suite.
     HandOffShortcut,
+    /// A waiter holds when its connection drops, whatever is ahead of it (in `recipes-core`'s
+    /// acquire machine): a negative control for the chaos suite's log judge, one the
+    /// checker's old rules excused.
+    GrantOnDisconnect,
     /// A reader holds whatever write node is ahead of it (recipe-rwlock, feature `plant`).
     ReadIgnoresWrites,
     /// A semaphore counts one lease more than its maximum as room (recipe-semaphore, feature
@@ -47,6 +51,7 @@ mod switch {
             Some(Plant::ReadIgnoresWrites) => 5,
             Some(Plant::SemaphoreOneTooMany) => 6,
             Some(Plant::MultiSkipsLast) => 7,
+            Some(Plant::GrantOnDisconnect) => 8,
         }
     }
 
@@ -54,6 +59,7 @@ mod switch {
     pub fn set(plant: Option<Plant>) {
         ACTIVE.store(code(plant), Ordering::SeqCst);
         recipes_core::plant::set_hand_off_shortcut(plant == Some(Plant::HandOffShortcut));
+        recipes_core::plant::set_grant_on_disconnect(plant == Some(Plant::GrantOnDisconnect));
     }
 
     /// Whether `plant` is the defect put back (the other recipe crates ask too).

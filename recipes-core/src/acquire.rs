@@ -480,6 +480,14 @@ impl<P: Predicate> AcquireMachine<P> {
             // next `Connected` or `Expired` decide, within the deadline (Curator's waiter keeps
             // going too). A holder's `lost()` reports it at once; that is not this machine.
             Connection::Lost | Connection::Disconnected | Connection::ReadOnly => {
+                if crate::plant::grant_on_disconnect() && self.phase == Phase::Waiting {
+                    // The planted defect: hold on a connection loss, whatever is ahead.
+                    if let (Some(ours), Some(czxid)) = (self.ours.clone(), self.czxid) {
+                        let path = self.child(&ours);
+                        self.finish(Outcome::Held(Held { path, czxid }));
+                        return;
+                    }
+                }
                 // Replies in flight fail with a connection loss; wait for the session to come
                 // back to a read-write server. Past the deadline, give up now.
                 if let Some(step) = self.schedule.on_disconnect(now) {

@@ -535,3 +535,43 @@ fn isolated_leader_steps_down_and_rejoins_as_follower_after_heal() {
     assert_eq!(plain.heal().unwrap_err().kind(), io::ErrorKind::Unsupported);
     assert!(plain.isolated().is_empty());
 }
+
+/// A partition that is not transitive: the leader and one follower cut off from each other
+/// only. The leader keeps its quorum through the other follower; the cut follower, hearing
+/// of a leader it cannot reach, serves no client until the heal, then follows again. A split
+/// cuts a side from the rest: one follower split off from the two serves nothing either.
+#[test]
+fn a_cut_link_and_a_split_leave_the_majority_serving() {
+    let opts = ZkOptions::default().force_sync(false).partitionable(true);
+    let mut zk = Ensemble::start(3, opts).unwrap();
+    let leader = zk.wait_leader(LEADER_TIMEOUT).unwrap();
+    let mut followers = (0..3).filter(|&i| i != leader);
+    let (cut, other) = (followers.next().unwrap(), followers.next().unwrap());
+    assert_eq!(
+        zk.cut_link(cut, cut).unwrap_err().kind(),
+        io::ErrorKind::InvalidInput
+    );
+    zk.cut_link(leader, cut).unwrap();
+    wait_modes(&zk, PARTITION_TIMEOUT, "the cut follower looking", |m| {
+        m.get(cut) == Some(&None)
+            && m.get(leader) == Some(&Some(Mode::Leader))
+            && m.get(other) == Some(&Some(Mode::Follower))
+    });
+    open_session(zk.client_addr(other)).unwrap();
+    zk.heal().unwrap();
+    wait_modes(&zk, PARTITION_TIMEOUT, "rejoined", |m| {
+        m.get(cut) == Some(&Some(Mode::Follower))
+    });
+
+    zk.split(&[cut]).unwrap();
+    wait_modes(
+        &zk,
+        PARTITION_TIMEOUT,
+        "the split-off follower looking",
+        |m| m.get(cut) == Some(&None) && m.get(leader) == Some(&Some(Mode::Leader)),
+    );
+    zk.heal().unwrap();
+    wait_modes(&zk, PARTITION_TIMEOUT, "rejoined after the split", |m| {
+        m.get(cut) == Some(&Some(Mode::Follower))
+    });
+}

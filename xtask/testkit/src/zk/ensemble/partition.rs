@@ -25,14 +25,17 @@ const QUORUM_CONNECT_RETRY: Duration = Duration::from_secs(3);
 /// about to bind.
 const PROXY_ATTEMPTS: usize = 10;
 
-/// The links of a partitionable ensemble: one [`Link`] per ordered pair of members, and the
-/// members cut off by [`Ensemble::isolate`].
+/// The links of a partitionable ensemble: one [`Link`] per ordered pair of members, the
+/// members cut off by [`Ensemble::isolate`], and the pairs cut by [`Ensemble::cut_link`] and
+/// [`Ensemble::split`].
 #[derive(Debug)]
 pub(super) struct Links {
     /// `links[&(from, to)]` is what member `from` dials member `to` through.
     links: BTreeMap<(usize, usize), Link>,
     /// The isolated members; a link is blocked when either of its ends is here.
     isolated: BTreeSet<usize>,
+    /// Pairs of members (lower index first) that cannot reach each other.
+    cut: BTreeSet<(usize, usize)>,
 }
 
 /// The two proxies one member dials another through.
@@ -86,6 +89,7 @@ impl Links {
         Ok(Links {
             links,
             isolated: BTreeSet::new(),
+            cut: BTreeSet::new(),
         })
     }
 
@@ -102,11 +106,13 @@ impl Links {
             .collect()
     }
 
-    /// Makes every link's proxies refuse and cut when either end is isolated, and pass
-    /// otherwise.
+    /// Makes every link's proxies refuse and cut when either end is isolated or the pair is
+    /// cut, and pass otherwise.
     fn apply(&self) {
         for (&(from, to), link) in &self.links {
-            let blocked = self.isolated.contains(&from) || self.isolated.contains(&to);
+            let blocked = self.isolated.contains(&from)
+                || self.isolated.contains(&to)
+                || self.cut.contains(&(from.min(to), from.max(to)));
             for proxy in [&link.quorum, &link.election] {
                 // Refuse first, so that nothing reconnects between the cut and the refusal.
                 proxy.refuse(blocked);
@@ -162,6 +168,53 @@ impl Ensemble {
     pub fn heal(&mut self) -> io::Result<()> {
         let links = self.links_mut()?;
         links.isolated.clear();
+        links.cut.clear();
+        links.apply();
+        Ok(())
+    }
+
+    /// Cuts members `a` and `b` off from each other only, both ways (quorum and election
+    /// links refuse, open ones are cut); every other link passes as before. Each may still
+    /// reach the rest, which reach both: a partition that is not transitive (a leader cut
+    /// from one follower keeps its quorum through the other; the follower, looking for a
+    /// leader, hears of the one it cannot reach). Healed by [`heal`](Self::heal). Returns at
+    /// once.
+    ///
+    /// # Errors
+    /// As for [`isolate`](Self::isolate); `InvalidInput` when `a == b`.
+    pub fn cut_link(&mut self, a: usize, b: usize) -> io::Result<()> {
+        self.checked(a)?;
+        self.checked(b)?;
+        if a == b {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("member {a} cannot be cut off from itself"),
+            ));
+        }
+        let links = self.links_mut()?;
+        links.cut.insert((a.min(b), a.max(b)));
+        links.apply();
+        Ok(())
+    }
+
+    /// Splits the ensemble in two: every link between a member of `side` and a member not in
+    /// it is cut, both ways; links within each side pass (a 2|3 split of five members keeps
+    /// the three serving, the two looking for a leader). Healed by [`heal`](Self::heal).
+    /// Returns at once.
+    ///
+    /// # Errors
+    /// As for [`isolate`](Self::isolate), for any member of `side`.
+    pub fn split(&mut self, side: &[usize]) -> io::Result<()> {
+        for &a in side {
+            self.checked(a)?;
+        }
+        let n = self.len();
+        let links = self.links_mut()?;
+        for &a in side {
+            for b in (0..n).filter(|b| !side.contains(b)) {
+                links.cut.insert((a.min(b), a.max(b)));
+            }
+        }
         links.apply();
         Ok(())
     }
