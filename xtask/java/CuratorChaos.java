@@ -192,6 +192,24 @@ public final class CuratorChaos {
         }
         CuratorInterop.anchorClock();
         long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(runMs);
+        // The harness's lines during the run (STOP-AT-HOLD, STOP-CANCEL, RESUMED: see
+        // stopIfAimed); CLOSE (or the end of stdin) comes after DONE.
+        java.util.concurrent.CountDownLatch closed = new java.util.concurrent.CountDownLatch(1);
+        Thread reader = new Thread(() -> {
+            try {
+                for (String l; (l = stdin.readLine()) != null; ) {
+                    if (l.trim().equals("CLOSE")) {
+                        break;
+                    }
+                    harnessLine(l.trim());
+                }
+            } catch (IOException e) {
+                // the harness is gone: close as for CLOSE
+            }
+            closed.countDown();
+        }, "stdin");
+        reader.setDaemon(true);
+        reader.start();
         Thread deadman = new Thread(() -> {
             long haltAt = end + TimeUnit.SECONDS.toNanos(300);
             for (long left; (left = haltAt - System.nanoTime()) > 0; ) {
@@ -229,7 +247,7 @@ public final class CuratorChaos {
             LINES.toString().getBytes(StandardCharsets.UTF_8));
         System.out.println("DONE events=" + EVENTS.get());
         System.out.flush();
-        stdin.readLine(); // CLOSE, or the end of stdin
+        closed.await(); // CLOSE, or the end of stdin
         for (CuratorFramework zk : sessions) {
             zk.close();
         }
@@ -472,6 +490,9 @@ public final class CuratorChaos {
         String pending = nodes.isEmpty() ? null : mark(c, nodes, tokens);
         boolean marked = pending != null && create(c, pending);
         // Unmarked, the hold writes nothing (the log would show a write no mark stands for).
+        if (marked && !regs.isEmpty()) {
+            stopIfAimed(c.name);
+        }
         work(c, marked ? regs : List.of(), nodes, tokens);
         long to = CuratorInterop.now(); // the hold, as the clients' checker sees it
         if (pending != null) {
@@ -492,6 +513,54 @@ public final class CuratorChaos {
             lock.release();
         } catch (Exception e) {
             System.err.println("CuratorChaos " + c.name + " release: " + e);
+        }
+    }
+
+    /** Set by the harness's STOP-AT-HOLD (cleared by STOP-CANCEL). */
+    private static final AtomicBoolean STOP_AT_HOLD = new AtomicBoolean();
+    /** How many RESUMED lines the harness has sent (guarded by itself). */
+    private static final long[] RESUMES = {0};
+
+    /** The harness's lines during the run (see stopIfAimed). */
+    private static void harnessLine(String l) {
+        if (l.equals("STOP-AT-HOLD")) {
+            STOP_AT_HOLD.set(true);
+        } else if (l.equals("STOP-CANCEL")) {
+            STOP_AT_HOLD.set(false);
+        } else if (l.equals("RESUMED")) {
+            synchronized (RESUMES) {
+                RESUMES[0]++;
+                RESUMES.notifyAll();
+            }
+        }
+    }
+
+    /**
+     * If a pause is aimed (STOP-AT-HOLD), says "STOPPING <who>" and waits until the harness
+     * has stopped this JVM (SIGSTOP), resumed it and said RESUMED (30 s at most). Called when
+     * a hold has made its mark and before its writes.
+     */
+    private static void stopIfAimed(String who) {
+        long before;
+        synchronized (RESUMES) {
+            before = RESUMES[0];
+        }
+        if (!STOP_AT_HOLD.getAndSet(false)) {
+            return;
+        }
+        synchronized (System.out) {
+            System.out.println("STOPPING " + who);
+            System.out.flush();
+        }
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        synchronized (RESUMES) {
+            for (long left; RESUMES[0] == before && (left = until - System.nanoTime()) > 0; ) {
+                try {
+                    TimeUnit.NANOSECONDS.timedWait(RESUMES, left);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
         }
     }
 

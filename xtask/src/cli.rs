@@ -288,11 +288,13 @@ pub struct Chaos {
     /// stale writes of ours accepted (given pauses of our processes).
     #[arg(long)]
     pub no_fence: bool,
-    /// Negative control: our workers hold on their predecessor's deletion without looking
-    /// again (a hand-off shortcut planted in the acquire machine); the run must then fail
-    /// with overlapping holds. Builds a zk-worker of its own with xtask's feature `plant`.
-    #[arg(long)]
-    pub plant_shortcut: bool,
+    /// Negative control: a defect planted in our recipes (`shortcut`: a waiter holds on its
+    /// predecessor's deletion without looking again; `grant-on-disconnect`: a waiter holds
+    /// when its connection drops, whatever is ahead of it); the run must then fail with
+    /// holds the servers' log shows were not granted. Builds a zk-worker of its own with
+    /// xtask's feature `plant`.
+    #[arg(long, value_enum)]
+    pub plant: Option<crate::chaos::ours::ChaosPlant>,
 }
 
 /// `stress RECIPE [FLAGS]`.

@@ -26,10 +26,13 @@
 //! - **No node left**: the harness lists the lock paths' children once every worker has
 //!   stopped acquiring and released (their sessions still open).
 //!
-//! The run fails ([`Report::failure`]) on an overlap, a lost update or accepted stale write
-//! of ours, a stuck acquire of ours, a missing lost signal of ours, or a node of ours left
-//! (or of a session no client recorded). Curator's stale writes, lost signals, stuck
-//! acquires and nodes left are counted beside ours, not judged.
+//! Exclusion and the registers are decided by the log judge (`super::judge`), from the
+//! servers' record: what the histories show of them (an overlap, a lost update or accepted
+//! stale write of ours) is reported beside it ([`Report::clients_view`]), not judged here.
+//! The run fails ([`Report::failure`]) on what only the clients can show: a stuck acquire
+//! of ours, a missing lost signal of ours, or a node of ours left (or of a session no client
+//! recorded). Curator's lost signals, stuck acquires and nodes left are counted beside
+//! ours, not judged.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -148,23 +151,18 @@ impl Report {
     /// Why the run fails, if it does.
     pub fn failure(&self) -> Option<String> {
         let mut why = Vec::new();
-        // What fails the run: overlaps whoever began them; the rest when they are ours.
-        let judged: [(Count, bool, &str); 5] = [
-            (|r| r.overlaps, false, "overlapping holds"),
-            (|r| r.lost_updates, true, "lost updates of ours"),
-            (|r| r.stale_accepted, true, "stale writes of ours accepted"),
-            (|r| r.stuck, true, "acquires of ours that never ended"),
+        let judged: [(Count, &str); 2] = [
+            (|r| r.stuck, "acquires of ours that never ended"),
             (
                 |r| r.lost_missing,
-                true,
                 "holds of ours lost without a lost signal",
             ),
         ];
-        for (count, ours_only, what) in judged {
+        for (count, what) in judged {
             let n: u64 = self
                 .rows
                 .iter()
-                .filter(|((_, lib), _)| !ours_only || lib == "rust")
+                .filter(|((_, lib), _)| lib == "rust")
                 .map(|(_, r)| count(r))
                 .sum();
             if n > 0 {
@@ -181,6 +179,32 @@ impl Report {
         }
         if !self.malformed.is_empty() {
             why.push(format!("{} records that do not fit", self.malformed.len()));
+        }
+        (!why.is_empty()).then(|| why.join(", "))
+    }
+
+    /// What the clients' histories say against exclusion and the registers: overlapping
+    /// holds (whoever began them), lost updates and accepted stale writes of ours. Reported
+    /// beside the log judge's verdict, which decides them from the servers' record (these
+    /// cut holds where a client may no longer hold; the log cuts nothing): not a failure of
+    /// the run.
+    pub fn clients_view(&self) -> Option<String> {
+        let mut why = Vec::new();
+        let seen: [(Count, bool, &str); 3] = [
+            (|r| r.overlaps, false, "overlapping holds"),
+            (|r| r.lost_updates, true, "lost updates of ours"),
+            (|r| r.stale_accepted, true, "stale writes of ours accepted"),
+        ];
+        for (count, ours_only, what) in seen {
+            let n: u64 = self
+                .rows
+                .iter()
+                .filter(|((_, lib), _)| !ours_only || lib == "rust")
+                .map(|(_, r)| count(r))
+                .sum();
+            if n > 0 {
+                why.push(format!("{n} {what}"));
+            }
         }
         (!why.is_empty()).then(|| why.join(", "))
     }

@@ -20,6 +20,8 @@
 use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -57,9 +59,9 @@ pub struct OursConfig {
     pub session_timeout: Duration,
     /// Whether writes carry the fencing check (off: a negative control).
     pub fence: bool,
-    /// Whether the hand-off shortcut is planted (a negative control; needs a worker built
-    /// with xtask's feature `plant`).
-    pub shortcut: bool,
+    /// The defect planted in our recipes, if any (a negative control; needs a worker built
+    /// with xtask's feature `plant`; the fence stays on).
+    pub plant: Option<ChaosPlant>,
     /// The recipes to run.
     pub recipes: Vec<Recipe>,
 }
@@ -75,10 +77,10 @@ impl OursConfig {
             self.dir.display().to_string(),
             self.leases.to_string(),
             self.session_timeout.as_millis().to_string(),
-            match (self.fence, self.shortcut) {
-                (_, true) => "shortcut",
-                (true, false) => "fence",
-                (false, false) => "no-fence",
+            match (self.fence, self.plant) {
+                (_, Some(plant)) => plant.name(),
+                (true, None) => "fence",
+                (false, None) => "no-fence",
             }
             .to_owned(),
             self.recipes
@@ -108,7 +110,7 @@ impl OursConfig {
         else {
             return Err(
                 "usage: zk-worker chaos <connect> <process> <clients per recipe> \
-                        <run ms> <dir> <leases> <session ms> <fence|no-fence|shortcut> <recipes>"
+                        <run ms> <dir> <leases> <session ms> <fence|no-fence|PLANT> <recipes>"
                     .into(),
             );
         };
@@ -121,12 +123,11 @@ impl OursConfig {
             leases: leases.parse()?,
             session_timeout: Duration::from_millis(session_ms.parse()?),
             fence: fence != "no-fence",
-            shortcut: match fence.as_str() {
-                "fence" | "no-fence" => false,
-                "shortcut" => true,
-                other => {
-                    return Err(format!("`{other}`: expected fence, no-fence or shortcut").into());
-                }
+            plant: match fence.as_str() {
+                "fence" | "no-fence" => None,
+                other => Some(ChaosPlant::parse(other).ok_or_else(|| {
+                    format!("`{other}`: expected fence, no-fence or a plant's name")
+                })?),
             },
             recipes: recipes
                 .split(',')
@@ -145,8 +146,8 @@ const DEADMAN: Duration = Duration::from_secs(300);
 /// Bad arguments, a client that cannot connect, no `GO`, or a history that cannot be written.
 pub fn process_main(args: &[String]) -> Result<()> {
     let cfg = OursConfig::parse(args)?;
-    if cfg.shortcut {
-        plant_shortcut()?;
+    if let Some(plant) = cfg.plant {
+        plant.switch_on()?;
     }
     let rt = crate::worker_process::side_runtime()?;
     let mut clients = Vec::new();
@@ -186,14 +187,30 @@ pub fn process_main(args: &[String]) -> Result<()> {
         eprintln!("zk-worker chaos: still running {DEADMAN:?} after its run; exiting");
         std::process::exit(4);
     });
+    // The harness's lines during the run (`STOP-AT-HOLD`, `STOP-CANCEL`, `RESUMED`: see
+    // `stop_if_aimed`); `CLOSE` (or the end of stdin) comes after `DONE`.
+    drop(stdin);
+    let (closed_tx, closed) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match stdin.read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) if line.trim() == "CLOSE" => break,
+                Ok(_) => harness_line(line.trim()),
+            }
+        }
+        let _ = closed_tx.send(());
+    });
     let (events, last) = rt.block_on(run(&cfg, &clients, &store));
     let path = cfg.dir.join(format!("rust-{}.history", cfg.process));
     let text: String = events.iter().map(|e| format!("{e}\n")).collect();
     std::fs::write(&path, text)?;
     println!("DONE events={}", events.len());
-    line.clear();
     // CLOSE, or the harness gone (stdin ends): close the sessions either way.
-    let _ = stdin.read_line(&mut line);
+    let _ = closed.recv();
     rt.block_on(async {
         let all = clients
             .into_iter()
@@ -207,20 +224,101 @@ pub fn process_main(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Switches the planted hand-off shortcut on.
-#[cfg(feature = "plant")]
-fn plant_shortcut() -> Result<()> {
-    recipe_mutex::plant::set(Some(recipe_mutex::plant::Plant::HandOffShortcut));
-    Ok(())
+/// Set by the harness's `STOP-AT-HOLD` (cleared by `STOP-CANCEL`): the next hold to begin
+/// waits there for the harness to stop and resume this whole process.
+static STOP_AT_HOLD: AtomicBool = AtomicBool::new(false);
+
+/// How many `RESUMED` lines the harness has sent (each after a pause of this process).
+static RESUMES: (Mutex<u64>, std::sync::Condvar) = (Mutex::new(0), std::sync::Condvar::new());
+
+/// How long an aimed hold waits for `RESUMED` at most (the harness sends it after every pause).
+const RESUME_WAIT: Duration = Duration::from_secs(30);
+
+/// If a pause is aimed (`STOP-AT-HOLD`), says `STOPPING <who>` and blocks until the harness
+/// has stopped this process (SIGSTOP), resumed it (SIGCONT) and said `RESUMED`. Called when a
+/// hold has made its mark and before its writes: the holder resumes believing it holds, its
+/// session surely expired. The thread blocks (the runtime's too: the whole process is about
+/// to stop anyway).
+fn stop_if_aimed(who: &str) {
+    let (count, changed) = &RESUMES;
+    let before = *count
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !STOP_AT_HOLD.swap(false, SeqCst) {
+        return;
+    }
+    println!("STOPPING {who}");
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    let guard = count
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _ = changed.wait_timeout_while(guard, RESUME_WAIT, |n| *n == before);
 }
 
-/// Without the feature there is nothing to switch on.
-#[cfg(not(feature = "plant"))]
-fn plant_shortcut() -> Result<()> {
-    Err(
-        "this zk-worker was built without the feature `plant`: the shortcut cannot be planted"
-            .into(),
-    )
+/// The harness's lines during the run, until `CLOSE` or the end of stdin.
+fn harness_line(line: &str) {
+    match line {
+        "STOP-AT-HOLD" => STOP_AT_HOLD.store(true, SeqCst),
+        "STOP-CANCEL" => STOP_AT_HOLD.store(false, SeqCst),
+        "RESUMED" => {
+            let (count, changed) = &RESUMES;
+            *count
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) += 1;
+            changed.notify_all();
+        }
+        _ => {}
+    }
+}
+
+/// A defect planted in our workers, for the chaos suite's negative controls: each makes a
+/// second holder that the servers' log shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ChaosPlant {
+    /// A waiter holds on its predecessor's deletion without listing again.
+    Shortcut,
+    /// A waiter holds when its connection drops, whatever is ahead of it (the history the
+    /// client-side checker's old rules excused).
+    GrantOnDisconnect,
+}
+
+impl ChaosPlant {
+    /// Every plant.
+    pub const ALL: [ChaosPlant; 2] = [ChaosPlant::Shortcut, ChaosPlant::GrantOnDisconnect];
+
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChaosPlant::Shortcut => "shortcut",
+            ChaosPlant::GrantOnDisconnect => "grant-on-disconnect",
+        }
+    }
+
+    /// The plant of that name.
+    pub fn parse(name: &str) -> Option<ChaosPlant> {
+        ChaosPlant::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Switches it on in this process.
+    #[cfg(feature = "plant")]
+    fn switch_on(self) -> Result<()> {
+        use recipe_mutex::plant::{Plant, set};
+        set(Some(match self {
+            ChaosPlant::Shortcut => Plant::HandOffShortcut,
+            ChaosPlant::GrantOnDisconnect => Plant::GrantOnDisconnect,
+        }));
+        Ok(())
+    }
+
+    /// Without the feature there is nothing to switch on.
+    #[cfg(not(feature = "plant"))]
+    fn switch_on(self) -> Result<()> {
+        Err(format!(
+            "this zk-worker was built without the feature `plant`: `{}` cannot be planted",
+            self.name()
+        )
+        .into())
+    }
 }
 
 /// Shared by a process's clients: the clock, the events, the acquires under way.
@@ -336,7 +434,7 @@ impl Contender {
     /// process was paused or its connections stalled), goes on with a new one, as a user
     /// would.
     async fn run(&mut self) {
-        self.session();
+        self.session().await;
         while !self.over() {
             self.run_session().await;
             if self.over() {
@@ -351,7 +449,7 @@ impl Contender {
                 match fresh {
                     Ok(client) => {
                         self.client = client;
-                        self.session();
+                        self.session().await;
                     }
                     Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
                 }
@@ -359,13 +457,25 @@ impl Contender {
         }
     }
 
-    /// Records the client's session (a node left is traced to its client by it).
-    fn session(&self) {
+    /// Records the client's session (a node left is traced to its client by it) and
+    /// registers it on the server before it touches a lock (the log judge knows ours by it:
+    /// see `judge::marks`), retrying until the registration is made or the session ends.
+    async fn session(&self) {
+        let id = self.client.session_id();
         self.shared.push(Event::Session(Session {
             who: self.name.clone(),
-            id: self.client.session_id(),
+            id,
             at: self.now(),
         }));
+        let path = format!("{}/session-{}-{id:x}", marks::MARKS, self.name);
+        let data = marks::session_data("rust");
+        let ephemeral = CreateOptions::new(CreateMode::Ephemeral);
+        while !self.client.state().is_terminal() {
+            match self.client.create(&path, data.as_bytes(), &ephemeral).await {
+                Ok(_) | Err(zk_client::Error::NodeExists) => return,
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
     }
 
     /// Whether to stop the loop: the run is over or the session ended.
@@ -530,6 +640,9 @@ impl Contender {
         // Unmarked (its create failed or its outcome is unknown), the hold writes nothing:
         // the servers' log would show a write no mark stands for.
         let regs = if mark.is_ok() { regs } else { &[] };
+        if !regs.is_empty() {
+            stop_if_aimed(&self.name);
+        }
         let lost_at = self.work(guard.as_ref(), regs).await;
         // The hold as the clients' checker sees it ends with the work (a mark's delete held
         // up by a stalled connection is not the hold going on).
@@ -569,7 +682,10 @@ impl Contender {
 
     /// Leaves the hold's mark on the server ([`marks`]): an ephemeral node of the lock's own
     /// session, created in one `multi` with the hold's checks, naming each node held with its
-    /// token. Its path; an error (with the path) if it was not surely created.
+    /// token. A holder that believes it holds keeps trying while its connection is down (as a
+    /// user's critical section would go on to touch the server), for up to a session timeout:
+    /// a hold granted during a loss leaves its mark once the connection is back. Its path; an
+    /// error (with the path) if it was not surely created.
     async fn mark(
         &self,
         checks: Vec<Op>,
@@ -582,9 +698,28 @@ impl Contender {
             marks::mark_data("rust", held),
             CreateOptions::new(CreateMode::Ephemeral),
         ));
-        match self.client.multi(&ops).await {
-            Ok(_) => Ok(path),
-            Err(_) => Err(path),
+        let until = Instant::now() + self.cfg.session_timeout;
+        loop {
+            let err = match self.client.multi(&ops).await {
+                Ok(_) => return Ok(path),
+                Err(e) => e,
+            };
+            let unsent = matches!(err, zk_client::Error::NotConnected);
+            if !(unsent || err.is_uncertain())
+                || self.client.state().is_terminal()
+                || Instant::now() >= until
+            {
+                return Err(path);
+            }
+            if err.is_uncertain() {
+                // Made or not: the mark is there if it was made (its session lives on).
+                match self.client.exists(&path).await {
+                    Ok(Some(_)) => return Ok(path),
+                    Ok(None) => {}
+                    Err(_) => return Err(path),
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 

@@ -43,8 +43,8 @@ pub struct ChaosOptions {
     pub session_timeout: Duration,
     /// Whether our writes carry the fence (off: a negative control).
     pub fence: bool,
-    /// Whether our workers run with the hand-off shortcut planted (a negative control).
-    pub shortcut: bool,
+    /// The defect planted in our workers, if any (a negative control).
+    pub plant: Option<super::ours::ChaosPlant>,
     /// The recipes.
     pub recipes: Vec<Recipe>,
     /// Where the chart and the kept histories go.
@@ -71,6 +71,8 @@ pub struct Outcome {
     pub report: Report,
     /// The log judge's verdict (from the servers' transaction logs).
     pub judge: Verdict,
+    /// The lost signal's timeliness (the log's server-ended holds against the histories).
+    pub signal: super::signal::Timeliness,
     /// The faults as carried out.
     pub timeline: Vec<Applied>,
     /// Faults that could not be carried out, with why.
@@ -109,25 +111,38 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
     // Every txn stays in the logs, which the judge reads from the first zxid (no snapshot
     // taken while running); log files grow by 4 MiB, not 64.
     .config("snapCount", "100000000")
-    .system_property("zookeeper.preAllocSize", "4096");
+    .system_property("zookeeper.preAllocSize", "4096")
+    // A member rejoining is synced by difference (the leader keeps its last 100,000
+    // proposals, about 3 minutes of the run, not 500), so its log holds every transaction it
+    // learns; by snapshot, it would log none of those the snapshot holds and keep in its old
+    // log file a tail the new leader truncated (the judge leaves out what a majority did
+    // not log either way).
+    .system_property("zookeeper.commitLogCount", "100000")
+    .jvm_heap_mb(512);
     let mut zk = Ensemble::start(opts.members, zk_opts)?;
     zk.wait_leader(Duration::from_secs(60))?;
     // Our clients reach each member through a proxy of its own (stalls and cuts).
-    let proxies: Vec<crate::FaultProxy> = (0..opts.members)
-        .map(|i| crate::FaultProxy::start(zk.client_addr(i)))
+    // Each side's clients reach each member through a proxy of their own (stalls, cuts,
+    // delays): ours the first `members`, Curator's the next.
+    let proxies: Vec<crate::FaultProxy> = (0..opts.members * 2)
+        .map(|i| crate::FaultProxy::start(zk.client_addr(i % opts.members)))
         .collect::<std::io::Result<_>>()?;
-    let ours_connect = proxies
-        .iter()
-        .map(|p| p.addr().to_string())
-        .collect::<Vec<_>>()
-        .join(",");
+    let connect = |side: &[crate::FaultProxy]| {
+        side.iter()
+            .map(|p| p.addr().to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let (ours_side, curators_side) = proxies.split_at(opts.members);
+    let ours_connect = connect(ours_side);
+    let curators_connect = connect(curators_side);
     let direct = zk.connect_string();
     setup_registers(&direct, &opts.recipes)?;
 
     let run_for = Duration::from_secs(opts.seconds);
     let mut workers: Vec<(String, WorkerProcess)> = Vec::new();
-    // Ours go through the client proxies; Curator's straight to the members, unplanted and
-    // fenced (the fence flags mean nothing to Curator's side).
+    // Each side through its client proxies; Curator's unplanted and fenced (the fence flags
+    // mean nothing to Curator's side).
     let ours = OursConfig {
         connect: ours_connect,
         process: 0,
@@ -137,13 +152,13 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
         leases: opts.leases,
         session_timeout: opts.session_timeout,
         fence: opts.fence,
-        shortcut: opts.shortcut,
+        plant: opts.plant,
         recipes: opts.recipes.clone(),
     };
     let curators = OursConfig {
-        connect: direct.clone(),
+        connect: curators_connect,
         fence: true,
-        shortcut: false,
+        plant: None,
         ..ours.clone()
     };
     for p in 0..opts.ours_processes {
@@ -209,10 +224,14 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
     drop(proxies);
     // The servers' own record, read before the ensemble (and its data dirs) goes.
     let data_dirs: Vec<PathBuf> = (0..opts.members).map(|i| zk.data_dir(i)).collect();
-    let verdict = judge::judge_dirs(
-        &data_dirs,
-        &judge::Config::chaos(&opts.recipes, opts.leases),
-    )?;
+    // A waiter the server let in is held and marked at once but through a fault: the
+    // longest stretch of faults (overlapping ones together) and two session timeouts.
+    let idle_bound = longest_stretch(&timeline) + opts.session_timeout * 2;
+    let judge_cfg = judge::Config {
+        idle_bound_ms: Some(i64::try_from(idle_bound.as_millis()).unwrap_or(i64::MAX)),
+        ..judge::Config::chaos(&opts.recipes, opts.leases)
+    };
+    let verdict = judge::judge_dirs(&data_dirs, &judge_cfg)?;
     drop(zk);
 
     let events = history::read_dir(&dir)?;
@@ -220,7 +239,8 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
         .iter()
         .filter(|a| matches!(a.kind, Kind::OursPause | Kind::CuratorPause))
         .map(|a| Pause {
-            process: a.target.clone(),
+            // `rust-1`, or `rust-1 (at a hold)`.
+            process: a.target.split(' ').next().unwrap_or_default().to_owned(),
             from: a.from,
             to: a.to,
         })
@@ -234,8 +254,15 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
         acquire_deadline: end + 2 * session_ns + 10_000_000_000,
         nodes_left: &nodes_left,
     });
+    let signal = super::signal::measure(
+        &verdict.ended_by_server,
+        &events,
+        &pauses,
+        u64::try_from(opts.session_timeout.as_millis()).unwrap_or(u64::MAX),
+    );
     Ok(Outcome {
         report,
+        signal,
         judge: verdict,
         timeline,
         skipped,
@@ -243,6 +270,24 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
         events,
         dir,
     })
+}
+
+/// The longest stretch of time some fault lasted, overlapping faults merged.
+fn longest_stretch(timeline: &[Applied]) -> Duration {
+    let mut spans: Vec<(u64, u64)> = timeline.iter().map(|a| (a.from, a.to)).collect();
+    spans.sort_unstable();
+    let mut longest = 0;
+    let mut current: Option<(u64, u64)> = None;
+    for (from, to) in spans {
+        current = match current {
+            Some((a, b)) if from <= b => Some((a, b.max(to))),
+            _ => Some((from, to)),
+        };
+        if let Some((a, b)) = current {
+            longest = longest.max(b.saturating_sub(a));
+        }
+    }
+    Duration::from_nanos(longest)
 }
 
 /// Creates the registers, each holding `0`.
@@ -313,8 +358,9 @@ fn nodes_left(
     })
 }
 
-/// Carries out `steps` from `started`, recording each on the shared clock; every fault is
-/// healed before this returns (at the latest when the run ends).
+/// Carries out `steps` from `started` (in the order they begin; two may overlap), recording
+/// each on the shared clock; every fault is healed before this returns (at the latest when
+/// the run ends).
 fn carry_out(
     steps: &[Step],
     started: Instant,
@@ -323,30 +369,67 @@ fn carry_out(
     proxies: &[crate::FaultProxy],
     workers: &mut [(String, WorkerProcess)],
 ) -> (Vec<Applied>, Vec<String>) {
+    /// A fault under way: when to heal it, what it is so far, how.
+    struct Active {
+        heal_at: Instant,
+        applied: Applied,
+        heal: Heal,
+    }
     let mut timeline = Vec::new();
     let mut skipped = Vec::new();
+    let mut active: Vec<Active> = Vec::new();
+    // Heals, in their order, every fault due by `until`.
+    let heal_due = |active: &mut Vec<Active>,
+                    until: Option<Instant>,
+                    zk: &mut Ensemble,
+                    workers: &mut [(String, WorkerProcess)],
+                    timeline: &mut Vec<Applied>| {
+        active.sort_by_key(|a| a.heal_at);
+        while active
+            .first()
+            .is_some_and(|a| until.is_none_or(|u| a.heal_at <= u))
+        {
+            let a = active.remove(0);
+            std::thread::sleep(a.heal_at.saturating_duration_since(Instant::now()));
+            if let Err(e) = (a.heal)(zk, proxies, workers) {
+                eprintln!(
+                    "chaos: healing {} on {} failed: {e}",
+                    a.applied.kind, a.applied.target
+                );
+            }
+            timeline.push(Applied {
+                to: clock.now(),
+                ..a.applied
+            });
+        }
+    };
     for step in steps {
         let at = started + step.at;
+        heal_due(&mut active, Some(at), zk, workers, &mut timeline);
         std::thread::sleep(at.saturating_duration_since(Instant::now()));
         let heal_at = Instant::now() + step.lasts;
         match apply(step, zk, proxies, workers) {
             Ok((target, heal)) => {
-                let from = clock.now();
                 eprintln!(
-                    "chaos: {:>6.1} s  {} on {target} for {:.1} s",
+                    "chaos: {:>6.1} s  {} on {target} for {:.1} s{}",
                     step.at.as_secs_f64(),
                     step.kind,
-                    step.lasts.as_secs_f64()
+                    step.lasts.as_secs_f64(),
+                    if active.is_empty() {
+                        ""
+                    } else {
+                        " (with another)"
+                    }
                 );
-                std::thread::sleep(heal_at.saturating_duration_since(Instant::now()));
-                if let Err(e) = heal(zk, proxies, workers) {
-                    eprintln!("chaos: healing {} on {target} failed: {e}", step.kind);
-                }
-                timeline.push(Applied {
-                    kind: step.kind,
-                    target,
-                    from,
-                    to: clock.now(),
+                active.push(Active {
+                    heal_at,
+                    applied: Applied {
+                        kind: step.kind,
+                        target,
+                        from: clock.now(),
+                        to: 0,
+                    },
+                    heal,
                 });
             }
             Err(why) => skipped.push(format!(
@@ -356,8 +439,13 @@ fn carry_out(
             )),
         }
     }
+    heal_due(&mut active, None, zk, workers, &mut timeline);
+    timeline.sort_by_key(|a| a.from);
     (timeline, skipped)
 }
+
+/// How long an aimed pause waits for a hold to begin before stopping the process anyway.
+const AIM_WITHIN: Duration = Duration::from_secs(3);
 
 /// How a fault is healed.
 type Heal = Box<
@@ -422,24 +510,85 @@ fn apply(
             });
             Ok((format!("member {i} ({role}) cut off"), heal))
         }
-        Kind::ClientStall => {
-            for p in proxies {
-                p.stall();
-            }
-            let heal: Heal = Box::new(|_, proxies, _| {
-                for p in proxies {
-                    p.pass();
+        Kind::LinkCut => {
+            // The leader and a follower, or two followers.
+            let n = zk.len();
+            let a = match (pick % 2, zk.leader()) {
+                (0, Some(leader)) => leader,
+                _ => pick % n.max(1),
+            };
+            let b = (a + 1 + (pick / 2) % (n - 1).max(1)) % n.max(1);
+            zk.cut_link(a, b)?;
+            let heal: Heal = Box::new(|zk, _, _| {
+                zk.heal()?;
+                Ok(())
+            });
+            Ok((format!("members {a} and {b} cut from each other"), heal))
+        }
+        Kind::Split => {
+            // A minority: one of three, two of five, from the pick.
+            let n = zk.len();
+            let first = pick % n.max(1);
+            let side: Vec<usize> = (0..(n.saturating_sub(1)) / 2)
+                .map(|k| (first + k * (1 + pick / n.max(1) % 2)) % n.max(1))
+                .collect();
+            zk.split(&side)?;
+            let heal: Heal = Box::new(|zk, _, _| {
+                zk.heal()?;
+                Ok(())
+            });
+            Ok((format!("members {side:?} split off"), heal))
+        }
+        Kind::ClientStall | Kind::ClientCut | Kind::ClientLatency => {
+            let n = zk.len();
+            let curators = workers.iter().any(|(name, _)| name.starts_with("java-"));
+            let (range, who) = if pick % 2 == 0 || !curators {
+                (0..n, "our connections")
+            } else {
+                (n..2 * n, "Curator's connections")
+            };
+            let side = proxies.get(range.clone()).unwrap_or_default();
+            let delay = Duration::from_millis(50 + u64::try_from(pick % 751).unwrap_or(0));
+            let target = match step.kind {
+                Kind::ClientStall => {
+                    side.iter().for_each(crate::FaultProxy::stall);
+                    who.to_owned()
+                }
+                Kind::ClientCut => {
+                    side.iter().for_each(crate::FaultProxy::cut);
+                    who.to_owned()
+                }
+                _ => {
+                    side.iter().for_each(|p| p.delay(delay));
+                    format!("{who}, {} ms", delay.as_millis())
+                }
+            };
+            // A cut is over at once (and must not end a stall or delay it overlaps).
+            let instant = step.kind == Kind::ClientCut;
+            let heal: Heal = Box::new(move |_, proxies, _| {
+                for p in proxies.get(range).unwrap_or_default() {
+                    if !instant {
+                        p.pass();
+                    }
                 }
                 Ok(())
             });
-            Ok(("our connections".into(), heal))
+            Ok((target, heal))
         }
-        Kind::ClientCut => {
-            for p in proxies {
+        Kind::ClientMemberCut => {
+            let n = zk.len();
+            let i = pick % n.max(1);
+            for p in [proxies.get(i), proxies.get(n + i)].into_iter().flatten() {
+                p.refuse(true);
                 p.cut();
             }
-            let heal: Heal = Box::new(|_, _, _| Ok(()));
-            Ok(("our connections".into(), heal))
+            let heal: Heal = Box::new(move |_, proxies, _| {
+                for p in [proxies.get(i), proxies.get(n + i)].into_iter().flatten() {
+                    p.refuse(false);
+                }
+                Ok(())
+            });
+            Ok((format!("every client from member {i}"), heal))
         }
         Kind::OursPause | Kind::CuratorPause => {
             let lib = if step.kind == Kind::OursPause {
@@ -456,12 +605,26 @@ fn apply(
             let &w = candidates
                 .get(pick % candidates.len().max(1))
                 .ok_or("no such process")?;
-            let (name, worker) = workers.get(w).ok_or("no such process")?;
+            let (name, worker) = workers.get_mut(w).ok_or("no such process")?;
+            // Aimed at a hold: the worker's next hold to make its mark says `STOPPING` and
+            // waits, before its writes, for the stop and `RESUMED`. If no hold begins in
+            // time, stopped where it is.
+            worker.send("STOP-AT-HOLD")?;
+            let aimed = worker
+                .expect("STOPPING", Instant::now() + AIM_WITHIN)
+                .is_ok();
             worker.signal("STOP")?;
-            let name = name.clone();
+            let name = if aimed {
+                format!("{name} (at a hold)")
+            } else {
+                name.clone()
+            };
             let heal: Heal = Box::new(move |_, _, workers| {
-                if let Some((_, worker)) = workers.get(w) {
+                if let Some((_, worker)) = workers.get_mut(w) {
                     worker.signal("CONT")?;
+                    // Not aimed after all: no later hold waits. Then whoever waits goes on.
+                    worker.send("STOP-CANCEL")?;
+                    worker.send("RESUMED")?;
                 }
                 Ok(())
             });

@@ -49,22 +49,52 @@ pub fn read_member(data_dir: &Path) -> std::io::Result<MemberLog> {
     Ok(log)
 }
 
-/// The members' logs merged: one entry per zxid, in zxid order (every member logs the same
-/// committed transactions; a member down for a while lacks some, another has them), and the
-/// judge's errors: two members with different transactions at one zxid (the first read is
-/// kept), and zxids missing from every log (a gap in one epoch's counter).
-pub fn merge(members: &[MemberLog]) -> (Vec<TxnEntry>, Vec<String>) {
-    let mut by_zxid: BTreeMap<i64, (usize, &TxnEntry)> = BTreeMap::new();
-    let mut errors = Vec::new();
+/// The members' logs merged into the committed history.
+#[derive(Debug, Clone, Default)]
+pub struct Merged {
+    /// One entry per committed zxid, in zxid order.
+    pub entries: Vec<TxnEntry>,
+    /// Transactions left out: logged by fewer than a majority of the members, so never
+    /// committed (a leader's proposals that died with it: a member that rejoined by snapshot
+    /// keeps that tail in its old log file), as `(zxid, members that logged it)`.
+    pub uncommitted: Vec<(i64, usize)>,
+    /// What keeps the logs from being merged as one: two members with different transactions
+    /// at one zxid, zxids in no member's log inside an epoch, an uncommitted zxid before a
+    /// committed one of its epoch.
+    pub errors: Vec<String>,
+}
+
+/// Merges the members' logs (all the ensemble's members, in any order): one entry per zxid,
+/// in zxid order, keeping only what a majority logged.
+///
+/// The rule is ZooKeeper's own: a proposal commits once a majority has logged it (each member
+/// acknowledges only after its log is flushed), and no log loses a committed transaction (a
+/// follower's log is truncated only of what the new leader lacks). A member that was down
+/// lacks some of them, and a member synced by snapshot does not log what the snapshot held,
+/// so a committed transaction is logged by at least a majority, and one logged by fewer was
+/// never committed. The ensemble is configured to sync by difference (the chaos run's
+/// `zookeeper.commitLogCount`), under which a member's log also holds every transaction it
+/// learnt after rejoining.
+pub fn merge(members: &[MemberLog]) -> Merged {
+    let majority = members.len() / 2 + 1;
+    let mut by_zxid: BTreeMap<i64, (usize, &TxnEntry, usize)> = BTreeMap::new();
+    let mut merged = Merged::default();
     for (m, member) in members.iter().enumerate() {
+        let mut seen = std::collections::HashSet::new();
         for entry in &member.entries {
-            match by_zxid.get(&entry.zxid()) {
+            if !seen.insert(entry.zxid()) {
+                // A member's own log holds a zxid once (a truncated and rewritten tail
+                // aside, which the reader does not see twice).
+                continue;
+            }
+            match by_zxid.get_mut(&entry.zxid()) {
                 None => {
-                    by_zxid.insert(entry.zxid(), (m, entry));
+                    by_zxid.insert(entry.zxid(), (m, entry, 1));
                 }
-                Some((first, kept)) => {
+                Some((first, kept, count)) => {
+                    *count += 1;
                     if kept.header != entry.header || kept.body != entry.body {
-                        errors.push(format!(
+                        merged.errors.push(format!(
                             "zxid {:#x}: member {first} logged {:?} {:?}, member {m} {:?} {:?}",
                             entry.zxid(),
                             kept.header.op,
@@ -78,10 +108,17 @@ pub fn merge(members: &[MemberLog]) -> (Vec<TxnEntry>, Vec<String>) {
         }
     }
     let mut last: Option<i64> = None;
-    for &zxid in by_zxid.keys() {
+    // The first uncommitted zxid of the epoch being walked: nothing of that epoch may commit
+    // after it.
+    let mut cut: Option<i64> = None;
+    for (&zxid, &(_, entry, count)) in &by_zxid {
+        let epoch = zxid >> 32;
+        if last.is_some_and(|prev| prev >> 32 != epoch) {
+            cut = None;
+        }
         if let Some(prev) = last {
-            if prev >> 32 == zxid >> 32 && zxid - prev > 1 {
-                errors.push(format!(
+            if prev >> 32 == epoch && zxid - prev > 1 {
+                merged.errors.push(format!(
                     "zxids {:#x}..{:#x} are in no member's log",
                     prev + 1,
                     zxid - 1
@@ -89,7 +126,18 @@ pub fn merge(members: &[MemberLog]) -> (Vec<TxnEntry>, Vec<String>) {
             }
         }
         last = Some(zxid);
+        if count < majority {
+            merged.uncommitted.push((zxid, count));
+            cut.get_or_insert(zxid);
+            continue;
+        }
+        if let Some(first) = cut {
+            merged.errors.push(format!(
+                "zxid {zxid:#x} is logged by a majority after {first:#x}, which is not \
+                 (proposals commit in order)"
+            ));
+        }
+        merged.entries.push(entry.clone());
     }
-    let entries = by_zxid.into_values().map(|(_, e)| e.clone()).collect();
-    (entries, errors)
+    merged
 }

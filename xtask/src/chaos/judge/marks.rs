@@ -8,6 +8,12 @@
 //!   it. Its data, ASCII: `<lib> <node>@<token>[ <node>@<token>...]`: the library (`rust`,
 //!   `java`), then each lock node held (a multi-lock's members, each) by its full path with
 //!   its fencing token (the node's czxid, in decimal).
+//! - A session's **registration** is an EPHEMERAL node `<MARKS>/session-<lib>-<name>` whose
+//!   data is `session <lib>`, created by the session itself before it touches any lock. Ours
+//!   register every session (a replacement after an expiry too); Curator's workers do not
+//!   (Curator replaces an expired session on its own), so a session that never registered
+//!   is Curator's, and the judge checks that no registered session of ours made a lock node
+//!   before its registration.
 //! - A register write is a `setData` of `<REGISTERS>/<register>` whose data is `<value>
 //!   <lib> <node>@<token>`: the value (what the old checker reads), the library, and the
 //!   lock node under which it was written with that node's token (for a multi-lock's
@@ -15,6 +21,18 @@
 
 /// Where the marks live (outside the lock paths, like the registers).
 pub const MARKS: &str = "/chaos-marks";
+
+/// A session's registration data.
+pub fn session_data(lib: &str) -> String {
+    format!("session {lib}")
+}
+
+/// The library a registration names, if `data` is one.
+pub fn parse_session(data: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(data).ok()?;
+    let lib = text.strip_prefix("session ")?;
+    (!lib.is_empty() && !lib.contains(' ')).then(|| lib.to_owned())
+}
 
 /// One lock node a mark or write names, with its token.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -62,6 +62,12 @@ pub struct LockDir {
     pub kind: Kind,
     /// For a semaphore's leases: the inner lock's directory.
     pub inner: Option<String>,
+    /// Whether a node the rule grants is promptly held and marked by its owner (a mutex's,
+    /// a read/write lock's): one granted and never marked for longer than
+    /// [`Config::idle_bound_ms`] is a waiter that missed its turn. Not a multi-lock's
+    /// member (held while the next member is waited for), nor a semaphore's inner lock or
+    /// leases (marked under another node).
+    pub marked_when_granted: bool,
 }
 
 /// Where the judge looks.
@@ -73,6 +79,10 @@ pub struct Config {
     pub registers: String,
     /// The lock directories.
     pub locks: Vec<LockDir>,
+    /// How long a node may stay granted and unmarked before it counts as a waiter that
+    /// missed its turn (ms, on the servers' clock); `None`: not judged. A chaos run gives the
+    /// longest stretch of faults plus two session timeouts.
+    pub idle_bound_ms: Option<i64>,
 }
 
 impl Config {
@@ -84,12 +94,19 @@ impl Config {
             dir,
             kind,
             inner: None,
+            marked_when_granted: false,
         };
         for &recipe in recipes {
             let (label, path) = (recipe.name(), layout::lock_path(recipe));
             match recipe {
-                Recipe::Mutex => locks.push(dir(label, path, Kind::Exclusive)),
-                Recipe::Rwlock => locks.push(dir(label, path, Kind::ReadWrite)),
+                Recipe::Mutex => locks.push(LockDir {
+                    marked_when_granted: true,
+                    ..dir(label, path, Kind::Exclusive)
+                }),
+                Recipe::Rwlock => locks.push(LockDir {
+                    marked_when_granted: true,
+                    ..dir(label, path, Kind::ReadWrite)
+                }),
                 Recipe::Multilock => locks.extend(
                     (0..layout::MEMBERS)
                         .map(|k| dir(label, layout::member_path(k), Kind::Exclusive)),
@@ -112,6 +129,7 @@ impl Config {
             marks: marks::MARKS.to_owned(),
             registers: layout::REGISTERS.to_owned(),
             locks,
+            idle_bound_ms: None,
         }
     }
 }
@@ -134,12 +152,19 @@ pub struct Row {
     pub lost_updates: u64,
     /// Leases created without the inner lock.
     pub no_inner: u64,
+    /// Nodes granted and left unmarked past the bound: a waiter that missed its turn.
+    pub missed_turns: u64,
 }
 
 impl Row {
     /// Every violation counted.
     pub fn violations(&self) -> u64 {
-        self.not_granted + self.exclusion + self.tokens + self.lost_updates + self.no_inner
+        self.not_granted
+            + self.exclusion
+            + self.tokens
+            + self.lost_updates
+            + self.no_inner
+            + self.missed_turns
     }
 }
 
@@ -156,6 +181,17 @@ pub struct Violation {
     pub text: String,
 }
 
+/// A mark the server deleted with its session (`closeSession`, an expiry's or a close's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerEnd {
+    /// The mark's name (`<who>-<n>`: the holder and its acquisition's count).
+    pub name: String,
+    /// The zxid of the `closeSession`.
+    pub zxid: i64,
+    /// Its time as the leader wrote it, ms since the Unix epoch.
+    pub time_ms: i64,
+}
+
 /// What the judge found.
 #[derive(Debug, Clone, Default)]
 pub struct Verdict {
@@ -163,10 +199,15 @@ pub struct Verdict {
     pub txns: u64,
     /// The first and last zxids read.
     pub span: Option<(i64, i64)>,
+    /// Transactions left out as never committed (logged by a minority of the members).
+    pub uncommitted: usize,
     /// Per recipe and library.
     pub rows: BTreeMap<(String, String), Row>,
     /// Every violation, in zxid order.
     pub violations: Vec<Violation>,
+    /// Marks the server ended itself, with their session (expired, or closed with the hold
+    /// still on): for the lost-signal timeliness, which the clients' side measures.
+    pub ended_by_server: Vec<ServerEnd>,
     /// What keeps the log from being judged as a whole: unreadable files, members
     /// disagreeing, zxids in no log, a replay that does not fit, data that does not parse.
     pub errors: Vec<String>,
@@ -215,12 +256,13 @@ impl fmt::Display for Verdict {
         let (a, b) = self.span.unwrap_or_default();
         writeln!(
             f,
-            "log judge: {} txns, zxids {a:#x}..{b:#x} (every member's log, merged)",
-            self.txns
+            "log judge: {} txns, zxids {a:#x}..{b:#x} (every member's log, merged; {} \
+             logged by a minority left out, never committed)",
+            self.txns, self.uncommitted
         )?;
         writeln!(
             f,
-            "{:<16} {:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8}",
+            "{:<16} {:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8} {:>6}",
             "recipe",
             "lib",
             "marks",
@@ -229,13 +271,21 @@ impl fmt::Display for Verdict {
             "exclusion",
             "tokens",
             "lost",
-            "no-inner"
+            "no-inner",
+            "missed"
         )?;
         for ((label, lib), r) in &self.rows {
             writeln!(
                 f,
-                "{label:<16} {lib:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8}",
-                r.marks, r.writes, r.not_granted, r.exclusion, r.tokens, r.lost_updates, r.no_inner
+                "{label:<16} {lib:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8} {:>6}",
+                r.marks,
+                r.writes,
+                r.not_granted,
+                r.exclusion,
+                r.tokens,
+                r.lost_updates,
+                r.no_inner,
+                r.missed_turns
             )?;
         }
         for v in self.violations.iter().take(SHOWN) {
@@ -268,14 +318,15 @@ pub fn judge_dirs(data_dirs: &[std::path::PathBuf], cfg: &Config) -> std::io::Re
 
 /// Merges the members' logs and judges them.
 pub fn judge_members(members: &[logs::MemberLog], cfg: &Config) -> Verdict {
-    let (entries, errors) = logs::merge(members);
-    let mut verdict = judge(&entries, cfg);
+    let merged = logs::merge(members);
+    let mut verdict = judge(&merged.entries, cfg);
+    verdict.uncommitted = merged.uncommitted.len();
     for (m, member) in members.iter().enumerate() {
         verdict
             .errors
             .extend(member.errors.iter().map(|e| format!("member {m}: {e}")));
     }
-    verdict.errors.extend(errors);
+    verdict.errors.extend(merged.errors);
     verdict
 }
 
@@ -301,11 +352,22 @@ struct Judge<'c> {
     tree: Tree,
     marks: BTreeMap<String, Live>,
     registers: HashMap<String, Last>,
-    /// The library of each session that made a mark.
+    /// The library of each session that made a mark or registered.
     libs: HashMap<i64, String>,
+    /// When each registered session registered.
+    registered: HashMap<i64, i64>,
+    /// The first lock node each session created (zxid, path).
+    first_node: HashMap<i64, (i64, String)>,
     /// Leases made without the inner lock: zxid, session, label, what (blamed at the end on
     /// the session's library, once its marks have said it).
     no_inner: Vec<(i64, i64, String, String)>,
+    /// Nodes of `marked_when_granted` directories granted and not marked yet: since when
+    /// (zxid, time ms).
+    granted_since: HashMap<String, (i64, i64)>,
+    /// Nodes a mark has named.
+    claimed: std::collections::HashSet<String>,
+    /// Missed turns, blamed at the end like `no_inner`.
+    missed: Vec<(i64, i64, String, String)>,
     verdict: Verdict,
 }
 
@@ -317,7 +379,12 @@ pub fn judge(entries: &[TxnEntry], cfg: &Config) -> Verdict {
         marks: BTreeMap::new(),
         registers: HashMap::new(),
         libs: HashMap::new(),
+        registered: HashMap::new(),
+        first_node: HashMap::new(),
         no_inner: Vec::new(),
+        granted_since: HashMap::new(),
+        claimed: std::collections::HashSet::new(),
+        missed: Vec::new(),
         verdict: Verdict::default(),
     };
     for entry in entries {
@@ -335,13 +402,34 @@ pub fn judge(entries: &[TxnEntry], cfg: &Config) -> Verdict {
         }
     }
     for (zxid, session, label, text) in std::mem::take(&mut j.no_inner) {
+        // Ours register every session before using it (checked below): one that neither
+        // registered nor marked is one Curator made on its own.
         let lib = j
             .libs
             .get(&session)
-            .cloned()
-            .unwrap_or_else(|| "?".to_owned());
+            .map_or("java", String::as_str)
+            .to_owned();
         j.verdict
             .violate(zxid, &label, &lib, |r| &mut r.no_inner, text);
+    }
+    for (zxid, session, label, text) in std::mem::take(&mut j.missed) {
+        let lib = j
+            .libs
+            .get(&session)
+            .map_or("java", String::as_str)
+            .to_owned();
+        j.verdict
+            .violate(zxid, &label, &lib, |r| &mut r.missed_turns, text);
+    }
+    for (session, (zxid, path)) in &j.first_node {
+        if j.libs.get(session).is_some_and(|l| l == "rust")
+            && j.registered.get(session).is_none_or(|r| r > zxid)
+        {
+            j.verdict.errors.push(format!(
+                "zxid {zxid:#x}: session {session:#x} of ours created {path} before it \
+                 registered"
+            ));
+        }
     }
     j.verdict.violations.sort_by_key(|v| v.zxid);
     let anomalies = std::mem::take(&mut j.tree.anomalies);
@@ -362,16 +450,31 @@ impl Judge<'_> {
 
     fn react(&mut self, entry: &TxnEntry, change: &Change) {
         let zxid = entry.zxid();
+        if let Change::Created(path) | Change::Deleted(path) = change {
+            self.track_turns(entry, path, matches!(change, Change::Deleted(_)));
+        }
         match change {
             Change::Created(path) if Self::under(path, &self.cfg.marks).is_some() => {
                 self.mark_created(zxid, path);
             }
             Change::Deleted(path) => {
-                self.marks.remove(path);
+                let closed = matches!(entry.body, zk_proto::txnlog::TxnBody::CloseSession(_));
+                if self.marks.remove(path).is_some() && closed {
+                    if let Some(name) = Self::under(path, &self.cfg.marks) {
+                        self.verdict.ended_by_server.push(ServerEnd {
+                            name: name.to_owned(),
+                            zxid,
+                            time_ms: entry.header.time,
+                        });
+                    }
+                }
             }
             Change::Created(path) => {
                 let (dir, _) = tree::split(path);
                 if let Some(l) = self.lock_dir(dir).cloned() {
+                    self.first_node
+                        .entry(entry.session_id())
+                        .or_insert_with(|| (zxid, path.clone()));
                     if let Some(inner) = &l.inner {
                         self.lease_created(zxid, entry.session_id(), &l, inner, path);
                     }
@@ -448,6 +551,11 @@ impl Judge<'_> {
         let Some(session) = node.owner else {
             return; // a persistent parent, not a mark
         };
+        if let Some(lib) = marks::parse_session(&node.data) {
+            self.libs.insert(session, lib);
+            self.registered.entry(session).or_insert(zxid);
+            return;
+        }
         let Some(mark) = marks::parse_mark(&node.data) else {
             let data = String::from_utf8_lossy(&node.data).into_owned();
             self.verdict
@@ -457,6 +565,10 @@ impl Judge<'_> {
         };
         let label = self.label_of(&mark.holds);
         self.verdict.row(&label, &mark.lib).marks += 1;
+        for held in &mark.holds {
+            self.granted_since.remove(&held.node);
+            self.claimed.insert(held.node.clone());
+        }
         self.libs.insert(session, mark.lib.clone());
         for held in &mark.holds {
             if let Err(why) = self.check_held(held, Some(session)) {
@@ -597,6 +709,47 @@ impl Judge<'_> {
                 granted,
             },
         );
+    }
+
+    /// After a node of a `marked_when_granted` directory came or went: a deleted node that
+    /// stayed granted and unmarked past the bound is a missed turn; every node the rule now
+    /// grants and no mark has named is granted since now, if it was not already.
+    fn track_turns(&mut self, entry: &TxnEntry, path: &str, deleted: bool) {
+        let (dir, _) = tree::split(path);
+        let Some(l) = self
+            .lock_dir(dir)
+            .filter(|l| l.marked_when_granted)
+            .cloned()
+        else {
+            return;
+        };
+        let (zxid, now) = (entry.zxid(), entry.header.time);
+        if deleted {
+            self.claimed.remove(path);
+            if let Some((since_zxid, since)) = self.granted_since.remove(path) {
+                let idle = now - since;
+                if self.cfg.idle_bound_ms.is_some_and(|bound| idle > bound) {
+                    let owner = self.tree.lives.iter().rev().find(|n| n.path == path);
+                    let session = owner.and_then(|n| n.owner).unwrap_or(0);
+                    let text = format!(
+                        "{path} of session {session:#x} granted at zxid {since_zxid:#x} and \
+                         left unmarked for {idle} ms, until it went"
+                    );
+                    self.missed.push((zxid, session, l.label.clone(), text));
+                }
+            }
+        }
+        let granted: Vec<String> = self
+            .tree
+            .children(dir)
+            .filter(|name| rules::granted(l.kind, self.tree.children(dir), name))
+            .map(|name| format!("{dir}/{name}"))
+            .collect();
+        for node in granted {
+            if !self.claimed.contains(&node) {
+                self.granted_since.entry(node).or_insert((zxid, now));
+            }
+        }
     }
 
     fn lease_created(&mut self, zxid: i64, session: i64, l: &LockDir, inner: &str, path: &str) {
