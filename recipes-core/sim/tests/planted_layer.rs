@@ -2,7 +2,8 @@
 //! (issue 23: 2, a guard dropped off the runtime gives its delete up; 3, a turn that ignores
 //! the deadline and the session's end; 10, `Lost` ends every waiter), and the hand-off
 //! shortcut the chaos suite's negative control plants in the acquire machine (hold on the
-//! predecessor's deletion without listing again), and a safety defect in each other recipe (a
+//! predecessor's deletion without listing again) and its grant on disconnect (hold when the
+//! connection drops, whatever is ahead), and a safety defect in each other recipe (a
 //! reader that holds with a write node ahead of it; a semaphore whose count rule is off by one;
 //! a multi-lock that reports itself held though its last member was only tried), are put back
 //! one at a time and each is caught within a bounded sweep, while the real layer passes the
@@ -23,12 +24,13 @@ const BOUND: u64 = 400;
 /// sweep from seed 1. A seed fixes the schedule bit for bit but for tokio's own generator
 /// (which `watch` shard a waiter waits in: see `zk_sim::layer`), so a sweep starts at the kept
 /// seed: it catches the defect there almost always, and within [`BOUND`] schedules always.
-const KEPT: [(Plant, Recipe, u64); 9] = [
+const KEPT: [(Plant, Recipe, u64); 10] = [
     (Plant::NoRuntimeRetry, Recipe::Mutex, 1),
     (Plant::TurnIgnoresDeadline, Recipe::Mutex, 13),
     (Plant::LostEndsWaiters, Recipe::Mutex, 1),
     (Plant::LostEndsWaiters, Recipe::Semaphore { leases: 2 }, 1),
     (Plant::HandOffShortcut, Recipe::Mutex, 1),
+    (Plant::GrantOnDisconnect, Recipe::Mutex, 1),
     (Plant::ReadIgnoresWrites, Recipe::ReadWrite, 1),
     (
         Plant::SemaphoreOneTooMany,
