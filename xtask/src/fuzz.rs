@@ -132,7 +132,9 @@ pub fn run(
     root: &Path,
     names: &[String],
     budget: Budget,
+    address_sanitizer: bool,
 ) -> Result<Vec<(Target, Report)>, Box<dyn std::error::Error>> {
+    let sanitizer = if address_sanitizer { "address" } else { "none" };
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     ensure_cargo_fuzz(&cargo)?;
     let targets: Vec<Target> = TARGETS
@@ -158,7 +160,7 @@ pub fn run(
         let built = Command::new(&cargo)
             .current_dir(&dir)
             .env("RUSTC_BOOTSTRAP", "1")
-            .args(["fuzz", "build", target.name])
+            .args(["fuzz", "build", "--sanitizer", sanitizer, target.name])
             .status()?;
         if !built.success() {
             return Err(format!("cargo fuzz build {} failed ({built})", target.name).into());
@@ -167,7 +169,7 @@ pub fn run(
         let output = Command::new(&cargo)
             .current_dir(&dir)
             .env("RUSTC_BOOTSTRAP", "1")
-            .args(["fuzz", "run", target.name])
+            .args(["fuzz", "run", "--sanitizer", sanitizer, target.name])
             .arg(&corpus)
             .arg(&seeds)
             .args([
@@ -217,7 +219,7 @@ pub fn run(
         reports.len() + failed.len(),
         failed.len()
     );
-    write_report(&reports, budget)?;
+    write_report(&reports, budget, sanitizer)?;
     if failed.is_empty() {
         Ok(reports)
     } else {
@@ -228,6 +230,7 @@ pub fn run(
 fn write_report(
     reports: &[(Target, Report)],
     budget: Budget,
+    sanitizer: &str,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let mut page = String::from("# Fuzzing\n\n");
     let budget = match budget {
@@ -236,7 +239,8 @@ fn write_report(
     };
     writeln!(
         page,
-        "`cargo xtask fuzz`, {budget}, cargo-fuzz (libFuzzer, AddressSanitizer), corpus carried over.\n"
+        "`cargo xtask fuzz`, {budget}, cargo-fuzz (libFuzzer, sanitizer: {sanitizer}), corpus \
+         carried over.\n"
     )?;
     writeln!(
         page,

@@ -43,13 +43,15 @@ fn run(command: Command) -> Result {
         Command::Fuzz(Fuzz {
             seconds,
             runs,
+            no_sanitizer,
             targets,
         }) => {
             let budget = match runs {
                 Some(n) => xtask::fuzz::Budget::Runs(n),
                 None => xtask::fuzz::Budget::Seconds(seconds),
             };
-            xtask::fuzz::run(&xtask::paths::workspace_root(), &targets, budget).map(drop)
+            let root = xtask::paths::workspace_root();
+            xtask::fuzz::run(&root, &targets, budget, !no_sanitizer).map(drop)
         }
         Command::Txnlog { paths } => xtask::txnlog::run(&paths),
         Command::Deps => {
