@@ -62,6 +62,11 @@ pub enum Command {
     /// A server's transaction log, one line per transaction (zxid, time, session, type, path,
     /// ephemeral owner, a multi's inner transactions): who did what, when.
     Txnlog {
+        /// Judge the paths as the members of one chaos ensemble (every recipe's layout, the
+        /// default leases) instead of printing them: what `cargo xtask chaos` keeps beside
+        /// the histories of a run the log judge failed (`member-N`).
+        #[arg(long)]
+        judge: bool,
         /// A server's dataDir, its `version-2` directory, or `log.*` files.
         #[arg(required = true)]
         paths: Vec<std::path::PathBuf>,

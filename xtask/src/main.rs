@@ -53,7 +53,22 @@ fn run(command: Command) -> Result {
             let root = xtask::paths::workspace_root();
             xtask::fuzz::run(&root, &targets, budget, !no_sanitizer).map(drop)
         }
-        Command::Txnlog { paths } => xtask::txnlog::run(&paths),
+        Command::Txnlog {
+            judge: false,
+            paths,
+        } => xtask::txnlog::run(&paths),
+        Command::Txnlog { judge: true, paths } => {
+            let cfg = xtask::chaos::judge::Config::chaos(
+                &xtask::recipe::Recipe::ALL,
+                xtask::recipe::LEASES,
+            );
+            let verdict = xtask::chaos::judge::judge_dirs(&paths, &cfg)?;
+            print!("{verdict}");
+            match verdict.failure() {
+                Some(why) => Err(why.into()),
+                None => Ok(()),
+            }
+        }
         Command::Deps => {
             deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator, Need::Kazoo])?;
             println!("Java, ZooKeeper, Curator and kazoo are installed");

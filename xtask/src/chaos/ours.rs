@@ -724,17 +724,18 @@ impl Contender {
     }
 
     /// Deletes the mark (also one whose create's outcome is unknown) before the hold is
-    /// released: until it is gone or its session has ended (a mark outliving its lock node
-    /// would stand beside the next holder's), up to two session timeouts.
+    /// released: until it is gone or its session has ended, however long that takes (the
+    /// release's delete does not give up either, and a mark outliving its lock node would
+    /// stand beside the next holder's: a long run saw one outlive a hold released after two
+    /// elections in a row).
     async fn unmark(&self, mark: std::result::Result<String, String>) {
         let path = match mark {
             Ok(p) | Err(p) => p,
         };
-        let until = Instant::now() + self.cfg.session_timeout * 2;
         loop {
             match self.client.delete(&path, None).await {
                 Ok(()) | Err(zk_client::Error::NoNode) => return,
-                Err(_) if self.client.state().is_terminal() || Instant::now() >= until => return,
+                Err(_) if self.client.state().is_terminal() => return,
                 Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
             }
         }

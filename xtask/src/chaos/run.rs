@@ -232,6 +232,20 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
         ..judge::Config::chaos(&opts.recipes, opts.leases)
     };
     let verdict = judge::judge_dirs(&data_dirs, &judge_cfg)?;
+    // Every finding, beside the histories (kept when the run fails), and the members' logs
+    // when the judge failed (`cargo xtask txnlog <dir>/member-N` reads them).
+    std::fs::write(dir.join("judge.txt"), verdict.all_findings())?;
+    if verdict.failure().is_some() {
+        for (i, data) in data_dirs.iter().enumerate() {
+            let to = dir.join(format!("member-{i}"));
+            std::fs::create_dir_all(to.join("version-2"))?;
+            for file in crate::txnlog::log_files(data)? {
+                if let Some(name) = file.file_name() {
+                    std::fs::copy(&file, to.join("version-2").join(name))?;
+                }
+            }
+        }
+    }
     drop(zk);
 
     let events = history::read_dir(&dir)?;

@@ -205,6 +205,14 @@ pub struct Verdict {
     pub rows: BTreeMap<(String, String), Row>,
     /// Every violation, in zxid order.
     pub violations: Vec<Violation>,
+    /// Where the servers showed they lost committed transactions (their state parted from
+    /// their logs): the judgement stops there, and what it found from where they parted is
+    /// dropped. ZooKeeper's bug, not a lock's; the run is judged up to there.
+    pub server_loss: Option<tree::Forgotten>,
+    /// Transactions not judged after a server loss.
+    pub unjudged: usize,
+    /// Which row counter each violation went to (with `violations`, in its order).
+    counted: Vec<fn(&mut Row) -> &mut u64>,
     /// Marks the server ended itself, with their session (expired, or closed with the hold
     /// still on): for the lost-signal timeliness, which the clients' side measures.
     pub ended_by_server: Vec<ServerEnd>,
@@ -242,12 +250,30 @@ impl Verdict {
         text: String,
     ) {
         *count(self.row(label, lib)) += 1;
+        self.counted.push(count);
         self.violations.push(Violation {
             zxid,
             label: label.to_owned(),
             lib: lib.to_owned(),
             text,
         });
+    }
+}
+
+impl Verdict {
+    /// Every violation and judge error, one per line (the report shows the first few).
+    pub fn all_findings(&self) -> String {
+        let mut text = String::new();
+        for v in &self.violations {
+            text.push_str(&format!(
+                "zxid {:#x} {} {}: {}\n",
+                v.zxid, v.label, v.lib, v.text
+            ));
+        }
+        for e in &self.errors {
+            text.push_str(&format!("judge error: {e}\n"));
+        }
+        text
     }
 }
 
@@ -286,6 +312,23 @@ impl fmt::Display for Verdict {
                 r.lost_updates,
                 r.no_inner,
                 r.missed_turns
+            )?;
+        }
+        if let Some(loss) = &self.server_loss {
+            writeln!(
+                f,
+                "  THE SERVERS LOST COMMITTED TRANSACTIONS: at zxid {:#x} {} was set to version \
+                 {} where the logs (a majority of members) had reached {} (version {} set at \
+                 {:#x}): ZooKeeper's state parted from its logs there; judged up to {:#x}, {} \
+                 txns after not judged",
+                loss.zxid,
+                loss.path,
+                loss.version,
+                loss.had,
+                loss.version,
+                loss.since,
+                loss.since,
+                self.unjudged
             )?;
         }
         for v in self.violations.iter().take(SHOWN) {
@@ -344,6 +387,9 @@ struct Last {
     token: Option<i64>,
     lib: String,
     granted: bool,
+    /// Where it was written, and by which session (0 for the initial value).
+    zxid: i64,
+    session: i64,
 }
 
 /// The judge's state through the replay.
@@ -396,8 +442,16 @@ pub fn judge(entries: &[TxnEntry], cfg: &Config) -> Verdict {
         if entry.body.changed_nothing() {
             continue;
         }
+        let changes = j.tree.apply(entry);
+        if let Some(f) = j.tree.forgotten.clone() {
+            // The servers' state parted from their logs (they lost committed transactions):
+            // nothing from where it parted on can be judged against the log.
+            j.verdict.server_loss = Some(f);
+            j.verdict.unjudged = entries.iter().filter(|e| e.zxid() >= zxid).count();
+            break;
+        }
         j.verdict.txns += 1;
-        for change in j.tree.apply(entry) {
+        for change in changes {
             j.react(entry, &change);
         }
     }
@@ -429,6 +483,20 @@ pub fn judge(entries: &[TxnEntry], cfg: &Config) -> Verdict {
                 "zxid {zxid:#x}: session {session:#x} of ours created {path} before it \
                  registered"
             ));
+        }
+    }
+    if let Some(since) = j.verdict.server_loss.as_ref().map(|f| f.since) {
+        // Judged against a history the servers no longer had: dropped, and uncounted.
+        let violations = std::mem::take(&mut j.verdict.violations);
+        let counted = std::mem::take(&mut j.verdict.counted);
+        for (v, count) in violations.into_iter().zip(counted) {
+            if v.zxid < since {
+                j.verdict.counted.push(count);
+                j.verdict.violations.push(v);
+            } else {
+                let n = count(j.verdict.row(&v.label, &v.lib));
+                *n = n.saturating_sub(1);
+            }
         }
     }
     j.verdict.violations.sort_by_key(|v| v.zxid);
@@ -493,6 +561,8 @@ impl Judge<'_> {
                                 token: None,
                                 lib: "?".into(),
                                 granted: true,
+                                zxid,
+                                session: 0,
                             },
                         );
                     }
@@ -503,6 +573,17 @@ impl Judge<'_> {
             }
             Change::DataSet(_) => {}
         }
+    }
+
+    /// How a node that is gone went: the zxid and session of its delete.
+    fn gone_how(&self, node: &str) -> String {
+        self.tree
+            .lives
+            .iter()
+            .rev()
+            .find(|n| n.path == node)
+            .and_then(|n| n.deleted)
+            .map_or_else(String::new, |z| format!(" (deleted at zxid {z:#x})"))
     }
 
     /// Whether `held`'s node is live, carries its token, and is granted; else why not.
@@ -611,7 +692,13 @@ impl Judge<'_> {
             }
             let holders: Vec<String> = in_dir
                 .iter()
-                .map(|(p, live, _)| format!("{p} ({}, session {:#x})", live.mark.lib, live.session))
+                .map(|(p, live, h)| {
+                    let why = match self.check_held(h, Some(live.session)) {
+                        Ok(_) => String::new(),
+                        Err(why) => format!(": {why}{}", self.gone_how(&h.node)),
+                    };
+                    format!("{p} ({}, session {:#x}{why})", live.mark.lib, live.session)
+                })
                 .collect();
             let mut blamed: Vec<String> = in_dir
                 .iter()
@@ -695,7 +782,10 @@ impl Judge<'_> {
                     .violate(zxid, &label, &blamed, |r| &mut r.tokens, text);
             }
             if value.value != last.value + 1 {
-                let text = format!("{what}: after {} (lost update)", last.value);
+                let text = format!(
+                    "{what}: after {} written at zxid {:#x} by session {:#x} (lost update)",
+                    last.value, last.zxid, last.session
+                );
                 self.verdict
                     .violate(zxid, &label, &blamed, |r| &mut r.lost_updates, text);
             }
@@ -707,6 +797,8 @@ impl Judge<'_> {
                 token: Some(held.token),
                 lib,
                 granted,
+                zxid,
+                session,
             },
         );
     }

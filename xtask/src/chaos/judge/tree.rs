@@ -19,6 +19,26 @@ pub struct NodeLife {
     pub data: Bytes,
     /// The zxid that deleted it (a delete, or its owner's closeSession), if any.
     pub deleted: Option<i64>,
+    /// The zxid that set each data version (version `k` at index `k - 1`).
+    pub versions: Vec<i64>,
+}
+
+/// The servers contradicting their own logs: a `setData` whose new version says the server
+/// did not have versions the logs show a majority of members committed (ZooKeeper lost
+/// committed transactions).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forgotten {
+    /// The `setData` that shows it.
+    pub zxid: i64,
+    /// Its path.
+    pub path: String,
+    /// The version it set.
+    pub version: i32,
+    /// The version the log had reached.
+    pub had: usize,
+    /// Where the log first set the version the server set again: from there on, the log and
+    /// the servers' state part.
+    pub since: i64,
 }
 
 /// A session's life, as far as the log tells.
@@ -57,6 +77,8 @@ pub struct Tree {
     /// What did not fit the tree (a create of a live path, a delete of a missing one): a txn
     /// missing from the logs, or a replay bug.
     pub anomalies: Vec<String>,
+    /// The first sign that the servers lost committed transactions, if any.
+    pub forgotten: Option<Forgotten>,
 }
 
 /// The parent of `path` and the last segment's name.
@@ -138,6 +160,19 @@ impl Tree {
                 Some(i) => {
                     if let Some(life) = self.lives.get_mut(i) {
                         life.data = t.data.clone().unwrap_or_default();
+                        let version = usize::try_from(t.version).unwrap_or(0);
+                        if version != life.versions.len() + 1 && self.forgotten.is_none() {
+                            let since = life.versions.get(version.saturating_sub(1)).copied();
+                            self.forgotten = Some(Forgotten {
+                                zxid,
+                                path: t.path.clone(),
+                                version: t.version,
+                                had: life.versions.len(),
+                                since: since.unwrap_or(zxid),
+                            });
+                        }
+                        life.versions.truncate(version.saturating_sub(1));
+                        life.versions.push(zxid);
                     }
                     out.push(Change::DataSet(t.path.clone()));
                 }
@@ -185,6 +220,7 @@ impl Tree {
             owner,
             data: data.unwrap_or_default(),
             deleted: None,
+            versions: Vec::new(),
         });
         out.push(Change::Created(path.to_owned()));
     }
