@@ -399,6 +399,8 @@ impl<T> Session<T> {
         self.closing = true;
         self.phase = Phase::Down;
         self.out.clear();
+        // Already ended or not, nothing is due any more (`end` returns early on an ended one).
+        self.timers.clear();
         self.end(SessionState::Closed);
     }
 
@@ -536,7 +538,10 @@ impl<T> Session<T> {
             Phase::Handshaking => self.handle_handshake(now, frame),
             Phase::Authenticating => self.handle_sasl(now, frame),
             Phase::Open => {
-                self.timers.read = Some(now + self.negotiated * 2 / 3);
+                // An ended session waits for no more frames (its connection is being closed).
+                if !self.state.is_terminal() {
+                    self.timers.read = Some(now + self.negotiated * 2 / 3);
+                }
                 self.handle_reply(frame)
             }
         }
@@ -927,6 +932,11 @@ impl<T> Session<T> {
     /// Every deadline that has passed is acted on in one call, so no timer is left in the past
     /// (a driver would wake again at once).
     pub fn handle_timeout(&mut self, now: Instant) -> Result<(), Error> {
+        if self.state.is_terminal() && self.phase == Phase::Down {
+            // An ended session has no deadlines: one left armed would be due forever.
+            self.timers.clear();
+            return Ok(());
+        }
         if self.phase != Phase::Open && expired(self.timers.lost, now) {
             self.timers.lost = None;
             if !self.state.is_terminal() {
