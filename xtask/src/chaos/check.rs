@@ -596,4 +596,4 @@ fn check_register(list: &[(&Who, &Write, u64)], report: &mut Report) {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
-mod tests;
+pub(super) mod tests;

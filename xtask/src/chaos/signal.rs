@@ -213,23 +213,10 @@ impl fmt::Display for Timeliness {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
+    use crate::chaos::check::tests::hold;
     use crate::chaos::history::Lost;
-    use crate::interop::holds::{Hold, Mode};
 
     const MS: u64 = 1_000_000;
-
-    fn hold(who: &str, n: u64, from: u64, to: u64) -> Event {
-        Event::Hold(Hold {
-            who: who.into(),
-            n,
-            on: "lock".into(),
-            mode: Mode::Exclusive,
-            from,
-            to,
-            node: None,
-            token: None,
-        })
-    }
 
     fn lost(who: &str, n: u64, at: u64) -> Event {
         Event::Lost(Lost {

@@ -11,7 +11,7 @@ use crate::interop::holds::Mode;
 const T: Duration = Duration::from_secs(10);
 const S: u64 = 1_000_000_000;
 
-fn hold(who: &str, n: u64, from: u64, to: u64) -> Event {
+pub(crate) fn hold(who: &str, n: u64, from: u64, to: u64) -> Event {
     Event::Hold(Hold {
         who: who.into(),
         n,

@@ -404,16 +404,16 @@ struct Judge<'c> {
     registered: HashMap<i64, i64>,
     /// The first lock node each session created (zxid, path).
     first_node: HashMap<i64, (i64, String)>,
-    /// Leases made without the inner lock: zxid, session, label, what (blamed at the end on
-    /// the session's library, once its marks have said it).
-    no_inner: Vec<(i64, i64, String, String)>,
+    /// Violations found before their session's library is known (leases made without the
+    /// inner lock, missed turns): zxid, session, label, what, the row's counter; blamed at
+    /// the end on the session's library, once its registration or marks have said it.
+    #[allow(clippy::type_complexity)]
+    blamed_later: Vec<(i64, i64, String, String, fn(&mut Row) -> &mut u64)>,
     /// Nodes of `marked_when_granted` directories granted and not marked yet: since when
     /// (zxid, time ms).
     granted_since: HashMap<String, (i64, i64)>,
     /// Nodes a mark has named.
     claimed: std::collections::HashSet<String>,
-    /// Missed turns, blamed at the end like `no_inner`.
-    missed: Vec<(i64, i64, String, String)>,
     verdict: Verdict,
 }
 
@@ -427,10 +427,9 @@ pub fn judge(entries: &[TxnEntry], cfg: &Config) -> Verdict {
         libs: HashMap::new(),
         registered: HashMap::new(),
         first_node: HashMap::new(),
-        no_inner: Vec::new(),
+        blamed_later: Vec::new(),
         granted_since: HashMap::new(),
         claimed: std::collections::HashSet::new(),
-        missed: Vec::new(),
         verdict: Verdict::default(),
     };
     for entry in entries {
@@ -455,7 +454,7 @@ pub fn judge(entries: &[TxnEntry], cfg: &Config) -> Verdict {
             j.react(entry, &change);
         }
     }
-    for (zxid, session, label, text) in std::mem::take(&mut j.no_inner) {
+    for (zxid, session, label, text, count) in std::mem::take(&mut j.blamed_later) {
         // Ours register every session before using it (checked below): one that neither
         // registered nor marked is one Curator made on its own.
         let lib = j
@@ -463,17 +462,7 @@ pub fn judge(entries: &[TxnEntry], cfg: &Config) -> Verdict {
             .get(&session)
             .map_or("java", String::as_str)
             .to_owned();
-        j.verdict
-            .violate(zxid, &label, &lib, |r| &mut r.no_inner, text);
-    }
-    for (zxid, session, label, text) in std::mem::take(&mut j.missed) {
-        let lib = j
-            .libs
-            .get(&session)
-            .map_or("java", String::as_str)
-            .to_owned();
-        j.verdict
-            .violate(zxid, &label, &lib, |r| &mut r.missed_turns, text);
+        j.verdict.violate(zxid, &label, &lib, count, text);
     }
     for (session, (zxid, path)) in &j.first_node {
         if j.libs.get(session).is_some_and(|l| l == "rust")
@@ -827,7 +816,9 @@ impl Judge<'_> {
                         "{path} of session {session:#x} granted at zxid {since_zxid:#x} and \
                          left unmarked for {idle} ms, until it went"
                     );
-                    self.missed.push((zxid, session, l.label.clone(), text));
+                    let count: fn(&mut Row) -> &mut u64 = |r| &mut r.missed_turns;
+                    self.blamed_later
+                        .push((zxid, session, l.label.clone(), text, count));
                 }
             }
         }
@@ -855,7 +846,9 @@ impl Judge<'_> {
         if !holds_inner {
             let text =
                 format!("lease {path} created by session {session:#x} without the inner lock");
-            self.no_inner.push((zxid, session, l.label.clone(), text));
+            let count: fn(&mut Row) -> &mut u64 = |r| &mut r.no_inner;
+            self.blamed_later
+                .push((zxid, session, l.label.clone(), text, count));
         }
     }
 }
