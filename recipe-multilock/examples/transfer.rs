@@ -3,7 +3,8 @@
 //! deadlock), and the balances are written in one `multi` fenced by both locks.
 //!
 //! `cargo xtask zk start`, then
-//! `cargo run -p recipe-multilock --example transfer -- <connect string>`.
+//! `cargo run -p recipe-multilock --example transfer -- <connect string>`. Each run opens both
+//! accounts at 100 and prints `alice has 75, bob has 125; together 200 (was 200)`.
 
 use recipe_multilock::InterProcessMultiLock;
 use zk_client::{Client, CreateMode, CreateOptions, Op};
@@ -19,24 +20,35 @@ async fn transfer(client: &Client, from: &str, to: &str, amount: i64) -> Result<
     let both = InterProcessMultiLock::new(client.clone(), &[from, to])?;
     let guard = both.lock().await?;
     let (a, b) = (balance(client, from).await?, balance(client, to).await?);
-    let mut ops = guard.check_ops();
-    ops.push(Op::set_data(
-        format!("{from}/balance"),
-        (a - amount).to_string(),
-        None,
-    ));
-    ops.push(Op::set_data(
-        format!("{to}/balance"),
-        (b + amount).to_string(),
-        None,
-    ));
-    client.multi(&ops).await?;
+    // Both balances in one transaction that commits only while both locks are held.
+    guard
+        .fenced_multi(&[
+            Op::set_data(format!("{from}/balance"), (a - amount).to_string(), None),
+            Op::set_data(format!("{to}/balance"), (b + amount).to_string(), None),
+        ])
+        .await?;
     guard.release().await?;
     Ok(())
 }
 
 #[tokio::main]
-async fn main() -> Result<()> {
+async fn main() -> std::process::ExitCode {
+    // Built with `--features tracing`: the client's and the lock's events on stderr.
+    #[cfg(feature = "tracing")]
+    tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+        .with_writer(std::io::stderr)
+        .init();
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<()> {
     let hosts = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:2181".into());
@@ -57,6 +69,16 @@ async fn main() -> Result<()> {
         }
     }
     let [alice, bob] = accounts;
+    // Every run opens both accounts at 100 (under both locks, fenced), so it prints the same
+    // each time instead of spending the balances of earlier runs.
+    let both = InterProcessMultiLock::new(client.clone(), &accounts)?;
+    let guard = both.lock().await?;
+    let opening: Vec<Op> = accounts
+        .iter()
+        .map(|account| Op::set_data(format!("{account}/balance"), "100", None))
+        .collect();
+    guard.fenced_multi(&opening).await?;
+    guard.release().await?;
     let before = balance(&client, alice).await? + balance(&client, bob).await?;
     // Opposite transfers at once: the canonical order rules out a deadlock.
     let c2 = client.clone();

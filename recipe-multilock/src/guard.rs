@@ -127,6 +127,17 @@ impl MultiGuard {
         self.members().map(LockGuard::check_op).collect()
     }
 
+    /// Applies `ops` as one transaction that commits only while every member is held (their
+    /// check ops first, through the first member's client): a refusal because a member's
+    /// node is gone is `recipe_mutex::Error::LockLost` naming that member's lock and node; a
+    /// failure of one of `ops` is reported at its index in `ops`. The results are `ops`' own.
+    pub async fn fenced_multi(
+        &self,
+        ops: &[zk_client::Op],
+    ) -> Result<Vec<zk_client::OpResult>, recipe_mutex::Error> {
+        Guard::fenced_multi(self, ops).await
+    }
+
     /// Whether every member is surely still held, as far as this process knows.
     pub fn is_valid(&self) -> bool {
         self.members().all(LockGuard::is_valid)

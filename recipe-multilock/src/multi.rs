@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use recipe_mutex::{InterProcessMutex, Lock};
+use recipe_mutex::{InterProcessMutex, IntoLock, Lock};
 use tokio::time::Instant;
 use zk_client::Client;
 
@@ -26,9 +26,8 @@ use crate::{Error, MemberError};
 /// # Examples
 ///
 /// ```no_run
-/// use std::sync::Arc;
 /// use std::time::Duration;
-/// use recipe_multilock::{Error, InterProcessMultiLock, Lock};
+/// use recipe_multilock::{Error, InterProcessMultiLock, IntoLock};
 ///
 /// # async fn f(client: zk_client::Client) -> Result<(), Box<dyn std::error::Error>> {
 /// // Mutexes on two accounts, taken as one within 2 s in all.
@@ -40,14 +39,19 @@ use crate::{Error, MemberError};
 ///
 /// // Any of our locks; a path twice is refused before anything is sent.
 /// let rw = recipe_rwlock::InterProcessReadWriteLock::new(client.clone(), "/catalog")?;
-/// let members: Vec<Arc<dyn Lock>> = vec![
-///     Arc::new(rw.read_lock().clone()),
-///     Arc::new(rw.write_lock().clone()),
+/// let members = [
+///     rw.read_lock().clone().into_lock(),
+///     rw.write_lock().clone().into_lock(),
 /// ];
 /// assert!(matches!(
 ///     InterProcessMultiLock::from_locks(members),
 ///     Err(Error::ReadAndWrite { .. })
 /// ));
+///
+/// // Locks of one kind, as they are.
+/// let a = recipe_mutex::InterProcessMutex::new(client.clone(), "/bank/acct/1")?;
+/// let b = recipe_mutex::InterProcessMutex::new(client.clone(), "/bank/acct/2")?;
+/// let pair = InterProcessMultiLock::from_locks([a, b])?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
@@ -81,9 +85,17 @@ impl InterProcessMultiLock {
     /// order of the whole set (so nested multi-locks stay deadlock-free among ours). Two
     /// members on one path are refused: [`Error::ReadAndWrite`] for a read and a write lock of
     /// one read/write lock, [`Error::DuplicatePath`] otherwise (either would wait for itself).
-    pub fn from_locks(given: Vec<Arc<dyn Lock>>) -> Result<Self, Error> {
-        let mut members = Vec::with_capacity(given.len());
-        for member in given {
+    ///
+    /// Takes what comes naturally: locks of one kind by value (`[mutex_a, mutex_b]`), `Arc`s
+    /// of them, or [`IntoLock::into_lock`] on each when kinds are mixed.
+    pub fn from_locks<I>(given: I) -> Result<Self, Error>
+    where
+        I: IntoIterator,
+        I::Item: IntoLock,
+    {
+        let given = given.into_iter();
+        let mut members = Vec::with_capacity(given.size_hint().0);
+        for member in given.map(IntoLock::into_lock) {
             let parts = member.parts();
             match parts.is_empty() {
                 true => members.push(member),
@@ -159,8 +171,10 @@ impl InterProcessMultiLock {
         })
     }
 
-    /// Takes every member within `timeout` in all (one deadline for the set); `None` if not,
-    /// with the members taken released in the background (last first). Returns within one
+    /// Takes every member within `timeout` in all (one deadline for the set); `None` if not
+    /// (a member was busy), with the members taken released in the background (last first);
+    /// a member's error (such as `Unavailable` for a deadline passed with no server) ends it
+    /// the same way. Returns within one
     /// short grace of the deadline, also on a dead connection. A timeout too long to be a
     /// deadline (`Duration::MAX`) means none: it waits as [`lock`](Self::lock) does.
     pub async fn try_lock_for(&self, timeout: Duration) -> Result<Option<MultiGuard>, Error> {

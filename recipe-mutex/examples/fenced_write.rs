@@ -1,5 +1,5 @@
-//! A write fenced by the lock: the guard's `check_op` in the same `multi` as the write, so
-//! the write commits only while the lock node exists. Here another client deletes the holder's
+//! A write fenced by the lock: `guard.fenced_multi(ops)` puts the guard's `check_op` in the
+//! same `multi` as the write, so the write commits only while the lock node exists. Here another client deletes the holder's
 //! node (as an expired session or an operator would), and the holder's next fenced write is
 //! refused by the server instead of overwriting the new holder's work.
 //!
@@ -10,7 +10,23 @@ use recipe_mutex::InterProcessMutex;
 use zk_client::{Client, CreateMode, CreateOptions, Op};
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> std::process::ExitCode {
+    // Built with `--features tracing`: the client's and the lock's events on stderr.
+    #[cfg(feature = "tracing")]
+    tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+        .with_writer(std::io::stderr)
+        .init();
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let hosts = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:2181".into());
@@ -26,14 +42,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let mutex = InterProcessMutex::new(holder.clone(), "/examples/fenced-lock")?;
     let guard = mutex.lock().await?;
-    let write = |value: &'static str| [guard.check_op(), Op::set_data(register, value, None)];
-    holder.multi(&write("1")).await?;
+    let write = |value: &'static str| [Op::set_data(register, value, None)];
+    guard.fenced_multi(&write("1")).await?;
     println!("while the lock is held, the fenced write of 1 commits");
 
     other.delete(guard.node_path(), None).await?;
     println!("another client deleted the holder's lock node: the lock is gone");
-    match holder.multi(&write("2")).await {
-        Err(e) => println!("the holder's next fenced write is refused: {e}"),
+    match guard.fenced_multi(&write("2")).await {
+        Err(e @ recipe_mutex::Error::LockLost { .. }) => {
+            println!("the holder's next fenced write is refused: {e}")
+        }
+        Err(e) => return Err(e.into()),
         Ok(_) => return Err("a write under a lost lock committed".into()),
     }
     let (value, _) = other.get_data(register).await?;

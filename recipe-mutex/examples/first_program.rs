@@ -6,7 +6,17 @@ use recipe_mutex::{InterProcessMutex, Loss};
 use zk_client::Client;
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> std::process::ExitCode {
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     // The connect string `cargo xtask zk start` printed, e.g. 127.0.0.1:36411.
     let hosts = std::env::args()
         .nth(1)

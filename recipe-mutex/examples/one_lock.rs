@@ -6,7 +6,23 @@ use recipe_mutex::InterProcessMutex;
 use zk_client::Client;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> std::process::ExitCode {
+    // Built with `--features tracing`: the client's and the lock's events on stderr.
+    #[cfg(feature = "tracing")]
+    tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+        .with_writer(std::io::stderr)
+        .init();
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let hosts = args.next().unwrap_or_else(|| "127.0.0.1:2181".to_owned());
     let path = args.next().unwrap_or_else(|| "/app/locks/job".to_owned());

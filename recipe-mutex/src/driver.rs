@@ -28,6 +28,7 @@ use tokio::time::Instant;
 use zk_client::{Client, CreateMode, CreateOptions, OneshotWatcher, SessionState, StateStream};
 
 use crate::Error;
+use crate::waiting::Waiting;
 
 /// A lock node we hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,8 +173,10 @@ impl std::fmt::Debug for DriveOptions {
 /// How a driven machine ended without holding.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ended {
-    /// Its deadline passed.
+    /// Its deadline passed while a server was connected: the lock was busy.
     TimedOut,
+    /// Its deadline passed while no server was connected: busy or free, nobody can say.
+    Unavailable(zk_client::Outage),
     /// It failed.
     Failed(Failure),
     /// It was left with nothing to wait for (a bug in the machine, caught).
@@ -185,6 +188,7 @@ pub enum Ended {
 pub fn error_of(client: &Client, ended: Ended, error: Option<zk_client::Error>) -> Error {
     match ended {
         Ended::TimedOut => Error::TimedOut,
+        Ended::Unavailable(outage) => Error::Unavailable(outage),
         Ended::Stuck(stuck) => Error::Stuck(stuck),
         Ended::Failed(failure) => match failure {
             Failure::SessionExpired => session_error(client.state()),
@@ -233,7 +237,14 @@ where
     run.start();
     run.until_outcome().await;
     let error = run.last_error.clone();
-    let outcome = run.outcome();
+    let outcome = match run.outcome() {
+        // At the deadline, "busy" is only known with a server: without one it is an outage.
+        Err(Ended::TimedOut) => match client.outage() {
+            Some(outage) => Err(Ended::Unavailable(outage)),
+            None => Err(Ended::TimedOut),
+        },
+        other => other,
+    };
     #[cfg(feature = "tracing")]
     log_outcome(client, &outcome, error.as_ref(), run.waited);
     match &outcome {
@@ -246,7 +257,7 @@ where
                 .unwrap_or_default();
             start_releases(client, releases);
         }
-        Err(Ended::TimedOut) => {
+        Err(Ended::TimedOut | Ended::Unavailable(_)) => {
             let done = run.hand_off();
             let grace = with_grace(Instant::now());
             let until = options.deadline.map_or(grace, with_grace).min(grace);
@@ -302,6 +313,13 @@ fn log_outcome<O: std::fmt::Debug + 'static>(
         }
         Err(Ended::TimedOut) => {
             crate::log::info!(session = %session, "timed out: giving up the attempt")
+        }
+        Err(Ended::Unavailable(outage)) => {
+            crate::log::warning!(
+                session = %session,
+                outage = %outage,
+                "deadline passed with no server: giving up the attempt (an outage, not a busy lock)"
+            )
         }
         Err(ended) => crate::log::warning!(
             session = %session,
@@ -545,6 +563,8 @@ struct Completed {
     reply: Reply,
     watch: Option<(WatchKind, String, OneshotWatcher)>,
     error: Option<zk_client::Error>,
+    /// For a watched node that exists: its path and session (for the waiting report).
+    behind: Option<(String, i64)>,
 }
 
 type OpFuture = Pin<Box<dyn Future<Output = Completed> + Send>>;
@@ -576,6 +596,8 @@ struct Run<M: Machine + Send + 'static> {
     /// Whether the machine watched a node (waited behind a predecessor): a hold after that
     /// was handed over by the predecessor's release.
     waited: bool,
+    /// What a waiting attempt reports to the logs.
+    waiting: Waiting,
 }
 
 impl<M: Machine + Send + 'static> Run<M> {
@@ -594,6 +616,7 @@ impl<M: Machine + Send + 'static> Run<M> {
             wake: None,
             runtime: tokio::runtime::Handle::try_current().ok(),
             waited: false,
+            waiting: Waiting::default(),
         }
     }
 
@@ -624,6 +647,7 @@ impl<M: Machine + Send + 'static> Run<M> {
                 );
                 let _ = path; // read by the log only
                 self.waited = true;
+                self.waiting.watching(Instant::now());
             }
             self.in_flight.push_back(InFlight {
                 future: op_future(self.client.clone(), op),
@@ -663,6 +687,11 @@ impl<M: Machine + Send + 'static> Run<M> {
                 .as_ref()
                 .and_then(|r| r.poll_timeout())
                 .map(Instant::from_std);
+            let report_at = self.waiting.report_at();
+            let wake_at = match (deadline, report_at) {
+                (Some(d), Some(r)) => Some(d.min(r)),
+                (d, r) => d.or(r),
+            };
             tokio::select! {
                 biased;
                 done = next_reply(&mut self.in_flight) => self.on_completed(done),
@@ -676,15 +705,25 @@ impl<M: Machine + Send + 'static> Run<M> {
                     if state.is_terminal() {
                         self.watches.clear();
                     }
+                    self.waiting.state(&self.client, state);
                     self.feed(Input::Connection(connection(state)));
                 }
-                _ = sleep_until(deadline) => self.feed(Input::Timeout),
+                _ = sleep_until(wake_at) => {
+                    let now = Instant::now();
+                    self.waiting.report_if_due(&self.client, now);
+                    if deadline.is_some_and(|d| d <= now) {
+                        self.feed(Input::Timeout);
+                    }
+                }
                 _ = notified(self.wake.as_deref()) => self.feed(Input::Wake),
             }
         }
     }
 
     fn on_completed(&mut self, done: Completed) {
+        if let Some((node, owner)) = done.behind {
+            self.waiting.behind(node, owner);
+        }
         if let Some(watch) = done.watch {
             self.watches.push(watch);
         }
@@ -723,6 +762,7 @@ impl<M: Machine + Send + 'static> Run<M> {
             wake: None,
             runtime: self.runtime.clone(),
             waited: self.waited,
+            waiting: Waiting::default(),
         };
         if let Some(turn) = &rest.turn {
             turn.abandon();
@@ -873,6 +913,7 @@ fn failed(e: zk_client::Error) -> Completed {
         reply: Reply::Failed(zk_error(&e)),
         watch: None,
         error: Some(e),
+        behind: None,
     }
 }
 
@@ -881,6 +922,7 @@ fn ok(reply: Reply) -> Completed {
         reply,
         watch: None,
         error: None,
+        behind: None,
     }
 }
 
@@ -919,6 +961,7 @@ fn op_future(client: Client, op: Op) -> OpFuture {
                         reply: Reply::Children(children),
                         watch: Some((WatchKind::Children, path, watcher)),
                         error: None,
+                        behind: None,
                     },
                     Err(e) => failed(e),
                 }
@@ -936,6 +979,7 @@ fn op_future(client: Client, op: Op) -> OpFuture {
                         data,
                         czxid: stat.czxid,
                     },
+                    behind: Some((path.clone(), stat.ephemeral_owner)),
                     watch: Some((WatchKind::Data, path, watcher)),
                     error: None,
                 },
@@ -947,7 +991,8 @@ fn op_future(client: Client, op: Op) -> OpFuture {
             },
             Op::Exists { path, watch: true } => match client.exists_and_watch(&path).await {
                 Ok((stat, watcher)) => Completed {
-                    reply: Reply::Exists(stat.map(|s| s.czxid)),
+                    reply: Reply::Exists(stat.as_ref().map(|s| s.czxid)),
+                    behind: stat.map(|s| (path.clone(), s.ephemeral_owner)),
                     watch: Some((WatchKind::Exists, path, watcher)),
                     error: None,
                 },

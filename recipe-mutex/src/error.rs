@@ -52,9 +52,28 @@ pub enum Error {
     /// on the runtime, or take them on one (then their release runs there).
     #[error("no tokio runtime to run the release on; the node goes with the session")]
     NoRuntime,
+    /// A fenced write (`fenced_multi` of a guard) was refused because the lock is no longer
+    /// held: `node`, which proved the hold, is gone (deleted, or its session expired). When a
+    /// check refused it, nothing of the transaction was applied. Stop the work the lock
+    /// protected; take the lock again to go on.
+    #[error("the lock {lock} is no longer held: {why} (node {node})")]
+    LockLost {
+        /// The lock's path.
+        lock: String,
+        /// The lock node that went.
+        node: String,
+        /// How it went.
+        why: &'static str,
+    },
     /// A deadline passed before the operation could finish.
     #[error("timed out")]
     TimedOut,
+    /// The acquire's deadline passed while the client had no server: whether the lock was
+    /// busy or free nobody can say (a busy lock is `Ok(None)`, never this). The outage says
+    /// how long and which servers were tried. What the attempt created is deleted once a
+    /// server answers (or goes with the session); the session may well survive the outage.
+    #[error("the deadline passed with no server to ask: {0}")]
+    Unavailable(zk_client::Outage),
     /// A lock machine was left with nothing to wait for: a bug in this library, caught before
     /// it could hang or spin. Its cleanups ran. Please report it with the message.
     #[error(transparent)]

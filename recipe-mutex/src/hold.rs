@@ -118,7 +118,8 @@ impl Holds {
 
     /// Takes the lock: waits for a turn ([`crate::turns`]), runs `acquire` (the driver) with
     /// it, and makes a guard of the node it gives. `Ok(None)`: `acquire` timed out, or the
-    /// turn did not come by `deadline` and one grace.
+    /// turn did not come by `deadline` and one grace (both with a server connected; else
+    /// [`Error::Unavailable`]).
     ///
     /// Every call is its own participant, whatever task or handle it comes from: two calls
     /// joined in one task queue like two processes.
@@ -252,11 +253,11 @@ pub async fn session_loss(client: &Client) -> Loss {
 /// let mutex = InterProcessMutex::new(client.clone(), "/app/locks/orders")?;
 /// let guard = mutex.lock().await?;
 /// audit(&guard);
-/// // Writes that must not land once the lock is lost: fence them in the same transaction.
-/// let ops = [guard.check_op(), zk_client::Op::set_data("/app/orders", "v2", None)];
-/// match client.multi(&ops).await {
+/// // Writes that must not land once the lock is lost: fenced, in one transaction.
+/// match guard.fenced_multi(&[zk_client::Op::set_data("/app/orders", "v2", None)]).await {
 ///     Ok(_) => {}
-///     Err(e) => eprintln!("not written, the lock may be gone: {e}"),
+///     Err(e @ recipe_mutex::Error::LockLost { .. }) => eprintln!("not written: {e}"),
+///     Err(e) => eprintln!("not written: {e}"),
 /// }
 /// tokio::select! {
 ///     loss = guard.lost() => eprintln!("stop: {loss:?}"), // Unsure on disconnect, Lost on expiry
@@ -314,6 +315,24 @@ impl LockGuard {
     /// reentrancy count).
     pub fn hold_count(&self) -> u32 {
         1 + self.nested.load(Ordering::Acquire)
+    }
+
+    /// Applies `ops` as one transaction that commits only while this lock is held: the
+    /// guard's [`check_op`](Self::check_op) goes first, through the lock's client. Refused
+    /// because the lock is no longer held (its node is gone, or its session expired):
+    /// [`Error::LockLost`], naming the lock and the node. One of `ops` failed:
+    /// `Error::Zk(zk_client::Error::MultiFailed { index, .. })`, `index` counting in `ops`.
+    /// The results are `ops`' own, one each.
+    pub async fn fenced_multi(
+        &self,
+        ops: &[zk_client::Op],
+    ) -> Result<Vec<zk_client::OpResult>, Error> {
+        crate::fenced::fenced_multi(&[self], ops).await
+    }
+
+    /// The client the lock was taken with.
+    pub(crate) fn client(&self) -> &Client {
+        self.holds.client()
     }
 
     /// A `multi` op that holds only while our lock node exists: put it in a transaction with

@@ -46,14 +46,18 @@
 #[doc(hidden)]
 pub mod driver;
 mod error;
+mod fenced;
 #[doc(hidden)]
 pub mod hold;
+mod host;
 mod ids;
 mod lock;
 mod log;
 #[cfg(all(test, zk_loom))]
 mod loom_check;
 mod mutex;
+#[doc(hidden)]
+pub mod participants;
 #[doc(hidden)]
 pub mod plant;
 mod revoke;
@@ -62,11 +66,15 @@ pub mod surface;
 #[doc(hidden)]
 pub mod turns;
 mod uuid;
+mod waiting;
 
 pub use error::Error;
 pub use hold::{LockGuard, Loss, NestedGuard};
-pub use lock::{Guard, Lock, LockFuture};
+pub use host::host_address;
+pub use lock::{Guard, IntoLock, Lock, LockFuture};
 pub use mutex::{InterProcessMutex, MutexGuard, participant_nodes, validate_lock_path};
+pub use participants::{Participant, Standing};
 pub use revoke::{REVOKE_MESSAGE, RevocationListener, revoke};
 #[doc(hidden)]
 pub use uuid::random_uuid;
+pub use waiting::WAIT_REPORT_AFTER;

@@ -50,8 +50,9 @@ pub trait Lock: Send + Sync + std::fmt::Debug {
     /// The kind of lock (`"mutex"`, `"read"`, `"write"`, `"semaphore-mutex"`, `"multi"`).
     fn kind(&self) -> &'static str;
 
-    /// Takes the lock, by `deadline` if one is given (`Ok(None)` when it passes, within one
-    /// short grace). Cancel-safe, as every acquire of ours.
+    /// Takes the lock, by `deadline` if one is given (`Ok(None)` when it passes while the
+    /// lock is busy, [`Error::Unavailable`] when it passes with no server connected; within
+    /// one short grace). Cancel-safe, as every acquire of ours.
     fn lock_until(&self, deadline: Option<Instant>) -> LockFuture<'_, Option<Box<dyn Guard>>>;
 
     /// Whether a guard taken through this handle (or a clone) holds the lock.
@@ -76,6 +77,51 @@ pub trait Lock: Send + Sync + std::fmt::Debug {
     }
 }
 
+/// What a multi-lock (or other code over many locks) accepts as a lock: any lock of ours by
+/// value, an `Arc` of one, or an already type-erased `Arc<dyn Lock>` / `Box<dyn Lock>`. Mixed
+/// kinds in one list: call [`IntoLock::into_lock`] on each.
+///
+/// # Examples
+///
+/// ```no_run
+/// use recipe_mutex::{InterProcessMutex, IntoLock, Lock};
+/// use std::sync::Arc;
+///
+/// # fn f(client: zk_client::Client) -> Result<(), recipe_mutex::Error> {
+/// let a = InterProcessMutex::new(client.clone(), "/bank/acct/7")?;
+/// let b = InterProcessMutex::new(client, "/bank/acct/3")?;
+/// let locks: Vec<Arc<dyn Lock>> = vec![a.into_lock(), Arc::new(b).into_lock()];
+/// # Ok(()) }
+/// ```
+pub trait IntoLock {
+    /// The lock, shared and type-erased.
+    fn into_lock(self) -> Arc<dyn Lock>;
+}
+
+impl<T: Lock + 'static> IntoLock for T {
+    fn into_lock(self) -> Arc<dyn Lock> {
+        Arc::new(self)
+    }
+}
+
+impl<T: Lock + 'static> IntoLock for Arc<T> {
+    fn into_lock(self) -> Arc<dyn Lock> {
+        self
+    }
+}
+
+impl IntoLock for Arc<dyn Lock> {
+    fn into_lock(self) -> Arc<dyn Lock> {
+        self
+    }
+}
+
+impl IntoLock for Box<dyn Lock> {
+    fn into_lock(self) -> Arc<dyn Lock> {
+        Arc::from(self)
+    }
+}
+
 /// A guard of any of our locks, as [`Lock`] gives it: one or more holds ([`LockGuard`]s),
 /// owned together and released together. The hold of a single lock is one `LockGuard`; a
 /// multi-lock's guard is one per member.
@@ -95,6 +141,15 @@ pub trait Guard: Send + Sync + std::fmt::Debug {
     /// `multi` ops that hold only while every hold's node exists.
     fn check_ops(&self) -> Vec<zk_client::Op> {
         self.holds().iter().map(|h| h.check_op()).collect()
+    }
+
+    /// Applies `ops` as one transaction that commits only while every hold's node exists
+    /// (see [`LockGuard::fenced_multi`]): [`Error::LockLost`] names the lock whose node went.
+    fn fenced_multi<'a>(
+        &'a self,
+        ops: &'a [zk_client::Op],
+    ) -> LockFuture<'a, Vec<zk_client::OpResult>> {
+        Box::pin(async move { crate::fenced::fenced_multi(&self.holds(), ops).await })
     }
 
     /// Whether every hold is surely still ours, as far as this process knows (advisory).

@@ -86,12 +86,16 @@ pub struct InterProcessMutex {
 
 impl InterProcessMutex {
     /// A mutex on `path` (validated now; its parents are created as containers when needed).
-    /// Paths under `/zookeeper`, which the server reserves, are refused.
+    /// Paths under `/zookeeper`, which the server reserves, are refused. Its lock nodes carry
+    /// this host's address ([`host_address`](crate::host_address)), as Curator's do, so that
+    /// [`queue`](Self::queue) names the machine of each participant.
     pub fn new(client: Client, path: &str) -> Result<Self, Error> {
-        Self::with_data(client, path, Bytes::new())
+        let data = crate::host_address(&client);
+        Self::with_data(client, path, data)
     }
 
-    /// A mutex whose lock nodes carry `data` (Curator writes the host's IP; nobody reads it).
+    /// A mutex whose lock nodes carry `data` (a name for the person on call: the host, the
+    /// process, the job; [`queue`](Self::queue) shows it). Revocable acquisitions write none.
     pub fn with_data(client: Client, path: &str, data: Bytes) -> Result<Self, Error> {
         validate_lock_path(path)?;
         Ok(Self {
@@ -133,6 +137,32 @@ impl InterProcessMutex {
                 driver::acquire(client, path, Exclusive::mutex(), data, deadline, Some(turn))
             })
             .await
+    }
+
+    /// The lock's queue as the server has it, in lock order: the holder first, then each
+    /// waiter with the node it watches; every participant's session and data (ours and
+    /// Curator's carry the host's address), children of other recipes as foreign. What an
+    /// operator asks when a lock is stuck: "who holds it, from which machine?"
+    ///
+    /// ```no_run
+    /// # async fn f(mutex: recipe_mutex::InterProcessMutex) -> Result<(), recipe_mutex::Error> {
+    /// for participant in mutex.queue().await? {
+    ///     println!("{participant}"); // holds  _c_…-lock-0000000007  session 0x…  data "10.0.0.5"
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn queue(&self) -> Result<Vec<crate::Participant>, Error> {
+        let mutex = Exclusive::mutex();
+        crate::participants::queue(
+            self.holds.client(),
+            self.holds.path(),
+            |c| recipes_core::Predicate::sort(&mutex, c),
+            |name| {
+                name.contains(recipes_core::name::MUTEX_LOCK_NAME)
+                    .then_some(recipes_core::participants::Rule::Exclusive { max: 1 })
+            },
+        )
+        .await
     }
 
     /// Every lock node under the path, sorted in lock order (the holder first): full paths.

@@ -37,7 +37,7 @@ pub mod __private {
 macro_rules! lock_surface {
     ($ty:ty, guard = $guard:ty, kind = $kind:literal, what = $what:literal) => {
         impl $ty {
-            #[doc = concat!("Takes ", $what, ", waiting as long as it takes (through outages the session survives), and returns the guard that owns it. Each call is its own participant: it queues like another process's, whatever task or handle it comes from, so two calls joined in one task wait for each other. To re-enter while holding, pass the guard down and use `reenter()`. Cancel-safe: dropped at any point, it leaves no node behind.")]
+            #[doc = concat!("Takes ", $what, ", waiting as long as it takes (through outages the session survives: it says so once at `warn` with the `tracing` feature when the client has had no server for the session timeout; the session's expiry ends it with `Error::SessionExpired`), and returns the guard that owns it. Each call is its own participant: it queues like another process's, whatever task or handle it comes from, so two calls joined in one task wait for each other. To re-enter while holding, pass the guard down and use `reenter()`. Cancel-safe: dropped at any point, it leaves no node behind.")]
             pub async fn lock(&self) -> ::std::result::Result<$guard, $crate::Error> {
                 match $crate::surface::__private::boxed(self.take(None)).await? {
                     ::std::option::Option::Some(guard) => ::std::result::Result::Ok(self.wrap(guard)),
@@ -45,7 +45,7 @@ macro_rules! lock_surface {
                 }
             }
 
-            #[doc = concat!("Takes ", $what, " if it can within `timeout`; `None` if not (what was created is deleted first, or, if that takes longer, in the background). A free lock is taken even with a zero timeout. Returns within one short grace (`recipes_core::DEADLINE_GRACE`) of the deadline, also while disconnected. A timeout too long to be a deadline (`Duration::MAX`) means none: it waits as `lock()` does.")]
+            #[doc = concat!("Takes ", $what, " if it can within `timeout`; `None` if not because it was busy (what was created is deleted first, or, if that takes longer, in the background); `Err(Error::Unavailable)` if the deadline passed with no server connected (an outage, not a busy lock: the error says how long and which servers were tried). A free lock is taken even with a zero timeout. Returns within one short grace (`recipes_core::DEADLINE_GRACE`) of the deadline, also while disconnected. A timeout too long to be a deadline (`Duration::MAX`) means none: it waits as `lock()` does.")]
             pub async fn try_lock_for(
                 &self,
                 timeout: $crate::surface::__private::Duration,

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use recipe_mutex::{Error, InterProcessMutex, Loss};
-use zk_client::SessionState;
+use zk_client::{Op, SessionState};
 use zk_testkit::{FaultProxy, ZkServer};
 
 mod support;
@@ -624,4 +624,114 @@ async fn the_public_acquire_futures_stay_thin() {
     drop(try_lock);
     guard.release().await.unwrap();
     client.close().await.unwrap();
+}
+
+/// Issue 37: a guard's fenced write. Under the lock it commits and returns the caller's
+/// results only; a failing op of the caller's is reported at its own index; once the lock's
+/// node is gone (deleted by someone else, or with the session's expiry) the refusal names
+/// the lock and the node instead of "transaction op 0 failed".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_write_says_lock_lost_when_the_lock_is_gone() {
+    let path = "/t/fenced-write";
+    let data = "/fenced-write-data";
+    let other = client().await;
+    match other
+        .create(
+            data,
+            b"0",
+            &zk_client::CreateOptions::new(zk_client::CreateMode::Persistent),
+        )
+        .await
+    {
+        Ok(_) | Err(zk_client::Error::NodeExists) => {}
+        Err(e) => panic!("{e}"),
+    }
+
+    // Held: the write commits; the results are the caller's ops' own.
+    let proxy = FaultProxy::start(server().addr()).unwrap();
+    let c = client_at(&proxy.addr().to_string(), Duration::from_secs(2)).await;
+    let guard = InterProcessMutex::new(c.clone(), path)
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
+    let results = guard
+        .fenced_multi(&[Op::set_data(data, "1", None)])
+        .await
+        .unwrap();
+    assert!(
+        matches!(results[..], [zk_client::OpResult::DataSet(_)]),
+        "{results:?}"
+    );
+    assert_eq!(&other.get_data(data).await.unwrap().0[..], b"1");
+
+    // The caller's own op fails: at its own index, as if the check were not there.
+    let missing = guard
+        .fenced_multi(&[
+            Op::set_data(data, "2", None),
+            Op::set_data("/t/fenced-write-missing", "x", None),
+        ])
+        .await;
+    match missing {
+        Err(Error::Zk(zk_client::Error::MultiFailed { index: 1, source })) => {
+            assert_eq!(*source, zk_client::Error::NoNode);
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // Someone deletes the lock's node: the write is refused, naming the lock and the node.
+    other.delete(guard.node_path(), None).await.unwrap();
+    let refused = guard
+        .fenced_multi(&[Op::set_data(data, "3", None)])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused,
+        Error::LockLost {
+            lock: path.to_owned(),
+            node: guard.node_path().to_owned(),
+            why: "its node is gone; nothing was written",
+        }
+    );
+    assert_eq!(
+        refused.to_string(),
+        format!(
+            "the lock {path} is no longer held: its node is gone; nothing was written (node {})",
+            guard.node_path()
+        )
+    );
+    assert_eq!(&other.get_data(data).await.unwrap().0[..], b"1");
+    drop(guard);
+
+    // The session expires while held: the write says the lock went with it.
+    let guard = InterProcessMutex::new(c.clone(), path)
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
+    proxy.stall();
+    wait_children(&other, path, 0).await; // the server expired the session
+    proxy.pass();
+    let mut states = c.state_watch();
+    bounded(states.wait_for(|s| *s == SessionState::Expired))
+        .await
+        .unwrap();
+    let refused = guard
+        .fenced_multi(&[Op::set_data(data, "4", None)])
+        .await
+        .unwrap_err();
+    match &refused {
+        Error::LockLost { lock, node, why } => {
+            assert_eq!((lock.as_str(), node.as_str()), (path, guard.node_path()));
+            assert!(why.contains("session expired"), "{why}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        refused.to_string().starts_with(&format!(
+            "the lock {path} is no longer held: its session expired"
+        )),
+        "{refused}"
+    );
+    assert_eq!(&other.get_data(data).await.unwrap().0[..], b"1");
 }

@@ -6,106 +6,17 @@
 #![cfg(feature = "tracing")]
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-use std::collections::BTreeMap;
-use std::fmt::Debug;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use recipe_mutex::InterProcessMutex;
-use tokio::sync::Notify;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Metadata, Subscriber};
 use zk_client::SessionState;
 use zk_testkit::FaultProxy;
 
+#[path = "support/collector.rs"]
+mod collector;
 mod support;
+use collector::Collector;
 use support::{bounded, client, client_at, server, wait_children, wait_state};
-
-/// One event as the subscriber saw it: its target, level, message and fields as text.
-#[derive(Debug, Clone)]
-struct Seen {
-    target: String,
-    level: tracing::Level,
-    fields: BTreeMap<String, String>,
-}
-
-impl Seen {
-    fn message(&self) -> &str {
-        self.fields.get("message").map_or("", String::as_str)
-    }
-    fn field(&self, name: &str) -> Option<&str> {
-        self.fields.get(name).map(String::as_str)
-    }
-}
-
-/// Records every event (spans are not used by the crates).
-#[derive(Clone, Default)]
-struct Collector {
-    events: Arc<Mutex<Vec<Seen>>>,
-    added: Arc<Notify>,
-}
-
-struct Fields<'a>(&'a mut BTreeMap<String, String>);
-
-impl Visit for Fields<'_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-}
-
-impl Subscriber for Collector {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
-    }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-    fn event(&self, event: &Event<'_>) {
-        let mut fields = BTreeMap::new();
-        event.record(&mut Fields(&mut fields));
-        let seen = Seen {
-            target: event.metadata().target().to_owned(),
-            level: *event.metadata().level(),
-            fields,
-        };
-        self.events.lock().unwrap().push(seen);
-        self.added.notify_waiters();
-    }
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
-}
-
-impl Collector {
-    /// Waits for an event that `pred` accepts, among those seen from `from` on; its index.
-    async fn wait_for(&self, from: usize, what: &str, pred: impl Fn(&Seen) -> bool) -> usize {
-        let found = tokio::time::timeout(Duration::from_secs(30), async {
-            loop {
-                let added = self.added.notified();
-                if let Some(i) = self.events.lock().unwrap()[from..].iter().position(&pred) {
-                    return from + i;
-                }
-                added.await;
-            }
-        })
-        .await;
-        match found {
-            Ok(i) => i,
-            Err(_) => panic!("no event: {what}; seen: {:#?}", self.events.lock().unwrap()),
-        }
-    }
-    fn len(&self) -> usize {
-        self.events.lock().unwrap().len()
-    }
-    fn get(&self, i: usize) -> Seen {
-        self.events.lock().unwrap()[i].clone()
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscriber_sees_a_reconnect_and_a_hand_over() {

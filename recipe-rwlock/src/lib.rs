@@ -105,13 +105,16 @@ pub struct InterProcessReadWriteLock {
 
 impl InterProcessReadWriteLock {
     /// A read/write lock on `path` (validated now; parents are created as containers when
-    /// needed). Paths under `/zookeeper` are refused.
+    /// needed). Paths under `/zookeeper` are refused. Its nodes carry this host's address
+    /// ([`recipe_mutex::host_address`]), as Curator's do, so that [`queue`](Self::queue)
+    /// names the machine of each participant.
     pub fn new(client: Client, path: &str) -> Result<Self, Error> {
-        Self::with_data(client, path, Bytes::new())
+        let data = recipe_mutex::host_address(&client);
+        Self::with_data(client, path, data)
     }
 
-    /// A read/write lock whose nodes carry `data` (Curator writes the host's IP by default;
-    /// nobody reads it).
+    /// A read/write lock whose nodes carry `data` (a name for the person on call: the host,
+    /// the process, the job; [`queue`](Self::queue) shows it).
     pub fn with_data(client: Client, path: &str, data: Bytes) -> Result<Self, Error> {
         recipe_mutex::validate_lock_path(path)?;
         let shared = Arc::new(Shared {
@@ -140,6 +143,30 @@ impl InterProcessReadWriteLock {
     /// The lock's path.
     pub fn path(&self) -> &str {
         self.read.shared.read.path()
+    }
+
+    /// The lock's queue as the server has it, readers and writers in one order (Curator's):
+    /// who holds (the readers before the first write node, or that writer alone), who waits
+    /// behind which node, each participant's session and data (ours and Curator's carry the
+    /// host's address). What an operator asks when a lock is stuck.
+    pub async fn queue(&self) -> Result<Vec<recipe_mutex::Participant>, Error> {
+        use recipes_core::participants::Rule;
+        use recipes_core::rwlock::{READ_LOCK_NAME, WRITE_LOCK_NAME};
+        recipe_mutex::participants::queue(
+            self.read.shared.client(),
+            self.path(),
+            recipes_core::rwlock::rw_sort,
+            |name| {
+                if name.contains(READ_LOCK_NAME) {
+                    Some(Rule::Read)
+                } else if name.contains(WRITE_LOCK_NAME) {
+                    Some(Rule::Write)
+                } else {
+                    None
+                }
+            },
+        )
+        .await
     }
 }
 

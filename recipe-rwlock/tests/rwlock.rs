@@ -522,3 +522,56 @@ async fn a_timeout_of_duration_max_means_no_deadline() {
     r.release().await.unwrap();
     wait_children(&c, path, 0).await;
 }
+
+/// Issue 37: the queue as the server has it, readers and writers in one order: two readers
+/// hold, a writer waits behind the last of them, a later reader waits behind the writer;
+/// every node carries its session and, by default, this host's address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_queue_shows_shared_readers_a_waiting_writer_and_a_reader_behind_it() {
+    let path = "/t/rw-queue";
+    let (a, b) = (client().await, client().await);
+    let r1 = bounded(rw(&a, path).read_lock().lock()).await.unwrap();
+    let r2 = bounded(rw(&b, path).read_lock().lock()).await.unwrap();
+    let writer = tokio::spawn({
+        let lock = rw(&a, path);
+        async move { lock.write_lock().lock().await }
+    });
+    wait_children(&a, path, 3).await;
+    let late_reader = tokio::spawn({
+        let lock = rw(&b, path);
+        async move { lock.read_lock().lock().await }
+    });
+    wait_children(&a, path, 4).await;
+
+    let queue = bounded(rw(&b, path).queue()).await.unwrap();
+    let names: Vec<&str> = queue.iter().map(|p| p.name()).collect();
+    assert_eq!(queue.len(), 4, "{queue:#?}");
+    assert_eq!(queue[0].node, r1.node_path());
+    assert_eq!(queue[1].node, r2.node_path());
+    assert!(queue[0].holds() && queue[1].holds(), "{queue:#?}");
+    assert!(names[2].contains("__WRIT__"), "{names:?}");
+    assert_eq!(queue[2].watches(), Some(names[1]));
+    assert!(names[3].contains("__READ__"), "{names:?}");
+    assert_eq!(queue[3].watches(), Some(names[2]));
+    let sessions: Vec<i64> = queue.iter().map(|p| p.session_id).collect();
+    assert_eq!(
+        sessions,
+        [
+            a.session_id(),
+            b.session_id(),
+            a.session_id(),
+            b.session_id()
+        ]
+    );
+    assert!(
+        queue.iter().all(|p| &p.data[..] == b"127.0.0.1"),
+        "{queue:#?}"
+    );
+
+    bounded(r1.release()).await.unwrap();
+    bounded(r2.release()).await.unwrap();
+    let w = bounded(writer).await.unwrap().unwrap();
+    bounded(w.release()).await.unwrap();
+    let r3 = bounded(late_reader).await.unwrap().unwrap();
+    bounded(r3.release()).await.unwrap();
+}

@@ -12,7 +12,7 @@
 //! Ownership is explicit: a [`Lease`] or a guard is the ownership, released from any task or
 //! thread. Coming from Curator: `acquire()` returns the lease as in Curator; `returnLease(l)`
 //! is `l.release().await` (or drop it); `returnAll(ls)` is
-//! [`InterProcessSemaphoreV2::return_all`]; the semaphore mutex's `acquire()`/`release()` are
+//! [`InterProcessSemaphoreV2::return_all`] (or the free [`return_all`]); the semaphore mutex's `acquire()`/`release()` are
 //! `lock()` and `guard.release()`, and code that needs it while holding it takes the guard.
 //!
 //! The layout is Curator's: `<path>/locks/` is an `InterProcessMutex` that serialises
@@ -42,7 +42,7 @@
 //!
 //! // Two at once, all or none.
 //! let two = pool.acquire_many(2).await?;
-//! InterProcessSemaphoreV2::return_all(two).await?;
+//! pool.return_all(two).await?;
 //!
 //! // A non-reentrant mutex: a second lock() queues behind this guard.
 //! let m = InterProcessSemaphoreMutex::new(client, "/app/locks/job")?;
@@ -62,4 +62,4 @@ pub use count::SharedCount;
 pub use lease::Lease;
 pub use mutex::InterProcessSemaphoreMutex;
 pub use recipe_mutex::{Error, LockGuard, Loss};
-pub use semaphore::{InterProcessSemaphoreV2, MAX_LEASES_ASKED};
+pub use semaphore::{InterProcessSemaphoreV2, MAX_LEASES_ASKED, return_all};

@@ -47,9 +47,10 @@ pub struct InterProcessSemaphoreMutex {
 
 impl InterProcessSemaphoreMutex {
     /// A semaphore mutex on `path` (validated now; parents are created as containers when
-    /// needed).
+    /// needed). Its lease nodes carry this host's address ([`recipe_mutex::host_address`]).
     pub fn new(client: Client, path: &str) -> Result<Self, Error> {
-        Self::with_data(client, path, Bytes::new())
+        let data = recipe_mutex::host_address(&client);
+        Self::with_data(client, path, data)
     }
 
     /// A semaphore mutex whose lease nodes carry `data`.
@@ -65,6 +66,13 @@ impl InterProcessSemaphoreMutex {
     /// The lock's path.
     pub fn path(&self) -> &str {
         self.holds.path()
+    }
+
+    /// Its leases as the server has them (a semaphore of one: the first holds, a second is
+    /// the one asker that waits), with sessions and data; see
+    /// [`InterProcessSemaphoreV2::queue`](crate::InterProcessSemaphoreV2::queue).
+    pub async fn queue(&self) -> Result<Vec<recipe_mutex::Participant>, Error> {
+        crate::semaphore::leases_queue(self.holds.client(), self.holds.path(), 1).await
     }
 
     fn holds(&self) -> &Arc<Holds> {

@@ -60,7 +60,7 @@ use crate::take::{Ask, take_leases};
 /// for task in tasks {
 ///     task.await.expect("task panicked")?;
 /// }
-/// match pool.acquire_timeout(Duration::from_millis(100)).await? {
+/// match pool.try_acquire_for(Duration::from_millis(100)).await? {
 ///     Some(lease) => drop(lease), // returned in the background
 ///     None => println!("all 3 taken"),
 /// }
@@ -108,16 +108,11 @@ impl Shared {
 
 impl InterProcessSemaphoreV2 {
     /// A semaphore of `max_leases` leases on `path` (validated now; parents are created as
-    /// containers when needed).
+    /// containers when needed). Its lease nodes carry this host's address
+    /// ([`recipe_mutex::host_address`]; [`set_node_data`](Self::set_node_data) changes it).
     pub fn new(client: Client, path: &str, max_leases: u32) -> Result<Self, Error> {
-        Self::build(
-            client,
-            path,
-            MaxLeases::new(max_leases),
-            Bytes::new(),
-            false,
-            None,
-        )
+        let data = recipe_mutex::host_address(&client);
+        Self::build(client, path, MaxLeases::new(max_leases), data, false, None)
     }
 
     /// A semaphore whose maximum is `count`'s value, followed as it changes (a negative
@@ -132,10 +127,12 @@ impl InterProcessSemaphoreV2 {
         let max = MaxLeases::new(clamp(count.count()));
         let mut values = count.subscribe();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return Self::build(client, path, max, Bytes::new(), true, None);
+            let data = recipe_mutex::host_address(&client);
+            return Self::build(client, path, max, data, true, None);
         };
         let (stop, mut stopped) = tokio::sync::oneshot::channel();
-        let semaphore = Self::build(client, path, max, Bytes::new(), true, Some(stop))?;
+        let data = recipe_mutex::host_address(&client);
+        let semaphore = Self::build(client, path, max, data, true, Some(stop))?;
         let weak = Arc::downgrade(&semaphore.shared);
         runtime.spawn(async move {
             loop {
@@ -196,6 +193,16 @@ impl InterProcessSemaphoreV2 {
     /// The maximum number of leases now.
     pub fn max_leases(&self) -> u32 {
         self.shared.max.get()
+    }
+
+    /// The leases as the server has them (`<path>/leases`), in sequence order, each with its
+    /// session and data (ours and Curator's carry the host's address). The first
+    /// [`max_leases`](Self::max_leases) hold; a lease past them is the one asker that waits
+    /// (an ask is made under the inner lock, so there is at most one; its `watches` is the
+    /// lease whose return would let it in, though it wakes on any), or was granted before the
+    /// maximum shrank.
+    pub async fn queue(&self) -> Result<Vec<recipe_mutex::Participant>, Error> {
+        leases_queue(&self.shared.client, &self.shared.path, self.max_leases()).await
     }
 
     async fn take(&self, qty: u32, deadline: Option<Instant>) -> Result<Option<Vec<Lease>>, Error> {
@@ -285,9 +292,11 @@ impl InterProcessSemaphoreV2 {
         leases.into_iter().next().ok_or(Error::SessionLost)
     }
 
-    /// Takes one lease if it can within `timeout`; `None` if not. A timeout too long to be a
-    /// deadline (`Duration::MAX`) means none, as in [`acquire`](Self::acquire).
-    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Lease>, Error> {
+    /// Takes one lease if it can within `timeout`; `None` if not because every lease was
+    /// taken, [`Error::Unavailable`] if the deadline passed with no server connected (an
+    /// outage, not a full semaphore). A timeout too long to be a deadline (`Duration::MAX`)
+    /// means none, as in [`acquire`](Self::acquire).
+    pub async fn try_acquire_for(&self, timeout: Duration) -> Result<Option<Lease>, Error> {
         let leases = self
             .take(1, recipe_mutex::driver::deadline_in(timeout))
             .await?;
@@ -301,9 +310,10 @@ impl InterProcessSemaphoreV2 {
 
     /// Takes `qty` leases, all or none, if it can within `timeout` (one deadline for all);
     /// `None` if not, with whatever was created deleted first (or in the background if that
-    /// takes longer than a short grace). A timeout too long to be a deadline
+    /// takes longer than a short grace); [`Error::Unavailable`] if the deadline passed with
+    /// no server connected. A timeout too long to be a deadline
     /// (`Duration::MAX`) means none.
-    pub async fn acquire_many_timeout(
+    pub async fn try_acquire_many_for(
         &self,
         qty: u32,
         timeout: Duration,
@@ -312,21 +322,10 @@ impl InterProcessSemaphoreV2 {
             .await
     }
 
-    /// Returns every lease given (Curator's `returnAll`): every delete is sent at once, in one
-    /// flight (one round trip in all, where Curator spends one per lease); the first error, if
-    /// any, once all are done.
-    pub async fn return_all(leases: impl IntoIterator<Item = Lease>) -> Result<(), Error> {
-        // `Lease::release` sends its delete when called: all leave now.
-        let releases: Vec<_> = leases.into_iter().map(Lease::release).collect();
-        let mut first = Ok(());
-        for release in releases {
-            if let Err(e) = release.await {
-                if first.is_ok() {
-                    first = Err(e);
-                }
-            }
-        }
-        first
+    /// Returns every lease given (Curator's `returnAll`), as [`return_all`] does: every
+    /// delete is sent at once, in one flight. The leases may come from any semaphore.
+    pub async fn return_all(&self, leases: impl IntoIterator<Item = Lease>) -> Result<(), Error> {
+        return_all(leases).await
     }
 
     /// The lease nodes' names under `<path>/leases` (child names, in no particular order, as
@@ -353,4 +352,43 @@ pub(crate) async fn lease_nodes(client: &Client, path: &str) -> Result<Vec<Strin
 
 fn clamp(count: i32) -> u32 {
     u32::try_from(count).unwrap_or(0)
+}
+
+/// Returns every lease given (Curator's `returnAll`), from whichever semaphores: every delete
+/// is sent at once, in one flight (one round trip in all, where Curator spends one per lease);
+/// the first error, if any, once all are done. Each delete, once sent, is guaranteed as a
+/// dropped lease's is.
+pub async fn return_all(leases: impl IntoIterator<Item = Lease>) -> Result<(), Error> {
+    // `Lease::release` sends its delete when called: all leave now.
+    let releases: Vec<_> = leases.into_iter().map(Lease::release).collect();
+    let mut first = Ok(());
+    for release in releases {
+        if let Err(e) = release.await {
+            if first.is_ok() {
+                first = Err(e);
+            }
+        }
+    }
+    first
+}
+
+/// The leases under `path` judged by the count rule with `max` leases.
+pub(crate) async fn leases_queue(
+    client: &Client,
+    path: &str,
+    max: u32,
+) -> Result<Vec<recipe_mutex::Participant>, Error> {
+    use recipes_core::semaphore::{LEASE_NAME, LEASES_DIR};
+    let dir = recipes_core::child_path(path, LEASES_DIR);
+    let max = usize::try_from(max).unwrap_or(usize::MAX);
+    recipe_mutex::participants::queue(
+        client,
+        &dir,
+        |c| recipes_core::name::sort_children(c, LEASE_NAME),
+        |name| {
+            name.contains(LEASE_NAME)
+                .then_some(recipes_core::participants::Rule::Exclusive { max })
+        },
+    )
+    .await
 }

@@ -53,7 +53,7 @@ async fn oversubscribed_leases_never_exceed_the_maximum() {
                     peak.fetch_max(now, Ordering::SeqCst);
                     tokio::task::yield_now().await;
                     holding.fetch_sub(got.len(), Ordering::SeqCst);
-                    InterProcessSemaphoreV2::return_all(got).await.unwrap();
+                    recipe_semaphore::return_all(got).await.unwrap();
                 }
             }));
         }
@@ -78,7 +78,7 @@ async fn participants_data_and_a_release_from_another_task() {
     s.set_node_data(Bytes::from_static(b"worker-7"));
     let a = s.acquire().await.unwrap();
     let b = s
-        .acquire_timeout(Duration::from_secs(5))
+        .try_acquire_for(Duration::from_secs(5))
         .await
         .unwrap()
         .unwrap();
@@ -125,7 +125,7 @@ async fn timeouts_bad_counts_and_return_all() {
     let start = tokio::time::Instant::now();
     assert!(
         other
-            .acquire_timeout(Duration::from_millis(300))
+            .try_acquire_for(Duration::from_millis(300))
             .await
             .unwrap()
             .is_none()
@@ -137,17 +137,17 @@ async fn timeouts_bad_counts_and_return_all() {
     // A zero timeout on a full semaphore gives up at once, too.
     assert!(
         other
-            .acquire_many_timeout(2, Duration::ZERO)
+            .try_acquire_many_for(2, Duration::ZERO)
             .await
             .unwrap()
             .is_none()
     );
-    InterProcessSemaphoreV2::return_all(all).await.unwrap();
-    let two = bounded(other.acquire_many_timeout(2, Duration::ZERO))
+    recipe_semaphore::return_all(all).await.unwrap();
+    let two = bounded(other.try_acquire_many_for(2, Duration::ZERO))
         .await
         .unwrap()
         .expect("free leases are taken even with a zero timeout");
-    InterProcessSemaphoreV2::return_all(two).await.unwrap();
+    recipe_semaphore::return_all(two).await.unwrap();
     wait_children(&c, &leases(path), 0).await;
 }
 
@@ -178,9 +178,7 @@ async fn the_maximum_follows_a_shared_count() {
     let second = bounded(waiter).await.unwrap().unwrap();
     assert_eq!(s.max_leases(), 2);
     assert!(count.try_set_count(3).await.unwrap());
-    InterProcessSemaphoreV2::return_all([first, second])
-        .await
-        .unwrap();
+    recipe_semaphore::return_all([first, second]).await.unwrap();
     wait_children(&c, &leases(path), 0).await;
 }
 
@@ -203,7 +201,7 @@ async fn a_shared_count_below_the_ask_waits_for_it_to_grow() {
         Some(true)
     );
     assert!(
-        bounded(s.acquire_timeout(Duration::from_millis(200)))
+        bounded(s.try_acquire_for(Duration::from_millis(200)))
             .await
             .unwrap()
             .is_none(),
@@ -221,7 +219,7 @@ async fn a_shared_count_below_the_ask_waits_for_it_to_grow() {
     count.set_count(2).await.unwrap();
     let two = bounded(waiter).await.unwrap().unwrap();
     assert_eq!(two.len(), 2);
-    InterProcessSemaphoreV2::return_all(two).await.unwrap();
+    recipe_semaphore::return_all(two).await.unwrap();
     wait_children(&c, &leases(path), 0).await;
 }
 
@@ -264,9 +262,7 @@ async fn return_all_sends_every_delete_in_one_flight() {
     let one_way = Duration::from_millis(300);
     proxy.delay(one_way);
     let started = std::time::Instant::now();
-    bounded(InterProcessSemaphoreV2::return_all(four))
-        .await
-        .unwrap();
+    bounded(recipe_semaphore::return_all(four)).await.unwrap();
     let took = started.elapsed();
     assert!(took < one_way * 5, "took {took:?}: not one flight");
     wait_children(&c, &leases(path), 0).await;
@@ -306,7 +302,7 @@ async fn multi_lease_acquisitions_do_not_deadlock() {
             for _ in 0..15 {
                 let both = s.acquire_many(2).await.unwrap();
                 assert_eq!(both.len(), 2);
-                InterProcessSemaphoreV2::return_all(both).await.unwrap();
+                recipe_semaphore::return_all(both).await.unwrap();
             }
         }));
     }
@@ -389,9 +385,7 @@ async fn dropped_acquisitions_leave_no_orphans() {
                 let cut = Duration::from_micros((i * 997 + j * 1_301) % 4_000);
                 if let Ok(got) = tokio::time::timeout(cut, s.acquire_many(1 + (j % 2) as u32)).await
                 {
-                    InterProcessSemaphoreV2::return_all(got.unwrap())
-                        .await
-                        .unwrap();
+                    recipe_semaphore::return_all(got.unwrap()).await.unwrap();
                 }
             }
         }));
@@ -523,21 +517,21 @@ async fn nodes_deleted_by_another_client() {
 }
 
 /// Issue 34, defect 2: `Duration::MAX` is "forever" (it panicked: "overflow when adding
-/// duration to instant"): `acquire_timeout`, `acquire_many_timeout` and the semaphore mutex's
+/// duration to instant"): `try_acquire_for`, `try_acquire_many_for` and the semaphore mutex's
 /// `try_lock_for` wait as their untimed forms do.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timeout_of_duration_max_means_no_deadline() {
     let path = "/t/sem-forever";
     let c = client().await;
     let s = sem(&c, path, 2);
-    let one = bounded(s.acquire_timeout(Duration::MAX))
+    let one = bounded(s.try_acquire_for(Duration::MAX))
         .await
         .unwrap()
         .expect("free");
     let other = sem(&client().await, path, 2);
     let waiting = tokio::spawn(async move {
-        let two = other.acquire_many_timeout(2, Duration::MAX).await.unwrap();
-        InterProcessSemaphoreV2::return_all(two.expect("no deadline: waits for both")).await
+        let two = other.try_acquire_many_for(2, Duration::MAX).await.unwrap();
+        recipe_semaphore::return_all(two.expect("no deadline: waits for both")).await
     });
     wait_children(&c, &locks(path), 1).await;
     one.release().await.unwrap();
@@ -548,4 +542,41 @@ async fn a_timeout_of_duration_max_means_no_deadline() {
         .unwrap()
         .expect("free");
     g.release().await.unwrap();
+}
+
+/// Issue 37: the leases as the server has them: the first N hold, the one asker past them
+/// waits; each with its session and, by default, this host's address. The semaphore mutex
+/// likewise, with N = 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_queue_shows_who_holds_a_lease_and_who_waits() {
+    let path = "/t/sem-queue";
+    let (a, b) = (client().await, client().await);
+    let two = bounded(sem(&a, path, 2).acquire_many(2)).await.unwrap();
+    let waiting = tokio::spawn({
+        let s = sem(&b, path, 2);
+        async move { s.acquire().await }
+    });
+    wait_children(&a, &leases(path), 3).await;
+    let queue = bounded(sem(&b, path, 2).queue()).await.unwrap();
+    assert_eq!(queue.len(), 3, "{queue:#?}");
+    assert!(queue[0].holds() && queue[1].holds(), "{queue:#?}");
+    assert!(!queue[2].holds(), "{queue:#?}");
+    assert_eq!(queue[2].session_id, b.session_id());
+    assert!(
+        queue.iter().all(|p| &p.data[..] == b"127.0.0.1"),
+        "{queue:#?}"
+    );
+    let held: Vec<&str> = two.iter().map(|l| l.node_path()).collect();
+    assert_eq!([queue[0].node.as_str(), queue[1].node.as_str()], held[..]);
+    bounded(recipe_semaphore::return_all(two)).await.unwrap();
+    let lease = bounded(waiting).await.unwrap().unwrap();
+    bounded(lease.release()).await.unwrap();
+
+    let m = InterProcessSemaphoreMutex::new(a.clone(), "/t/sem-queue-mutex").unwrap();
+    let guard = bounded(m.lock()).await.unwrap();
+    let queue = bounded(m.queue()).await.unwrap();
+    assert_eq!(queue.len(), 1);
+    assert!(queue[0].holds());
+    assert_eq!(queue[0].node, guard.node_path());
+    bounded(guard.release()).await.unwrap();
 }

@@ -21,6 +21,7 @@ pub mod cleanup;
 pub mod machine;
 pub mod name;
 pub mod op;
+pub mod participants;
 #[doc(hidden)]
 pub mod plant;
 pub mod predicate;

@@ -12,6 +12,10 @@ use xtask::zk::{DetachedEnsemble, Ensemble, Stopped, ZkOptions};
 
 type Result<T = ()> = std::result::Result<T, Box<dyn Error>>;
 
+/// ZooKeeper's default `tickTime`, which `zk start` keeps: session timeouts are bounded to
+/// 2 to 20 ticks (4 s to 40 s).
+const ZOOKEEPER_TICK_MS: u32 = 2000;
+
 /// How long `zk stop` lets a server exit after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
@@ -163,16 +167,24 @@ fn zk_start(members: usize, port: Option<u16>) -> Result {
         std::fs::remove_file(&state_path)?;
     }
 
+    // ZooKeeper's own defaults (tickTime 2000: sessions of 4 s to 40 s), as a user's
+    // server has them; the test kit's faster ticks are for tests.
     let opts = ZkOptions {
         port,
         ..ZkOptions::default()
-    };
+    }
+    .tick_time_ms(ZOOKEEPER_TICK_MS);
     let ensemble = Ensemble::start_detached(members, opts)?;
     if let Err(e) = ensemble.save(&state_path) {
         let _ = ensemble.stop(STOP_GRACE);
         return Err(format!("writing {}: {e}", state_path.display()).into());
     }
     println!("ZooKeeper is running at {}", ensemble.connect_string());
+    println!(
+        "  tickTime {ZOOKEEPER_TICK_MS} ms: session timeouts from {} s to {} s (ZooKeeper's defaults)",
+        2 * ZOOKEEPER_TICK_MS / 1000,
+        20 * ZOOKEEPER_TICK_MS / 1000
+    );
     for (i, member) in ensemble.members.iter().enumerate() {
         println!(
             "  member {i}: {} pid {} {}",

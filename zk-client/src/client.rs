@@ -594,6 +594,24 @@ impl Client {
             .unwrap_or_default()
     }
 
+    /// `None` while a server is connected; otherwise how long none has been, the servers,
+    /// and how the latest attempts to reach them failed. A lock's acquire whose deadline
+    /// passes in an outage reports this, so that "busy" and "no server" read differently.
+    pub fn outage(&self) -> Option<crate::Outage> {
+        if self.state().is_connected() {
+            return None;
+        }
+        let now = tokio::time::Instant::now();
+        let outage = self.link().down.at(now);
+        // Not connected, and the task has not recorded the loss yet (or the session ended):
+        // an outage of no measured length.
+        Some(outage.unwrap_or_else(|| crate::Outage {
+            lasted: Duration::ZERO,
+            servers: self.link().down.servers,
+            attempts: Vec::new(),
+        }))
+    }
+
     /// The session's current state.
     pub fn state(&self) -> SessionState {
         *self.inner.state.borrow()

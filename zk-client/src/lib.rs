@@ -49,6 +49,7 @@ mod framing;
 mod hosts;
 mod io;
 mod log;
+mod outage;
 mod reply;
 mod sasl;
 pub mod session;
@@ -63,6 +64,7 @@ pub use client::{
 };
 pub use error::{Error, IoError, ProtocolError, TlsFailure};
 pub use hosts::ConnectString;
+pub use outage::Outage;
 pub use session::{SessionState, WatchedEvent};
 pub use watcher::{OneshotWatcher, PersistentWatcher};
 pub use zk_proto::PathError;

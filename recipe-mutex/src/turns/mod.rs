@@ -114,7 +114,7 @@ pub type Turn = Arc<Ticket>;
 /// [`PENDING_CLEANUPS`] places are taken there and nobody waits, else (in arrival order) once
 /// a finished cleanup hands its place to this attempt, which keeps it while it runs.
 /// `Ok(None)` when `deadline` and one [`DEADLINE_GRACE`](recipes_core::DEADLINE_GRACE) pass
-/// first: an attempt with a deadline ends within its deadline and one grace, as the machines
+/// first ([`Error::Unavailable`] if no server is connected then): an attempt with a deadline ends within its deadline and one grace, as the machines
 /// do. The session's end is reported at once (never hidden behind a cleanup). Cancel-safe:
 /// dropped while waiting, nothing is taken.
 pub async fn wait(
@@ -159,7 +159,12 @@ pub async fn wait(
                     return Err(Error::Zk(zk_client::Error::Closed));
                 }
             }
-            _ = crate::driver::sleep_until(until) => return Ok(None),
+            // Behind this process's own pending cleanups at the deadline: busy, unless no
+            // server is there to finish them.
+            _ = crate::driver::sleep_until(until) => return match client.outage() {
+                Some(outage) => Err(Error::Unavailable(outage)),
+                None => Ok(None),
+            },
         }
     }
 }

@@ -887,7 +887,7 @@ impl Contender {
         while !self.stop() {
             let Some((lease, style)) = self
                 .acquire(|deadline| {
-                    sem.acquire_timeout(deadline.saturating_duration_since(Instant::now()))
+                    sem.try_acquire_for(deadline.saturating_duration_since(Instant::now()))
                 })
                 .await
             else {

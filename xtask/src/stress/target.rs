@@ -137,7 +137,7 @@ impl Held {
         let _ = match self {
             Held::Guard(g) => g.release().await.map_err(|e| e.to_string()),
             Held::Multi(g) => g.release().await.map_err(|e| e.to_string()),
-            Held::Leases(l) => InterProcessSemaphoreV2::return_all(l)
+            Held::Leases(l) => recipe_semaphore::return_all(l)
                 .await
                 .map_err(|e| e.to_string()),
         };

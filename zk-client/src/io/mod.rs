@@ -254,6 +254,22 @@ pub(crate) struct Link {
     pub session_id: i64,
     /// The negotiated session timeout.
     pub timeout: Duration,
+    /// Since when no server is connected, and the attempts since.
+    pub down: crate::outage::Down,
+}
+
+/// The servers as `host:port` (an IPv6 host in brackets).
+fn servers(hosts: &[(String, u16)]) -> Vec<String> {
+    hosts
+        .iter()
+        .map(|(host, port)| {
+            if host.contains(':') {
+                format!("[{host}]:{port}")
+            } else {
+                format!("{host}:{port}")
+            }
+        })
+        .collect()
 }
 
 fn update(link: &Mutex<Link>, f: impl FnOnce(&mut Link)) {
@@ -287,6 +303,7 @@ impl<C: Connect> SessionTask<C> {
     ) -> Self {
         let dialer = Dialer::new(hosts, seed);
         session.set_host_count(dialer.hosts().len());
+        update(&wiring.link, |l| l.down.servers = servers(dialer.hosts()));
         Self {
             session,
             dialer,
@@ -346,6 +363,7 @@ impl<C: Connect> SessionTask<C> {
                         Ok(addrs) => addrs,
                         Err(Some(e)) => {
                             crate::log::warning!(error = %e, "connection attempt failed");
+                            update(&self.link, |l| l.down.failed(e.clone()));
                             self.dialer.failed(Instant::now().into_std(), e);
                             continue;
                         }
@@ -387,6 +405,7 @@ impl<C: Connect> SessionTask<C> {
                 Some(Err(e)) => e,
             };
             crate::log::warning!(error = %failure, "connection attempt failed");
+            update(&self.link, |l| l.down.failed(failure.clone()));
             self.dialer.failed(Instant::now().into_std(), failure);
         }
         self.finish();
@@ -620,7 +639,10 @@ impl<C: Connect> SessionTask<C> {
                 }
             }
         }
-        update(&self.link, |l| l.server = None);
+        update(&self.link, |l| {
+            l.server = None;
+            l.down.lost(Instant::now());
+        });
         self.session.handle_disconnect(Instant::now().into_std());
         self.drain_events();
         // A peer that does not read would hold a flush or a TLS shutdown forever: close in
@@ -851,6 +873,9 @@ impl<C: Connect> SessionTask<C> {
             Command::UpdateHosts { hosts } => {
                 self.session.set_host_count(hosts.len());
                 let kept = self.dialer.set_hosts(hosts, self.current.as_ref());
+                update(&self.link, |l| {
+                    l.down.servers = servers(self.dialer.hosts())
+                });
                 self.leave = !kept && self.session.state().is_connected();
             }
             Command::RemoveWatchesLocally { path, which, reply } => {
@@ -941,6 +966,7 @@ impl<C: Connect> SessionTask<C> {
                             l.session_id = id;
                             l.timeout = timeout;
                             l.passwd = passwd;
+                            l.down.connected();
                         });
                     }
                     self.state.send_replace(state);

@@ -562,7 +562,17 @@ impl<T> Session<T> {
         }
         self.session_id = resp.session_id;
         self.passwd = resp.passwd;
-        self.negotiated = Duration::from_millis(u64::try_from(resp.time_out).unwrap_or(0));
+        let negotiated = Duration::from_millis(u64::try_from(resp.time_out).unwrap_or(0));
+        if negotiated != self.negotiated && negotiated != self.cfg.session_timeout {
+            // The server bounds the timeout (2 to 20 ticks by default): say so once per change.
+            crate::log::info!(
+                session = %format_args!("{:#x}", resp.session_id),
+                asked_ms = u64::try_from(self.cfg.session_timeout.as_millis()).unwrap_or(u64::MAX),
+                granted_ms = u64::try_from(negotiated.as_millis()).unwrap_or(u64::MAX),
+                "the server changed the session timeout asked for"
+            );
+        }
+        self.negotiated = negotiated;
         self.last_heard = Some(now);
         let read_only = resp.read_only == Some(true);
         if !read_only {

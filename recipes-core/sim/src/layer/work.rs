@@ -398,7 +398,7 @@ pub async fn task(scene: Scene, client: Client, mut rng: Rng, rounds: u32) {
                     Box::pin(async move {
                         match d {
                             Some(d) => {
-                                s.acquire_many_timeout(
+                                s.try_acquire_many_for(
                                     qty,
                                     d.saturating_duration_since(Instant::now()),
                                 )
@@ -426,7 +426,7 @@ pub async fn task(scene: Scene, client: Client, mut rng: Rng, rounds: u32) {
                     hold_on(&scene, &client, &mut rng, "semaphore", lost, fence).await;
                     let how = letgo(&mut rng);
                     let_go(&scene, &ids, got, how, |got| {
-                        Box::pin(InterProcessSemaphoreV2::return_all(got))
+                        Box::pin(recipe_semaphore::return_all(got))
                     })
                     .await;
                 }

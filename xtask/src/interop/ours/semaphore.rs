@@ -15,7 +15,7 @@ pub(super) async fn run(c: &mut Contender) {
     while let Some(left) = c.left() {
         let qty = if leases > 1 && c.roll(10) < 2 { 2 } else { 1 };
         let held = match c
-            .take("acquire", semaphore.acquire_many_timeout(qty, left))
+            .take("acquire", semaphore.try_acquire_many_for(qty, left))
             .await
         {
             Taken::Held(held) => held,
@@ -27,7 +27,7 @@ pub(super) async fn run(c: &mut Contender) {
             let (node, token) = (lease.node_path().to_owned(), lease.fencing_token());
             c.record(n, "leases".into(), Mode::Lease, span, &node, token);
         }
-        c.release("release", InterProcessSemaphoreV2::return_all(held))
+        c.release("release", recipe_semaphore::return_all(held))
             .await;
     }
 }
