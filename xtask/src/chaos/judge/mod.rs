@@ -319,15 +319,17 @@ impl fmt::Display for Verdict {
                 f,
                 "  THE SERVERS LOST COMMITTED TRANSACTIONS: at zxid {:#x} {} was set to version \
                  {} where the logs (a majority of members) had reached {} (version {} set at \
-                 {:#x}): ZooKeeper's state parted from its logs there; judged up to {:#x}, {} \
-                 txns after not judged",
+                 {:#x}): the leader of epoch {:#x} took office without the history from there, \
+                 which the servers had served; judged up to {:#x}, where its epoch began, {} \
+                 txns from there not judged",
                 loss.zxid,
                 loss.path,
                 loss.version,
                 loss.had,
                 loss.version,
                 loss.since,
-                loss.since,
+                loss.zxid >> 32,
+                loss.parted,
                 self.unjudged
             )?;
         }
@@ -445,8 +447,18 @@ pub fn judge(entries: &[TxnEntry], cfg: &Config) -> Verdict {
         if let Some(f) = j.tree.forgotten.clone() {
             // The servers' state parted from their logs (they lost committed transactions):
             // nothing from where it parted on can be judged against the log.
+            j.verdict.unjudged = entries.iter().filter(|e| e.zxid() >= f.parted).count();
+            // This epoch's txns before the one that showed it were judged against the log's
+            // history too: not counted.
+            let after = entries
+                .iter()
+                .filter(|e| (f.parted..zxid).contains(&e.zxid()) && !e.body.changed_nothing())
+                .count();
+            j.verdict.txns = j
+                .verdict
+                .txns
+                .saturating_sub(u64::try_from(after).unwrap_or(u64::MAX));
             j.verdict.server_loss = Some(f);
-            j.verdict.unjudged = entries.iter().filter(|e| e.zxid() >= zxid).count();
             break;
         }
         j.verdict.txns += 1;
@@ -474,7 +486,7 @@ pub fn judge(entries: &[TxnEntry], cfg: &Config) -> Verdict {
             ));
         }
     }
-    if let Some(since) = j.verdict.server_loss.as_ref().map(|f| f.since) {
+    if let Some(since) = j.verdict.server_loss.as_ref().map(|f| f.parted) {
         // Judged against a history the servers no longer had: dropped, and uncounted.
         let violations = std::mem::take(&mut j.verdict.violations);
         let counted = std::mem::take(&mut j.verdict.counted);

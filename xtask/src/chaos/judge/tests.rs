@@ -47,6 +47,11 @@ fn check(path: &str) -> TxnBody {
 }
 
 impl Log {
+    /// The next txn opens a new epoch (a new leader).
+    fn new_epoch(&mut self) {
+        self.zxid = (self.zxid & !0xffff_ffff) + (1 << 32);
+    }
+
     /// The chaos layout's parents and registers, and sessions A, B, C and the store.
     fn new() -> Log {
         let mut log = Log {
@@ -652,11 +657,12 @@ fn a_turn_left_unclaimed_past_the_bound_is_missed() {
     );
 }
 
-/// ZooKeeper 3.8.0 can lose committed transactions (seen in a long chaos run: a follower's
+/// ZooKeeper 3.8.0 can lose committed transactions (seen in long chaos runs: a follower's
 /// epoch advanced before the transactions it was syncing reached its disk, then it led). The
 /// log still has them on a majority of members, the servers do not: a register set again at
-/// a version the log had already reached. The judge says so, stops there and drops what it
-/// found from where the servers parted from the log; what came before stands.
+/// a version the log had already reached. The judge says so and stops there: what it found
+/// from the start of the epoch whose leader lacked that history is dropped; what came before
+/// stands, the history the servers served and later lost included.
 #[test]
 fn servers_that_lost_committed_transactions_stop_the_judgement_there() {
     let mut log = Log::new();
@@ -664,15 +670,22 @@ fn servers_that_lost_committed_transactions_stop_the_judgement_there() {
     log.mark(A, "rust", &[(&a, ta)]);
     log.write("mutex", 1, "rust", &a, ta);
     log.write("mutex", 2, "rust", &a, ta);
-    let parted = log.zxid + 1;
+    log.new_epoch();
+    let since = log.zxid + 1;
     log.write("mutex", 3, "rust", &a, ta);
     log.write("mutex", 4, "rust", &a, ta);
-    // The servers lost versions 3 and 4: the next write sets version 3 again, from value 2.
+    // The next epoch's leader lacks versions 3 and 4: it sets version 3 again, from value 2.
+    log.new_epoch();
+    let parted = log.zxid + 1;
     log.versions.insert("mutex".into(), 2);
     log.write("mutex", 3, "rust", &a, ta);
     let v = log.judge();
     let loss = v.server_loss.clone().unwrap();
-    assert_eq!((loss.version, loss.had, loss.since), (3, 4, parted), "{v}");
+    assert_eq!(
+        (loss.version, loss.had, loss.since, loss.parted),
+        (3, 4, since, parted & !0xffff_ffff),
+        "{v}"
+    );
     assert!(
         v.to_string()
             .contains("THE SERVERS LOST COMMITTED TRANSACTIONS"),
@@ -682,14 +695,19 @@ fn servers_that_lost_committed_transactions_stop_the_judgement_there() {
     assert_eq!(row(&v, "mutex", "rust").lost_updates, 0, "{v}");
     assert_eq!(v.failure(), None);
 
-    // A violation before the parting stands.
+    // Violations before the parting stand, in the history later lost too; one after it in
+    // the epoch that showed the loss is dropped.
     let mut log = Log::new();
     let (a, ta) = log.node(A, M, "_c_a-lock-0000000000");
     let (b, tb) = log.node(B, M, "_c_b-lock-0000000001");
     log.mark(A, "rust", &[(&a, ta)]);
-    log.mark(B, "rust", &[(&b, tb)]); // not granted
     log.write("mutex", 1, "rust", &a, ta);
+    log.new_epoch();
+    log.mark(B, "rust", &[(&b, tb)]); // not granted, in the epoch later lost
     log.write("mutex", 2, "rust", &a, ta);
+    log.new_epoch();
+    let (c, tc) = log.node(C, M, "_c_c-lock-0000000002");
+    log.mark(C, "rust", &[(&c, tc)]); // not granted either, but after the parting
     log.versions.insert("mutex".into(), 1);
     log.write("mutex", 2, "rust", &a, ta);
     let v = log.judge();

@@ -36,9 +36,19 @@ pub struct Forgotten {
     pub version: i32,
     /// The version the log had reached.
     pub had: usize,
-    /// Where the log first set the version the server set again: from there on, the log and
-    /// the servers' state part.
+    /// Where the log first set the version the server set again: the servers later forgot
+    /// the log's history from there.
     pub since: i64,
+    /// Where the servers' state parted from the log: the start of the epoch whose leader
+    /// lacked that history (a leader's state can only lose a tail of history when it takes
+    /// office: within an epoch one leader's state only grows). Before it the servers served the log's history, lost tail included (clients saw those
+    /// writes succeed), so what happened there is judged; from it on the servers had another.
+    pub parted: i64,
+}
+
+/// The first zxid of `zxid`'s epoch (the epoch is the high 32 bits).
+pub fn epoch_start(zxid: i64) -> i64 {
+    zxid & !0xffff_ffff
 }
 
 /// A session's life, as far as the log tells.
@@ -163,12 +173,14 @@ impl Tree {
                         let version = usize::try_from(t.version).unwrap_or(0);
                         if version != life.versions.len() + 1 && self.forgotten.is_none() {
                             let since = life.versions.get(version.saturating_sub(1)).copied();
+                            let since = since.unwrap_or(zxid);
                             self.forgotten = Some(Forgotten {
                                 zxid,
                                 path: t.path.clone(),
                                 version: t.version,
                                 had: life.versions.len(),
-                                since: since.unwrap_or(zxid),
+                                since,
+                                parted: epoch_start(zxid),
                             });
                         }
                         life.versions.truncate(version.saturating_sub(1));
