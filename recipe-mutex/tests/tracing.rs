@@ -1,7 +1,8 @@
 //! Feature `tracing`: a subscriber sees what a user watching the logs needs, from a real
 //! server: a reconnect (the connection lost, the decision to reconnect, the session back,
 //! same id) and a hand-over (the waiter's hold, with the lock's path, its node, its session
-//! and `handed_over`). One test in this binary: it installs the process's global subscriber.
+//! and `handed_over`), a session timeout the server changed (asked and granted), and a
+//! waiter's one report of what it waits behind. One test in this binary: it installs the process's global subscriber.
 
 #![cfg(feature = "tracing")]
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
@@ -104,4 +105,54 @@ async fn a_subscriber_sees_a_reconnect_and_a_hand_over() {
         .await;
     assert!(released < over);
     bounded(second.release()).await.unwrap();
+
+    // A session timeout the server changed: asked 100 s, the test server allows 10 s at most.
+    let from = collector.len();
+    let c = client_at(&server().connect_string(), Duration::from_secs(100)).await;
+    let granted = c.session_timeout().as_millis().to_string();
+    let changed = collector
+        .wait_for(from, "the changed session timeout", |e| {
+            e.message() == "the server changed the session timeout asked for"
+        })
+        .await;
+    let seen = collector.get(changed);
+    assert_eq!(seen.level, tracing::Level::INFO, "{seen:?}");
+    assert_eq!(seen.field("asked_ms"), Some("100000"), "{seen:?}");
+    assert_eq!(seen.field("granted_ms"), Some(granted.as_str()), "{seen:?}");
+
+    // A waiter that has waited `WAIT_REPORT_AFTER` says once what it waits behind.
+    let path = "/t/tracing-still-waiting";
+    let held = bounded(InterProcessMutex::new(a.clone(), path).unwrap().lock())
+        .await
+        .unwrap();
+    let from = collector.len();
+    let waiter = InterProcessMutex::new(c.clone(), path).unwrap();
+    let waiting = tokio::spawn(async move { waiter.lock().await });
+    let c_session = format!("{:#x}", c.session_id());
+    let report = collector
+        .wait_for(from, "the waiting report", |e| {
+            e.message() == "still waiting for the lock, behind this node"
+                && e.field("session") == Some(c_session.as_str())
+        })
+        .await;
+    let seen = collector.get(report);
+    assert_eq!(seen.level, tracing::Level::INFO, "{seen:?}");
+    assert_eq!(seen.field("behind"), Some(held.node_path()), "{seen:?}");
+    assert_eq!(
+        seen.field("behind_session"),
+        Some(session.as_str()),
+        "{seen:?}"
+    );
+    let waited: u64 = seen.field("waited_ms").unwrap().parse().unwrap();
+    assert!(
+        waited >= recipe_mutex::WAIT_REPORT_AFTER.as_millis() as u64,
+        "{seen:?}"
+    );
+    bounded(held.release()).await.unwrap();
+    let guard = bounded(waiting).await.unwrap().unwrap();
+    bounded(guard.release()).await.unwrap();
+    let reports = collector.all(|e| {
+        e.message().starts_with("still waiting") && e.field("session") == Some(c_session.as_str())
+    });
+    assert_eq!(reports.len(), 1, "once: {reports:#?}");
 }
