@@ -52,6 +52,30 @@ pub(super) async fn mutex_demo(server: &ZkServer) -> Result<(), Box<dyn std::err
         let node = nodes.last().map(|n| short(n)).unwrap_or_default();
         println!("{name:<6} asks for the lock and waits in line with node {node}");
     }
+    // What an operator sees: the queue as the server has it (who holds, who waits behind
+    // whom, each session and the host address its node carries).
+    println!("the queue as the server has it (InterProcessMutex::queue; the who_holds example):");
+    let names = [
+        (alice.session_id(), "alice"),
+        (bob.session_id(), "bob"),
+        (carol.session_id(), "carol"),
+    ];
+    for p in ma.queue().await? {
+        let who = names
+            .iter()
+            .find(|(id, _)| *id == p.session_id)
+            .map_or("?", |(_, name)| *name);
+        let standing = match p.watches() {
+            None => "holds".to_owned(),
+            Some(w) => format!("waits behind {}", short(w)),
+        };
+        println!(
+            "  {who:<6} {:<18} {standing:<35} session {:#x}, data {:?}",
+            short(&p.node),
+            p.session_id,
+            String::from_utf8_lossy(&p.data)
+        );
+    }
     let mut last_token = (ga.fencing_token(), "alice");
     ga.release().await?;
     println!("alice  releases the lock");
