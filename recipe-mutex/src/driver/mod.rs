@@ -1,0 +1,335 @@
+//! The one async driver: runs any recipes-core [`Machine`] against a ZooKeeper session. Every
+//! recipe takes its locks through it; it is exported for the recipe crates, not for users.
+//!
+//! It only moves things: ops out to the client (in the machine's order, pipelined), replies,
+//! watch events, state changes and the time in. Time is read here and only here, from tokio's
+//! clock (so paused-time tests drive it). After each input the machine is checked by
+//! [`Runner`](recipes_core::Runner): a machine left with nothing to wait for ends with [`Error::Stuck`] instead of
+//! hanging or spinning.
+//!
+//! Whatever happens to the caller's future, nothing is left behind: if it is dropped before
+//! the machine ends, the machine is told [`Input::Abandon`](recipes_core::Input::Abandon) and a background task takes over
+//! the ops in flight (a create in flight is awaited, so its node is deleted by its exact path)
+//! and then runs the cleanups the machine owes, to the end.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use recipes_core::{AcquireMachine, Failure, Held, Machine, Predicate, Stuck};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use zk_client::{Client, SessionState};
+
+use crate::Error;
+
+mod cleanup;
+mod ops;
+mod run;
+
+use cleanup::start_releases;
+pub use cleanup::{
+    GuaranteedDelete, finish_release, guaranteed_delete, guaranteed_delete_on, run_cleanups,
+    spawn_cleanups,
+};
+pub use ops::{connection, create_parents, sleep_until, zk_error};
+use run::Run;
+
+/// A lock node we hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Acquired {
+    /// Its full path.
+    pub path: String,
+    /// Its creation zxid (the fencing token).
+    pub czxid: i64,
+    /// The session it belongs to.
+    pub session_id: i64,
+}
+
+/// How many times an attempt whose node vanished is retried with a new node (Curator's retry
+/// policy does the same), within the same deadline.
+const VANISHED_RETRIES: u32 = 3;
+
+/// The clock: tokio's, as a `std` instant for the machines.
+pub fn now() -> std::time::Instant {
+    Instant::now().into_std()
+}
+
+/// The deadline `timeout` from now, for the surfaces' `try_*_for(timeout)`; `None` (no
+/// deadline: wait as long as it takes) when it is too far to be an instant, as
+/// `Duration::MAX`, which many callers write for "forever", is.
+pub fn deadline_in(timeout: std::time::Duration) -> Option<Instant> {
+    Instant::now().checked_add(timeout)
+}
+
+/// `deadline` plus one [`DEADLINE_GRACE`](recipes_core::DEADLINE_GRACE), saturating: at the
+/// end of what an instant can hold, the deadline itself.
+pub fn with_grace(deadline: Instant) -> Instant {
+    deadline
+        .checked_add(recipes_core::DEADLINE_GRACE)
+        .unwrap_or(deadline)
+}
+
+/// An attempt's turn ([`crate::turns`]), kept until the driven machine is completely
+/// finished, background work included; marked abandoned when the machine is handed to the
+/// background, so that cancellations cannot pile up nodes faster than they are deleted.
+pub use crate::turns::Turn;
+
+/// Takes a fair lock: runs attempts of `predicate` on `base` until one holds, fails, or the
+/// deadline passes (`Ok(None)`). An attempt whose node vanished is retried with a new node.
+///
+/// Cancel-safe: if the returned future is dropped at any point, no node of ours is left (a
+/// background task finishes the ops in flight and deletes what was created); `turn` is dropped
+/// only once that is done.
+pub async fn acquire<P>(
+    client: &Client,
+    base: &str,
+    predicate: P,
+    data: Bytes,
+    deadline: Option<Instant>,
+    turn: Option<Turn>,
+) -> Result<Option<Acquired>, Error>
+where
+    P: Predicate + Clone + Send + 'static,
+{
+    let mut vanished = 0;
+    loop {
+        crate::log::debug!(
+            lock = base,
+            session = %format_args!("{:#x}", client.session_id()),
+            "lock attempt"
+        );
+        let uuid = crate::uuid::random_uuid();
+        let machine = AcquireMachine::new(
+            base,
+            predicate.clone(),
+            &uuid,
+            data.clone(),
+            deadline.map(Instant::into_std),
+        );
+        match take_node(client, machine, turn.clone(), deadline).await {
+            Err(Error::NodeVanished) if vanished < VANISHED_RETRIES => {
+                crate::log::info!(
+                    lock = base,
+                    session = %format_args!("{:#x}", client.session_id()),
+                    retry = vanished + 1,
+                    "our node vanished while waiting: trying again with a new node"
+                );
+                vanished += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Runs a machine whose outcome is a node to hold: `Ok(Some)` when held, `Ok(None)` when its
+/// deadline (the machine's, given again as `deadline`) passed, the error otherwise.
+/// Cancel-safe as [`drive`].
+pub async fn take_node<M>(
+    client: &Client,
+    machine: M,
+    turn: Option<Turn>,
+    deadline: Option<Instant>,
+) -> Result<Option<Acquired>, Error>
+where
+    M: Machine<Output = Held> + Send + 'static,
+{
+    let options = DriveOptions {
+        turn,
+        wake: None,
+        deadline,
+    };
+    let (outcome, error) = drive(client, machine, options).await;
+    match outcome {
+        Ok(Held { path, czxid }) => Ok(Some(Acquired {
+            path,
+            czxid,
+            session_id: client.session_id(),
+        })),
+        Err(Ended::TimedOut) => Ok(None),
+        Err(ended) => Err(error_of(client, ended, error)),
+    }
+}
+
+/// What [`drive`] is given besides the machine.
+#[derive(Default)]
+pub struct DriveOptions {
+    /// Kept alive until the machine is completely finished, background work included.
+    pub turn: Option<Turn>,
+    /// Gives the machine [`Input::Wake`](recipes_core::Input::Wake) each time it is notified (`notify_one`): something
+    /// outside ZooKeeper changed, such as a semaphore's shared lease count.
+    pub wake: Option<Arc<Notify>>,
+    /// The machine's deadline: a machine that timed out waits for its cleanups until this
+    /// deadline and one [`recipes_core::DEADLINE_GRACE`] at most (the machine itself ends
+    /// within that too), so the whole attempt ends within its deadline and one grace.
+    pub deadline: Option<Instant>,
+}
+
+impl std::fmt::Debug for DriveOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DriveOptions")
+            .field("turn", &self.turn.is_some())
+            .field("wake", &self.wake.is_some())
+            .field("deadline", &self.deadline)
+            .finish()
+    }
+}
+
+/// How a driven machine ended without holding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// Its deadline passed while a server was connected: the lock was busy.
+    TimedOut,
+    /// Its deadline passed while no server was connected: busy or free, nobody can say.
+    Unavailable(zk_client::Outage),
+    /// It failed.
+    Failed(Failure),
+    /// It was left with nothing to wait for (a bug in the machine, caught).
+    Stuck(Stuck),
+}
+
+/// The error for a machine that ended without holding; `error` is the client's error for the
+/// last op that failed.
+pub fn error_of(client: &Client, ended: Ended, error: Option<zk_client::Error>) -> Error {
+    match ended {
+        Ended::TimedOut => Error::TimedOut,
+        Ended::Unavailable(outage) => Error::Unavailable(outage),
+        Ended::Stuck(stuck) => Error::Stuck(stuck),
+        Ended::Failed(failure) => match failure {
+            Failure::SessionExpired => session_error(client.state()),
+            Failure::NodeVanished => Error::NodeVanished,
+            Failure::ParentMissing => Error::ParentMissing,
+            Failure::SequenceWrapped => Error::SequenceWrapped,
+            Failure::Abandoned => Error::SessionLost,
+            Failure::Zk(_) => match error {
+                Some(zk_client::Error::SessionExpired) => Error::SessionExpired,
+                Some(e) => Error::Zk(e),
+                None => session_error(client.state()),
+            },
+        },
+    }
+}
+
+/// The error for a session in `state` that can no longer be used (or is lost).
+pub fn session_error(state: SessionState) -> Error {
+    match state {
+        SessionState::Lost => Error::SessionLost,
+        SessionState::AuthFailed => Error::Zk(zk_client::Error::AuthFailed),
+        _ => Error::SessionExpired,
+    }
+}
+
+/// Runs `machine` until it has an outcome. If it holds, its output (and the deletes of what
+/// it [releases](Machine::releases) have been started); if not, the cleanups it
+/// owes have been started in the background (for a timeout, awaited until the deadline and
+/// one [`recipes_core::DEADLINE_GRACE`] at most, so that an attempt that gave up has usually
+/// deleted its node when it returns, as in Curator, and still returns within its deadline and
+/// one grace). The client's error for the last op that failed comes with it.
+///
+/// Cancel-safe, see the module docs.
+pub async fn drive<M>(
+    client: &Client,
+    machine: M,
+    options: DriveOptions,
+) -> (Result<M::Output, Ended>, Option<zk_client::Error>)
+where
+    M: Machine + Send + 'static,
+    M::Output: Clone + std::fmt::Debug + 'static,
+{
+    let mut run = Run::new(client.clone(), machine);
+    run.turn = options.turn;
+    run.wake = options.wake;
+    run.start();
+    run.until_outcome().await;
+    let error = run.last_error.clone();
+    let outcome = match run.outcome() {
+        // At the deadline, "busy" is only known with a server: without one it is an outage.
+        Err(Ended::TimedOut) => match client.outage() {
+            Some(outage) => Err(Ended::Unavailable(outage)),
+            None => Err(Ended::TimedOut),
+        },
+        other => other,
+    };
+    #[cfg(feature = "tracing")]
+    log_outcome(client, &outcome, error.as_ref(), run.waited);
+    match &outcome {
+        Ok(_) => {
+            // Scaffolding (the semaphore's inner lock) goes now, guaranteed, not awaited.
+            let releases = run
+                .runner
+                .as_ref()
+                .map(|r| r.machine().releases())
+                .unwrap_or_default();
+            start_releases(client, releases);
+        }
+        Err(Ended::TimedOut | Ended::Unavailable(_)) => {
+            let done = run.hand_off();
+            let grace = with_grace(Instant::now());
+            let until = options.deadline.map_or(grace, with_grace).min(grace);
+            let grace = tokio::time::sleep_until(until);
+            // Both arms end the wait and nothing else: the order is behaviour-neutral, and a
+            // fixed one keeps the simulator's schedules replayable (an unbiased `select!`
+            // draws from the runtime's random generator).
+            tokio::select! {
+                biased;
+                _ = done => {}
+                _ = grace => {}
+            }
+        }
+        Err(_) => drop(run.hand_off()),
+    }
+    (outcome, error)
+}
+
+/// Logs how a driven machine ended: each node held (with its lock, session, fencing token and
+/// whether it waited behind a predecessor whose release handed it over), a timeout, a failure.
+#[cfg(feature = "tracing")]
+fn log_outcome<O: std::fmt::Debug + 'static>(
+    client: &Client,
+    outcome: &Result<O, Ended>,
+    error: Option<&zk_client::Error>,
+    waited: bool,
+) {
+    use recipes_core::Held;
+    let session = format!("{:#x}", client.session_id());
+    match outcome {
+        Ok(output) => {
+            let any: &dyn std::any::Any = output;
+            let held: Vec<&Held> =
+                match (any.downcast_ref::<Held>(), any.downcast_ref::<Vec<Held>>()) {
+                    (Some(one), _) => vec![one],
+                    (None, Some(many)) => many.iter().collect(),
+                    (None, None) => Vec::new(),
+                };
+            for h in held {
+                let (lock, node) = h.path.rsplit_once('/').unwrap_or(("", h.path.as_str()));
+                crate::log::info!(
+                    lock,
+                    node,
+                    session = %session,
+                    fencing_token = h.czxid,
+                    handed_over = waited,
+                    "lock held"
+                );
+            }
+            if !any.is::<Held>() && !any.is::<Vec<Held>>() {
+                crate::log::debug!(session = %session, output = ?output, "done");
+            }
+        }
+        Err(Ended::TimedOut) => {
+            crate::log::info!(session = %session, "timed out: giving up the attempt")
+        }
+        Err(Ended::Unavailable(outage)) => {
+            crate::log::warning!(
+                session = %session,
+                outage = %outage,
+                "deadline passed with no server: giving up the attempt (an outage, not a busy lock)"
+            )
+        }
+        Err(ended) => crate::log::warning!(
+            session = %session,
+            ended = ?ended,
+            error = ?error,
+            "attempt failed"
+        ),
+    }
+}
