@@ -43,6 +43,7 @@
 
 mod chroot;
 mod client;
+mod command;
 mod dial;
 mod error;
 mod framing;

@@ -7,15 +7,8 @@ use std::task::{Context, Poll};
 use tokio::sync::{mpsc, oneshot};
 use zk_proto::{EventType, KeeperState};
 
-use crate::io::Command;
+use crate::command::Command;
 use crate::session::{WatchedEvent, WatcherId};
-
-/// Where the session task delivers a watcher's events.
-#[derive(Debug)]
-pub(crate) enum WatchSink {
-    Oneshot(oneshot::Sender<WatchedEvent>),
-    Stream(mpsc::UnboundedSender<WatchedEvent>),
-}
 
 /// Forgets a watcher in the session task when its handle is dropped early. Holds only a weak
 /// sender, so a watcher never keeps the session alive.

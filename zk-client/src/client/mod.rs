@@ -15,10 +15,12 @@ use zk_proto::{
 };
 
 use crate::chroot::Chroot;
-use crate::io::{Command, Link};
+use crate::command::Command;
+use crate::command::WatchSink;
+use crate::io::Link;
 use crate::reply::Replies;
 use crate::session::{SessionState, WatcherId};
-use crate::watcher::{OneshotWatcher, PersistentWatcher, WatchSink};
+use crate::watcher::{OneshotWatcher, PersistentWatcher};
 use crate::{ConnectString, Error};
 
 mod builder;

@@ -33,40 +33,15 @@ pub(crate) use connect::{Dial, literal_resolver};
 #[cfg(feature = "tls")]
 pub(crate) use tls::TlsConnect;
 
+use crate::command::{Command, WatchSink};
 use crate::dial::{Dialer, Step};
 use crate::framing::ZkFrames;
 use crate::reply::ReplySender;
 use crate::session::{Session, SessionEvent, SessionState, WatcherId};
-use crate::watcher::WatchSink;
 use crate::{Error, chroot::Chroot};
 
 /// The caller waiting for a reply (none for requests the task sends on its own).
 pub(crate) type Token = Option<ReplySender<Result<Response, Error>>>;
-
-/// What a [`crate::Client`] asks of the session task.
-#[derive(Debug)]
-pub(crate) enum Command {
-    /// Send a request; reply on `reply`; if it leaves a watch, deliver to `watch`.
-    Submit {
-        request: Request,
-        reply: ReplySender<Result<Response, Error>>,
-        watch: Option<(WatcherId, WatchSink)>,
-    },
-    /// A watcher's handle was dropped.
-    ForgetWatch { path: String, id: WatcherId },
-    /// Close the session: on the server if one answers within the close timeout, else here.
-    Close {
-        reply: oneshot::Sender<Result<(), Error>>,
-    },
-    /// A new list of servers for the same session (`updateServerList`).
-    UpdateHosts { hosts: Vec<(String, u16)> },
-    /// Remove watches here only.
-    RemoveWatchesLocally {
-        path: String,
-        which: zk_proto::WatcherType,
-        reply: oneshot::Sender<Result<(), Error>>,
-    },
-}
 
 /// A close under way.
 struct Closing {
