@@ -2,8 +2,11 @@
 
 use std::process::Command;
 
-use super::locks::PYTHON;
 use crate::java;
+
+/// The Python that has kazoo (Debian's `python3-kazoo`), which the benchmarks run kazoo's
+/// workers with.
+pub(crate) const PYTHON: &str = "/usr/bin/python3";
 
 /// The CPU model from `/proc/cpuinfo`.
 pub(crate) fn cpu_model() -> Option<String> {

@@ -83,8 +83,7 @@ use crate::zk::ZkServer;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
-/// The Python that has kazoo (Debian's `python3-kazoo`).
-pub(crate) const PYTHON: &str = "/usr/bin/python3";
+pub(crate) use super::versions::PYTHON;
 
 /// The rounds when `--rounds` is not given: the fewest that can meet a target.
 pub const DEFAULT_ROUNDS: u32 = 5;
