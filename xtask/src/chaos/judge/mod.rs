@@ -317,12 +317,13 @@ impl fmt::Display for Verdict {
         if let Some(loss) = &self.server_loss {
             writeln!(
                 f,
-                "  THE SERVERS LOST COMMITTED TRANSACTIONS: at zxid {:#x} {} was set to version \
-                 {} where the logs (a majority of members) had reached {} (version {} set at \
+                "  THE SERVERS LOST COMMITTED TRANSACTIONS: at zxid {:#x} the {} of {} went back \
+                 to {} where the logs (a majority of members) had reached {} ({} first logged at \
                  {:#x}): the leader of epoch {:#x} took office without the history from there, \
                  which the servers had served; judged up to {:#x}, where its epoch began, {} \
                  txns from there not judged",
                 loss.zxid,
+                loss.what,
                 loss.path,
                 loss.version,
                 loss.had,

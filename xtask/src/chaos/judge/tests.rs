@@ -27,6 +27,8 @@ struct Log {
     time: i64,
     /// Each register's data version.
     versions: std::collections::HashMap<String, i32>,
+    /// Each parent's children version.
+    cversions: std::collections::HashMap<String, i32>,
     entries: Vec<TxnEntry>,
 }
 
@@ -58,6 +60,7 @@ impl Log {
             zxid: 0x1_0000_0000,
             time: 0,
             versions: std::collections::HashMap::new(),
+            cversions: std::collections::HashMap::new(),
             entries: Vec::new(),
         };
         for s in [A, B, C, STORE] {
@@ -98,7 +101,8 @@ impl Log {
         log
     }
 
-    fn push(&mut self, session: i64, body: TxnBody) -> i64 {
+    fn push(&mut self, session: i64, mut body: TxnBody) -> i64 {
+        self.number_creates(&mut body);
         self.zxid += 1;
         self.entries.push(TxnEntry {
             header: TxnHeader {
@@ -112,6 +116,29 @@ impl Log {
             digest: None,
         });
         self.zxid
+    }
+
+    /// Gives each create its parent's children version after it, as servers log it (every
+    /// create and delete of a child adds one).
+    fn number_creates(&mut self, body: &mut TxnBody) {
+        match body {
+            TxnBody::Multi(ops) => {
+                for op in ops.iter_mut() {
+                    self.number_creates(op);
+                }
+            }
+            TxnBody::Create(t) | TxnBody::Create2(t) => {
+                let (parent, _) = super::tree::split(&t.path);
+                let n = self.cversions.entry(parent.to_owned()).or_insert(0);
+                *n += 1;
+                t.parent_cversion = *n;
+            }
+            TxnBody::Delete(t) => {
+                let (parent, _) = super::tree::split(&t.path);
+                *self.cversions.entry(parent.to_owned()).or_insert(0) += 1;
+            }
+            _ => {}
+        }
     }
 
     /// `s` registers as a session of `lib`'s.
@@ -714,4 +741,35 @@ fn servers_that_lost_committed_transactions_stop_the_judgement_there() {
     assert!(v.server_loss.is_some());
     assert_eq!(row(&v, "mutex", "rust").not_granted, 1, "{v}");
     assert!(v.failure().is_some());
+}
+
+/// A lost tail shows in a lock directory first: the next create gives the directory a
+/// children version the log's creates had already reached (every create adds one), though no
+/// register was written since. The judgement stops at the start of that epoch.
+#[test]
+fn a_lost_tail_of_creates_shows_in_the_next_creates_children_version() {
+    let mut log = Log::new();
+    let (a, ta) = log.node(A, M, "_c_a-lock-0000000000");
+    log.mark(A, "rust", &[(&a, ta)]);
+    log.write("mutex", 1, "rust", &a, ta);
+    log.new_epoch();
+    let since = log.zxid + 1;
+    log.node(B, M, "_c_b-lock-0000000001");
+    // The next epoch's leader lacks b's create: its next create in the directory numbers the
+    // directory's children as if b had never come.
+    log.new_epoch();
+    let parted = log.zxid + 1;
+    if let Some(n) = log.cversions.get_mut(M) {
+        *n -= 1;
+    }
+    log.node(C, M, "_c_c-lock-0000000001");
+    let v = log.judge();
+    let loss = v.server_loss.clone().unwrap();
+    assert_eq!(
+        (loss.what, loss.path.as_str(), loss.since, loss.parted),
+        ("children version", M, since, parted & !0xffff_ffff),
+        "{v}"
+    );
+    assert!(v.to_string().contains("the children version of"), "{v}");
+    assert_eq!(v.failure(), None, "{v}");
 }

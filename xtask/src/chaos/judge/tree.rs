@@ -21,17 +21,24 @@ pub struct NodeLife {
     pub deleted: Option<i64>,
     /// The zxid that set each data version (version `k` at index `k - 1`).
     pub versions: Vec<i64>,
+    /// Each create of a child: the `cversion` it gave this node, and its zxid (strictly
+    /// increasing in any history the servers kept: every create adds one).
+    pub cversions: Vec<(i32, i64)>,
 }
 
-/// The servers contradicting their own logs: a `setData` whose new version says the server
-/// did not have versions the logs show a majority of members committed (ZooKeeper lost
-/// committed transactions).
+/// The servers contradicting their own logs: a `setData` whose new data version, or a create
+/// whose parent's new children version, says the servers did not have changes the logs show
+/// a majority of members committed (ZooKeeper lost committed transactions). Lock directories
+/// see a create every few milliseconds, so a lost tail shows within milliseconds of the
+/// epoch that lost it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Forgotten {
-    /// The `setData` that shows it.
+    /// The `setData` or create that shows it.
     pub zxid: i64,
-    /// Its path.
+    /// The node whose version went back (the create's parent).
     pub path: String,
+    /// Which version: `"data version"` or `"children version"`.
+    pub what: &'static str,
     /// The version it set.
     pub version: i32,
     /// The version the log had reached.
@@ -150,14 +157,21 @@ impl Tree {
             }
             TxnBody::Create(t) | TxnBody::Create2(t) => {
                 let owner = t.ephemeral.then_some(session);
+                self.cversion(&t.path, t.parent_cversion, zxid);
                 self.create(&t.path, t.data.clone(), owner, zxid, out);
             }
             TxnBody::CreateV0(t) => {
                 let owner = t.ephemeral.then_some(session);
                 self.create(&t.path, t.data.clone(), owner, zxid, out);
             }
-            TxnBody::CreateTtl(t) => self.create(&t.path, t.data.clone(), None, zxid, out),
-            TxnBody::CreateContainer(t) => self.create(&t.path, t.data.clone(), None, zxid, out),
+            TxnBody::CreateTtl(t) => {
+                self.cversion(&t.path, t.parent_cversion, zxid);
+                self.create(&t.path, t.data.clone(), None, zxid, out);
+            }
+            TxnBody::CreateContainer(t) => {
+                self.cversion(&t.path, t.parent_cversion, zxid);
+                self.create(&t.path, t.data.clone(), None, zxid, out);
+            }
             TxnBody::Delete(t) | TxnBody::DeleteContainer(t) => {
                 if self.live.contains_key(&t.path) {
                     self.delete(&t.path, zxid, out);
@@ -177,6 +191,7 @@ impl Tree {
                             self.forgotten = Some(Forgotten {
                                 zxid,
                                 path: t.path.clone(),
+                                what: "data version",
                                 version: t.version,
                                 had: life.versions.len(),
                                 since,
@@ -199,6 +214,41 @@ impl Tree {
             | TxnBody::Error(_)
             | TxnBody::Multi(_) => {}
         }
+    }
+
+    /// A create of `path` gave its parent children version `cversion` at `zxid`: one at or
+    /// below what the log's creates had given it shows the servers lost those changes.
+    fn cversion(&mut self, path: &str, cversion: i32, zxid: i64) {
+        if cversion < 0 {
+            return; // not logged (a server before 3.3)
+        }
+        let (parent, _) = split(path);
+        let Some(&i) = self.live.get(parent) else {
+            return;
+        };
+        let Some(life) = self.lives.get_mut(i) else {
+            return;
+        };
+        if let Some(&(had, _)) = life.cversions.last() {
+            if cversion <= had && self.forgotten.is_none() {
+                let since = life
+                    .cversions
+                    .iter()
+                    .find(|(v, _)| *v >= cversion)
+                    .map_or(zxid, |(_, z)| *z);
+                self.forgotten = Some(Forgotten {
+                    zxid,
+                    path: parent.to_owned(),
+                    what: "children version",
+                    version: cversion,
+                    had: usize::try_from(had).unwrap_or(0),
+                    since,
+                    parted: epoch_start(zxid),
+                });
+            }
+        }
+        life.cversions.retain(|(v, _)| *v < cversion);
+        life.cversions.push((cversion, zxid));
     }
 
     fn create(
@@ -233,6 +283,7 @@ impl Tree {
             data: data.unwrap_or_default(),
             deleted: None,
             versions: Vec::new(),
+            cversions: Vec::new(),
         });
         out.push(Change::Created(path.to_owned()));
     }
