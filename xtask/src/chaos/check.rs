@@ -76,6 +76,8 @@ pub struct LeftNode {
     pub path: String,
     /// Its owner session.
     pub owner: i64,
+    /// The zxid that created it.
+    pub czxid: i64,
 }
 
 /// What the checker is given.
@@ -93,6 +95,10 @@ pub struct Input<'a> {
     pub acquire_deadline: u64,
     /// Nodes found under the lock paths at the end.
     pub nodes_left: &'a [LeftNode],
+    /// Where the servers' log judge found ZooKeeper lost committed history (the first
+    /// zxid it lost), if it did: a node created from there on is in a history the servers
+    /// did not keep (a delete of it may be what they lost), so it is reported, not judged.
+    pub servers_lost_from: Option<i64>,
 }
 
 /// One recipe and library's counts.
@@ -143,6 +149,9 @@ pub struct Report {
     /// Nodes left, each with the client whose session owns it (`?` when no client recorded
     /// that session).
     pub nodes_left: Vec<(String, String)>,
+    /// Nodes left that were created in or after history the servers lost (see
+    /// [`Input::servers_lost_from`]), with their client: reported, not judged.
+    pub left_in_lost_history: Vec<(String, String)>,
     /// Lines that did not fit (a write without its hold): a harness or worker bug.
     pub malformed: Vec<String>,
 }
@@ -277,6 +286,16 @@ impl fmt::Display for Report {
         for (node, who) in self.nodes_left.iter().take(SAMPLES) {
             writeln!(f, "  left: {node}, by {who}")?;
         }
+        if !self.left_in_lost_history.is_empty() {
+            writeln!(
+                f,
+                "nodes left that were made in history the servers lost (not judged): {}",
+                self.left_in_lost_history.len()
+            )?;
+            for (node, who) in self.left_in_lost_history.iter().take(SAMPLES) {
+                writeln!(f, "  left: {node}, by {who}")?;
+            }
+        }
         for s in &self.samples {
             writeln!(f, "  {s}")?;
         }
@@ -297,18 +316,22 @@ pub fn check(input: &Input<'_>) -> Report {
             _ => None,
         })
         .collect();
+    let named = |n: &LeftNode| {
+        let who = sessions.get(&n.owner).map_or("?", |w| *w);
+        (
+            format!("{} (session {:#x}, czxid {:#x})", n.path, n.owner, n.czxid),
+            who.to_owned(),
+        )
+    };
+    let in_lost = |n: &&LeftNode| input.servers_lost_from.is_some_and(|from| n.czxid >= from);
     let mut report = Report {
         nodes_left: input
             .nodes_left
             .iter()
-            .map(|n| {
-                let who = sessions.get(&n.owner).map_or("?", |w| *w);
-                (
-                    format!("{} (session {:#x})", n.path, n.owner),
-                    who.to_owned(),
-                )
-            })
+            .filter(|n| !in_lost(n))
+            .map(named)
             .collect(),
+        left_in_lost_history: input.nodes_left.iter().filter(in_lost).map(named).collect(),
         ..Report::default()
     };
     let t = u64::try_from(input.session_timeout.as_nanos()).unwrap_or(u64::MAX);

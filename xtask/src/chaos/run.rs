@@ -267,6 +267,7 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
         leases: opts.leases,
         acquire_deadline: end + 2 * session_ns + 10_000_000_000,
         nodes_left: &nodes_left,
+        servers_lost_from: verdict.server_loss.as_ref().map(|f| f.since),
     });
     let signal = super::signal::measure(
         &verdict.ended_by_server,
@@ -351,11 +352,11 @@ fn nodes_left(
                             let path = format!("{dir}/{child}");
                             // Whose: the owner session and the data (Curator's lock nodes
                             // carry the client's address).
-                            let owner = match client.exists(&path).await {
-                                Ok(Some(stat)) => stat.ephemeral_owner,
-                                _ => 0,
+                            let (owner, czxid) = match client.exists(&path).await {
+                                Ok(Some(stat)) => (stat.ephemeral_owner, stat.czxid),
+                                _ => (0, 0),
                             };
-                            left.push(check::LeftNode { path, owner });
+                            left.push(check::LeftNode { path, owner, czxid });
                         }
                     }
                     Err(zk_client::Error::NoNode) => {}

@@ -52,6 +52,16 @@ fn ok(version: u64) -> WriteResult {
 }
 
 fn run(events: &[Event], pauses: &[Pause], nodes_left: &[LeftNode]) -> Report {
+    run_lost(events, pauses, nodes_left, None)
+}
+
+/// [`run`], with the servers' log showing they lost history from `lost_from`.
+fn run_lost(
+    events: &[Event],
+    pauses: &[Pause],
+    nodes_left: &[LeftNode],
+    lost_from: Option<i64>,
+) -> Report {
     check(&Input {
         events,
         pauses,
@@ -59,6 +69,7 @@ fn run(events: &[Event], pauses: &[Pause], nodes_left: &[LeftNode]) -> Report {
         leases: 3,
         acquire_deadline: 1_000 * S,
         nodes_left,
+        servers_lost_from: lost_from,
     })
 }
 
@@ -248,6 +259,7 @@ fn a_stuck_acquire_and_a_node_left_fail_the_run() {
     let node = |owner| LeftNode {
         path: "/chaos/mutex/_c_x-lock-0000000009".to_owned(),
         owner,
+        czxid: 0x3e_0000_0010,
     };
     let r = run(&events, &[], &[node(7)]);
     assert_eq!(row(&r, "rust").stuck, 2, "{r}");
@@ -266,6 +278,17 @@ fn a_stuck_acquire_and_a_node_left_fail_the_run() {
     assert_eq!((r.failure(), r.clients_view()), (None, None), "{r}");
     assert_eq!(r.nodes_left.len(), 1);
     let r = run(&sessions, &[], &[node(9)]);
+    assert!(r.failure().unwrap().contains("1 nodes of ours left"), "{r}");
+    // A node made in history the servers lost (their delete of it may be what they lost):
+    // reported, not judged; one made before the loss is still judged.
+    let r = run_lost(&sessions, &[], &[node(7)], Some(0x3e_0000_000b));
+    assert_eq!((r.failure(), r.nodes_left.len()), (None, 0), "{r}");
+    assert_eq!(r.left_in_lost_history.len(), 1, "{r}");
+    assert!(
+        r.to_string().contains("made in history the servers lost"),
+        "{r}"
+    );
+    let r = run_lost(&sessions, &[], &[node(7)], Some(0x3e_0000_0011));
     assert!(r.failure().unwrap().contains("1 nodes of ours left"), "{r}");
 }
 

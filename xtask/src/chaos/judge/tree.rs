@@ -247,7 +247,15 @@ impl Tree {
                 });
             }
         }
-        life.cversions.retain(|(v, _)| *v < cversion);
+        // A version at or below one already seen replaces the history from there (it
+        // only happens after a loss: kept linear in the creates otherwise).
+        if life
+            .cversions
+            .last()
+            .is_some_and(|&(had, _)| cversion <= had)
+        {
+            life.cversions.retain(|(v, _)| *v < cversion);
+        }
         life.cversions.push((cversion, zxid));
     }
 
