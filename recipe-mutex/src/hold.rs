@@ -364,7 +364,13 @@ impl LockGuard {
     /// that at once ([`Error::SessionExpired`]): the lock went with it. During an outage it
     /// waits for the session to come back (the delete is then sent) or to end; drop the future
     /// to stop waiting, the delete goes on.
-    pub async fn release(mut self) -> Result<(), Error> {
+    pub async fn release(self) -> Result<(), Error> {
+        self.start_release().await
+    }
+
+    /// [`release`](Self::release), with the delete sent before this returns (so it keeps
+    /// its place ahead of what the caller sends next); the future waits for its result.
+    pub(crate) fn start_release(mut self) -> impl Future<Output = Result<(), Error>> + Send {
         self.released = true;
         // The guard is spent: its node's path goes to the delete.
         let node_path = std::mem::take(&mut self.node.path);
@@ -372,7 +378,23 @@ impl LockGuard {
             .holds
             .clone()
             .end(self.id, node_path, self.runtime.as_ref());
-        driver::finish_release(self.holds.client(), delete).await
+        let client = self.holds.client().clone();
+        async move { driver::finish_release(&client, delete).await }
+    }
+
+    /// The same hold in a new guard, this one spent (its drop does nothing): how a cohort
+    /// passes its node from one local holder to the next. Nested holds stay with this one's
+    /// borrows, which end before it can be spent.
+    pub(crate) fn hand_over(&mut self) -> LockGuard {
+        self.released = true;
+        LockGuard {
+            holds: self.holds.clone(),
+            id: self.id,
+            node: self.node.clone(),
+            nested: AtomicU32::new(0),
+            runtime: self.runtime.clone(),
+            released: false,
+        }
     }
 }
 

@@ -43,6 +43,7 @@
 //! # Ok(()) }
 //! ```
 
+mod cohort;
 #[doc(hidden)]
 pub mod driver;
 mod error;
@@ -68,6 +69,7 @@ pub mod turns;
 mod uuid;
 mod waiting;
 
+pub use cohort::{CohortBound, CohortGuard, CohortMutex, CohortToken};
 pub use error::Error;
 pub use hold::{LockGuard, Loss, NestedGuard};
 pub use host::host_address;

@@ -116,6 +116,11 @@ impl InterProcessMutex {
         self.holds.make_revocable(Arc::new(listener));
     }
 
+    /// The client.
+    pub(crate) fn client(&self) -> &Client {
+        self.holds.client()
+    }
+
     fn holds(&self) -> &Arc<Holds> {
         &self.holds
     }
@@ -124,7 +129,7 @@ impl InterProcessMutex {
         guard
     }
 
-    async fn take(&self, deadline: Option<Instant>) -> Result<Option<LockGuard>, Error> {
+    pub(crate) async fn take(&self, deadline: Option<Instant>) -> Result<Option<LockGuard>, Error> {
         let data = if self.holds.is_revocable() {
             Bytes::new()
         } else {

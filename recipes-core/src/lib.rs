@@ -18,6 +18,7 @@
 
 pub mod acquire;
 pub mod cleanup;
+pub mod cohort;
 pub mod machine;
 pub mod name;
 pub mod op;

@@ -1,0 +1,478 @@
+//! [`CohortMutex`]: an [`InterProcessMutex`] whose waiters in this process share one place in
+//! the lock's queue (lock cohorting), and [`CohortGuard`].
+//!
+//! The rules (who is granted, when the node goes, which attempt runs) are
+//! [`recipes_core::cohort`]'s, with no IO; this module only carries out what they decide: the
+//! node's attempt is the mutex's ordinary acquire, run in a task of its own so that no
+//! waiter's cancellation cancels it for the others; a grant is the node's guard moved to the
+//! next waiter through a one-shot channel.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use recipes_core::cohort::{AttemptId, Cohort, Effects, WaiterId};
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+use tokio::task::AbortHandle;
+use tokio::time::Instant;
+
+use crate::{Error, InterProcessMutex, LockGuard};
+
+pub use recipes_core::cohort::Bound as CohortBound;
+
+/// What a local waiter is given: the lock, or the error of the attempt it waited on.
+type Grant = Result<CohortGuard, Error>;
+
+/// A local waiter: where its grant goes.
+type Waiter = oneshot::Sender<Grant>;
+
+/// An [`InterProcessMutex`] whose waiters in this process queue behind one lock node of
+/// theirs (lock cohorting), so that while the process holds the lock it passes from task to
+/// task with no request at all. Opt-in: [`InterProcessMutex::cohort`].
+///
+/// Other processes, Curator's included, see one participant: one node in the lock's queue
+/// (with this handle's data), granted in the server's order. When its holder releases and
+/// another task of this process waits, the lock is handed to that task in microseconds, the
+/// node staying; after [`CohortBound::handoffs`] hand-offs, or once [`CohortBound::hold`] has
+/// passed since the node was granted, the node is released instead, and the tasks still
+/// waiting take a new node at the back of the queue. So no other process waits behind this
+/// one's batch for more than the bound's worth of hand-offs (plus the last holder's own
+/// critical section); in exchange for that latency, contention inside the process costs no
+/// round trip, and a hand-off's listing grows with the processes waiting, not their tasks.
+///
+/// What stays as with [`InterProcessMutex`]:
+/// - Exclusion: at most one holder in the process, and it holds only while the node is
+///   granted by the server. A hand-off happens only while the session that holds the node is
+///   connected; once the session may be lost, the node is released and the waiters queue
+///   again. Every local holder's [`lost`](LockGuard::lost), [`is_valid`](LockGuard::is_valid)
+///   and [`check_op`](LockGuard::check_op) mean what they mean for a plain guard: they are
+///   the node's.
+/// - Cancellation: a local waiter dropped (or timed out) at any point costs nothing at the
+///   server; when the last one leaves, the node's attempt is abandoned as any acquire is (its
+///   node deleted).
+/// - Timed acquires: [`try_lock_for`](Self::try_lock_for) returns `None` when the lock stayed
+///   busy, [`Error::Unavailable`] when no server was connected at the deadline.
+///
+/// What changes:
+/// - Fairness, within the process: local waiters are served in arrival order among
+///   themselves, ahead of other processes' waiters up to the bound.
+/// - Fencing: local holders of one node share its [`fencing_token`](LockGuard::fencing_token)
+///   (the node's czxid). [`CohortGuard::token`] adds the local sequence: ordered by
+///   `(czxid, local)`, it strictly increases across all holders, local ones included. A
+///   resource you write through ZooKeeper needs nothing more: a holder's requests are sent
+///   while it holds its guard, its successor's only after, on the same session, and ZooKeeper
+///   applies a session's requests in order; [`check_op`](LockGuard::check_op) guards that the
+///   node (so the process's hold) still stands. A resource outside ZooKeeper that fences by
+///   token should take the pair.
+/// - Revocation: not offered (a revoke would have to cut the whole batch).
+///
+/// Use it when many tasks of one process contend for a lock that other processes use too (a
+/// worker pool serializing on a shared resource); keep [`InterProcessMutex`] when each task
+/// should queue like a process (Curator's exact behaviour).
+///
+/// # Examples
+///
+/// ```no_run
+/// use recipe_mutex::{CohortBound, InterProcessMutex};
+///
+/// # async fn f(client: zk_client::Client) -> Result<(), recipe_mutex::Error> {
+/// let mutex = InterProcessMutex::new(client, "/app/locks/ledger")?.cohort(CohortBound::default());
+/// let mut tasks = Vec::new();
+/// for _ in 0..8 {
+///     let mutex = mutex.clone(); // clones share the cohort
+///     tasks.push(tokio::spawn(async move {
+///         let guard = mutex.lock().await?;
+///         println!("token {:?}", guard.token()); // (czxid, local sequence)
+///         guard.release().await
+///     }));
+/// }
+/// for task in tasks {
+///     task.await.expect("task")?;
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct CohortMutex {
+    shared: Arc<Shared>,
+}
+
+/// The cohort of one handle and its clones.
+struct Shared {
+    mutex: InterProcessMutex,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cohort")
+            .field("path", &self.mutex.path())
+            .finish_non_exhaustive()
+    }
+}
+
+struct State {
+    cohort: Cohort<Waiter>,
+    /// The node's attempt under way, to abort when nobody waits for it any more.
+    task: Option<(AttemptId, AbortHandle)>,
+    /// The runtime of the latest `lock()`: where an attempt starts when a guard dropped off
+    /// the runtime releases the node with waiters left.
+    runtime: Option<Handle>,
+}
+
+impl InterProcessMutex {
+    /// This mutex with lock cohorting: its waiters in this process (through this handle and
+    /// its clones) share one place in the lock's queue, within `bound`. See [`CohortMutex`].
+    pub fn cohort(self, bound: CohortBound) -> CohortMutex {
+        CohortMutex {
+            shared: Arc::new(Shared {
+                mutex: self,
+                state: Mutex::new(State {
+                    cohort: Cohort::new(bound),
+                    task: None,
+                    runtime: None,
+                }),
+            }),
+        }
+    }
+}
+
+impl CohortMutex {
+    /// The lock's path.
+    pub fn path(&self) -> &str {
+        self.shared.mutex.path()
+    }
+
+    /// The bound on a batch of local holders.
+    pub fn bound(&self) -> CohortBound {
+        self.shared.lock().cohort.bound()
+    }
+
+    /// Takes the lock, waiting as long as it takes (as [`InterProcessMutex::lock`]): behind
+    /// the other tasks of this process that wait on this cohort, and with them behind other
+    /// processes in the server's order. Cancel-safe.
+    pub async fn lock(&self) -> Result<CohortGuard, Error> {
+        self.take(None).await?.ok_or(Error::TimedOut)
+    }
+
+    /// Takes the lock if it can within `timeout` (as [`InterProcessMutex::try_lock_for`]):
+    /// `None` if it stayed busy, [`Error::Unavailable`] if no server was connected at the
+    /// deadline. `Duration::MAX` means no deadline.
+    pub async fn try_lock_for(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<Option<CohortGuard>, Error> {
+        self.take(crate::driver::deadline_in(timeout)).await
+    }
+
+    /// Whether a holder in this process holds the lock (through this cohort, or the mutex
+    /// handle it was made from).
+    pub fn is_acquired_in_this_process(&self) -> bool {
+        self.shared.mutex.is_acquired_in_this_process()
+    }
+
+    /// The lock's queue as the server has it (see [`InterProcessMutex::queue`]): this
+    /// process's cohort is one participant.
+    pub async fn queue(&self) -> Result<Vec<crate::Participant>, Error> {
+        self.shared.mutex.queue().await
+    }
+
+    /// Local tasks waiting on this cohort now.
+    pub fn waiting(&self) -> usize {
+        self.shared.lock().cohort.waiting()
+    }
+
+    async fn take(&self, deadline: Option<Instant>) -> Result<Option<CohortGuard>, Error> {
+        let (tx, rx) = oneshot::channel();
+        let (id, effects) = {
+            let mut state = self.shared.lock();
+            if let Ok(runtime) = Handle::try_current() {
+                state.runtime = Some(runtime);
+            }
+            state.cohort.arrive(tx)
+        };
+        let mut slot = Slot {
+            shared: self.shared.clone(),
+            id,
+            rx,
+            answered: false,
+        };
+        self.shared.carry_out(effects, None, None);
+        let sleep = crate::driver::sleep_until(deadline);
+        tokio::pin!(sleep);
+        let got = tokio::select! {
+            biased;
+            got = &mut slot.rx => got,
+            () = &mut sleep => {
+                // Out of the queue first: a grant sent from now on finds nobody and is
+                // passed on; one that came in the meantime is taken.
+                slot.leave();
+                match slot.rx.try_recv() {
+                    Ok(got) => Ok(got),
+                    Err(_) => {
+                        slot.answered = true;
+                        return match self.shared.mutex.client().outage() {
+                            Some(outage) => Err(Error::Unavailable(outage)),
+                            None => Ok(None),
+                        };
+                    }
+                }
+            }
+        };
+        slot.answered = true;
+        match got {
+            Ok(Ok(guard)) => Ok(Some(guard)),
+            Ok(Err(e)) => Err(e),
+            // The cohort dropped its waiters: only when it is itself gone.
+            Err(_) => Err(Error::Zk(zk_client::Error::Closed)),
+        }
+    }
+}
+
+/// A local waiter's place: leaving it (dropped before an answer) takes it out of the queue.
+struct Slot {
+    shared: Arc<Shared>,
+    id: WaiterId,
+    rx: oneshot::Receiver<Grant>,
+    answered: bool,
+}
+
+impl Slot {
+    fn leave(&mut self) {
+        let effects = self.shared.lock().cohort.leave(self.id);
+        self.shared.carry_out(effects, None, None);
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if !self.answered {
+            // Out of the queue, then the channel goes (after this): a guard already in it
+            // is dropped with it, which passes the lock on.
+            self.leave();
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Carries out `effects` (outside the state's lock) with `node`, the node's guard when
+    /// the event came with it (an attempt that held, a holder releasing): the grant, the
+    /// failures (with `error`), the node's release (its future, when `node` was released;
+    /// dropped, the delete goes on in the background), the abort, the new attempt.
+    fn carry_out(
+        self: &Arc<Self>,
+        effects: Effects<Waiter>,
+        mut node: Option<LockGuard>,
+        error: Option<&Error>,
+    ) -> Option<impl std::future::Future<Output = Result<(), Error>> + Send + use<>> {
+        if let Some((waiter, local)) = effects.grant {
+            if let Some(node) = node.take() {
+                let guard = CohortGuard {
+                    node,
+                    local,
+                    shared: self.clone(),
+                    passed: false,
+                };
+                // A waiter gone since it was chosen: the guard comes back and is dropped,
+                // which passes the lock on.
+                if let Err(Ok(guard)) = waiter.send(Ok(guard)) {
+                    drop(guard);
+                }
+            }
+        }
+        for waiter in effects.fail {
+            let e = error
+                .cloned()
+                .unwrap_or(Error::Zk(zk_client::Error::Closed));
+            let _ = waiter.send(Err(e));
+        }
+        // Sent before a new attempt's create, so that node queues behind the release.
+        let released = match (effects.release_node, node) {
+            (true, Some(node)) => Some(node.start_release()),
+            (_, node) => {
+                drop(node);
+                None
+            }
+        };
+        if let Some(attempt) = effects.abort {
+            let mut state = self.lock();
+            if let Some((a, task)) = state.task.take() {
+                if a == attempt {
+                    task.abort();
+                } else {
+                    state.task = Some((a, task));
+                }
+            }
+        }
+        if let Some(attempt) = effects.start {
+            self.start(attempt);
+        }
+        released
+    }
+
+    /// Starts attempt `attempt` in a task of its own: the mutex's ordinary acquire, with no
+    /// deadline (each waiter keeps its own).
+    fn start(self: &Arc<Self>, attempt: AttemptId) {
+        let runtime = Handle::try_current()
+            .ok()
+            .or_else(|| self.lock().runtime.clone());
+        let Some(runtime) = runtime else {
+            // No runtime ever: nobody can wait either.
+            let effects = self.lock().cohort.attempt_failed(attempt);
+            self.carry_out(effects, None, Some(&Error::Zk(zk_client::Error::Closed)));
+            return;
+        };
+        let me = self.clone();
+        let task = runtime.spawn(async move {
+            let taken = me.mutex.take(None).await;
+            me.attempt_done(attempt, taken);
+        });
+        let mut state = self.lock();
+        if state.cohort.attempt() == Some(attempt) {
+            state.task = Some((attempt, task.abort_handle()));
+        } else {
+            // Everyone left before it could be recorded.
+            task.abort();
+        }
+    }
+
+    fn attempt_done(self: &Arc<Self>, attempt: AttemptId, taken: Result<Option<LockGuard>, Error>) {
+        let now = crate::driver::now();
+        let (effects, node, error) = {
+            let mut state = self.lock();
+            if state.task.as_ref().is_some_and(|(a, _)| *a == attempt) {
+                state.task = None;
+            }
+            match taken {
+                Ok(Some(node)) => (state.cohort.attempt_held(attempt, now), Some(node), None),
+                Ok(None) => (
+                    state.cohort.attempt_failed(attempt),
+                    None,
+                    Some(Error::TimedOut),
+                ),
+                Err(e) => (state.cohort.attempt_failed(attempt), None, Some(e)),
+            }
+        };
+        // A node nobody takes is released here, in the background.
+        drop(self.carry_out(effects, node, error.as_ref()));
+    }
+}
+
+/// A cohort's fencing token: the node's czxid and the holder's place among the node's local
+/// holders (from 1). Ordered by both, it strictly increases across all holders of the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CohortToken {
+    /// The node's creation zxid: what [`LockGuard::fencing_token`] gives.
+    pub czxid: i64,
+    /// The holder's place among the node's local holders, from 1.
+    pub local: u64,
+}
+
+/// Proof of holding a [`CohortMutex`]: a [`LockGuard`] of the process's node (it dereferences
+/// to it: fencing token, `check_op`, `fenced_multi`, `lost`, `is_valid`, `reenter`), held by
+/// this task until released or dropped, when the lock passes to the next local waiter or
+/// the node is released.
+#[derive(Debug)]
+pub struct CohortGuard {
+    node: LockGuard,
+    local: u64,
+    shared: Arc<Shared>,
+    /// Passed on already (by `release`).
+    passed: bool,
+}
+
+impl CohortGuard {
+    /// The fencing token with the local sequence: strictly increasing across every holder
+    /// of the lock, local ones included (see [`CohortMutex`]).
+    pub fn token(&self) -> CohortToken {
+        CohortToken {
+            czxid: self.node.fencing_token(),
+            local: self.local,
+        }
+    }
+
+    /// This holder's place among the node's local holders, from 1 (the holder the server
+    /// granted the node to).
+    pub fn local_sequence(&self) -> u64 {
+        self.local
+    }
+
+    /// Releases: to the next local waiter (no request) while the bound allows and the
+    /// session is connected, else the node is deleted (and this waits for it, reporting
+    /// errors, as [`LockGuard::release`]).
+    pub async fn release(mut self) -> Result<(), Error> {
+        self.passed = true;
+        let node = self.node.hand_over();
+        match self.shared.pass(node) {
+            Some(released) => released.await,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Shared {
+    /// The holder of `node` leaves: the next local waiter gets it, or it is released (its
+    /// release's future).
+    fn pass(
+        self: &Arc<Self>,
+        node: LockGuard,
+    ) -> Option<impl std::future::Future<Output = Result<(), Error>> + Send + use<>> {
+        let valid = node.is_valid();
+        let now = crate::driver::now();
+        let effects = self.lock().cohort.release(valid, now);
+        self.carry_out(effects, Some(node), None)
+    }
+}
+
+impl std::ops::Deref for CohortGuard {
+    type Target = LockGuard;
+
+    fn deref(&self) -> &LockGuard {
+        &self.node
+    }
+}
+
+impl Drop for CohortGuard {
+    fn drop(&mut self) {
+        if !self.passed {
+            let node = self.node.hand_over();
+            drop(self.shared.pass(node));
+        }
+    }
+}
+
+impl crate::Guard for CohortGuard {
+    fn holds(&self) -> Vec<&LockGuard> {
+        vec![&self.node]
+    }
+
+    fn release(self: Box<Self>) -> crate::LockFuture<'static, ()> {
+        Box::pin(CohortGuard::release(*self))
+    }
+}
+
+impl crate::Lock for CohortMutex {
+    fn path(&self) -> &str {
+        self.shared.mutex.path()
+    }
+
+    fn kind(&self) -> &'static str {
+        "cohort mutex"
+    }
+
+    fn lock_until(
+        &self,
+        deadline: Option<Instant>,
+    ) -> crate::LockFuture<'_, Option<Box<dyn crate::Guard>>> {
+        Box::pin(async move {
+            let taken = self.take(deadline).await?;
+            Ok(taken.map(|g| Box::new(g) as Box<dyn crate::Guard>))
+        })
+    }
+
+    fn is_acquired_in_this_process(&self) -> bool {
+        self.shared.mutex.is_acquired_in_this_process()
+    }
+}

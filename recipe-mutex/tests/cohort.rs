@@ -1,0 +1,278 @@
+//! The cohort mutex (issue 38) against a real ZooKeeper server: local hand-offs with no node
+//! each, exclusion with another process's plain mutex, tokens across all holders, the bound
+//! that lets other processes in, cancellation that costs nothing at the server, and a node
+//! that may be lost never handed on.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use recipe_mutex::{CohortBound, CohortToken, Error, InterProcessMutex, Loss};
+use zk_client::{Client, SessionState};
+use zk_testkit::FaultProxy;
+
+mod support;
+use support::{bounded, client, client_at, server, wait_children, wait_state};
+
+/// How many lock nodes were ever created under `path` (its children version counts creates
+/// and deletes: half of it once every node is gone).
+async fn creates(c: &Client, path: &str) -> i32 {
+    c.exists(path).await.unwrap().map_or(0, |s| s.cversion)
+}
+
+fn wide() -> CohortBound {
+    CohortBound {
+        handoffs: 1_000,
+        hold: Duration::from_secs(30),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_waiters_pass_the_lock_with_no_node_each_and_exclude_another_process() {
+    let path = "/t/cohort/pass";
+    let c = client().await;
+    let cohort = InterProcessMutex::new(c.clone(), path)
+        .unwrap()
+        .cohort(wide());
+    let other = InterProcessMutex::new(client().await, path).unwrap();
+    let busy = Arc::new(AtomicBool::new(false));
+    let tokens = Arc::new(StdMutex::new(Vec::<CohortToken>::new()));
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let (cohort, busy, tokens) = (cohort.clone(), busy.clone(), tokens.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..25 {
+                let g = cohort.lock().await.unwrap();
+                assert!(!busy.swap(true, Ordering::SeqCst), "two holders");
+                assert!(g.is_valid());
+                tokens.lock().unwrap().push(g.token());
+                tokio::task::yield_now().await;
+                busy.store(false, Ordering::SeqCst);
+                g.release().await.unwrap();
+            }
+        }));
+    }
+    // Another process's plain mutex on the same path, in between.
+    let plain = {
+        let busy = busy.clone();
+        tokio::spawn(async move {
+            for _ in 0..5 {
+                let g = other.lock().await.unwrap();
+                assert!(!busy.swap(true, Ordering::SeqCst), "two holders");
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                busy.store(false, Ordering::SeqCst);
+                g.release().await.unwrap();
+            }
+        })
+    };
+    for t in tasks {
+        bounded(t).await.unwrap();
+    }
+    bounded(plain).await.unwrap();
+    let tokens = tokens.lock().unwrap().clone();
+    assert_eq!(tokens.len(), 200);
+    assert!(
+        tokens.windows(2).all(|w| w[0] < w[1]),
+        "(czxid, local) strictly increases across holders: {tokens:?}"
+    );
+    let nodes = tokens.iter().filter(|t| t.local == 1).count();
+    assert!(
+        nodes < 100,
+        "{nodes} nodes for 200 holds: hand-offs were not local"
+    );
+    wait_children(&c, path, 0).await;
+    // The server's own count: each node made is one create (and one delete).
+    let made = creates(&c, path).await / 2;
+    assert_eq!(
+        made,
+        5 + nodes as i32,
+        "one node per batch, and the other process's 5"
+    );
+    assert_eq!(cohort.waiting(), 0);
+    assert!(!cohort.is_acquired_in_this_process());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bound_cuts_a_batch_and_lets_another_process_in() {
+    let path = "/t/cohort/bound";
+    let bound = CohortBound {
+        handoffs: 3,
+        hold: Duration::from_secs(30),
+    };
+    let cohort = InterProcessMutex::new(client().await, path)
+        .unwrap()
+        .cohort(bound);
+    let tokens = Arc::new(StdMutex::new(Vec::<CohortToken>::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let (cohort, tokens, stop) = (cohort.clone(), tokens.clone(), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            while !stop.load(Ordering::SeqCst) {
+                let g = cohort.lock().await.unwrap();
+                tokens.lock().unwrap().push(g.token());
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                g.release().await.unwrap();
+            }
+        }));
+    }
+    // While the process keeps its tasks contending, another process gets its turns.
+    let other = InterProcessMutex::new(client().await, path).unwrap();
+    for _ in 0..5 {
+        let g = bounded(other.lock()).await.unwrap();
+        g.release().await.unwrap();
+    }
+    stop.store(true, Ordering::SeqCst);
+    for t in tasks {
+        bounded(t).await.unwrap();
+    }
+    let tokens = tokens.lock().unwrap().clone();
+    let most = tokens.iter().map(|t| t.local).max().unwrap();
+    assert!(
+        most <= 4,
+        "a batch of {most} holders: the bound is 3 hand-offs"
+    );
+    assert!(most >= 2, "no local hand-off at all");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_local_waiters_cost_nothing_at_the_server() {
+    let path = "/t/cohort/cancel";
+    let c = client().await;
+    let cohort = InterProcessMutex::new(c.clone(), path)
+        .unwrap()
+        .cohort(wide());
+    let holder = cohort.lock().await.unwrap();
+    let before = creates(&c, path).await;
+    // Twenty local waiters, dropped at once or timed out: no request, no node.
+    let mut waiters = Vec::new();
+    for _ in 0..10 {
+        let cohort = cohort.clone();
+        waiters.push(tokio::spawn(async move { cohort.lock().await.map(drop) }));
+    }
+    for _ in 0..10 {
+        let cohort = cohort.clone();
+        let timed = cohort
+            .try_lock_for(Duration::from_millis(50))
+            .await
+            .unwrap();
+        assert!(timed.is_none());
+    }
+    while cohort.waiting() < 10 {
+        tokio::task::yield_now().await;
+    }
+    for w in &waiters {
+        w.abort();
+    }
+    for w in waiters {
+        assert!(w.await.unwrap_err().is_cancelled());
+    }
+    assert_eq!(cohort.waiting(), 0);
+    assert_eq!(
+        creates(&c, path).await,
+        before,
+        "a local waiter made a node"
+    );
+    holder.release().await.unwrap();
+    wait_children(&c, path, 0).await;
+
+    // Waiters behind another process: one node for all of them, gone when they all leave.
+    let other = InterProcessMutex::new(client().await, path).unwrap();
+    let held = other.lock().await.unwrap();
+    let mut waiters = Vec::new();
+    for _ in 0..3 {
+        let cohort = cohort.clone();
+        waiters.push(tokio::spawn(async move { cohort.lock().await.map(drop) }));
+    }
+    wait_children(&c, path, 2).await;
+    for w in &waiters {
+        w.abort();
+    }
+    wait_children(&c, path, 1).await;
+    held.release().await.unwrap();
+    wait_children(&c, path, 0).await;
+    // The cohort still works, and `Duration::MAX` is no deadline.
+    let g = bounded(cohort.try_lock_for(Duration::MAX))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(g.local_sequence(), 1);
+    drop(g);
+    wait_children(&c, path, 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_may_be_lost_is_released_not_handed_on() {
+    let proxy = FaultProxy::start(server().addr()).unwrap();
+    let path = "/t/cohort/unsure";
+    let observer = client().await;
+    let c = client_at(&proxy.addr().to_string(), Duration::from_secs(4)).await;
+    let cohort = InterProcessMutex::new(c.clone(), path)
+        .unwrap()
+        .cohort(wide());
+    let first = cohort.lock().await.unwrap();
+    let first_token = first.token();
+    let next = tokio::spawn({
+        let cohort = cohort.clone();
+        async move { cohort.lock().await.map(|g| g.token()) }
+    });
+    while cohort.waiting() < 1 {
+        tokio::task::yield_now().await;
+    }
+    proxy.stall();
+    assert_eq!(bounded(first.lost()).await, Loss::Unsure);
+    // Released while unsure: the node goes (once the session is back) and the waiter takes a
+    // new one, instead of inheriting a hold nobody can vouch for.
+    drop(first);
+    proxy.pass();
+    let token = bounded(next).await.unwrap().unwrap();
+    assert_eq!(token.local, 1, "handed on while unsure: {token:?}");
+    assert!(token > first_token);
+    wait_children(&observer, path, 0).await;
+
+    // The session expires while held, a local waiter behind: it gets the session's end.
+    let holder = cohort.lock().await.unwrap();
+    let next = tokio::spawn({
+        let cohort = cohort.clone();
+        async move { cohort.lock().await.map(|g| g.token()) }
+    });
+    while cohort.waiting() < 1 {
+        tokio::task::yield_now().await;
+    }
+    proxy.stall();
+    wait_children(&observer, path, 0).await; // the server expired the session
+    proxy.pass();
+    wait_state(&c, |s| s == SessionState::Expired).await;
+    assert_eq!(bounded(holder.lost()).await, Loss::Lost);
+    drop(holder);
+    assert_eq!(bounded(next).await.unwrap(), Err(Error::SessionExpired));
+    assert_eq!(cohort.waiting(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guard_dropped_off_the_runtime_hands_on_to_a_local_waiter() {
+    let path = "/t/cohort/off-runtime";
+    let c = client().await;
+    let cohort = InterProcessMutex::new(c.clone(), path)
+        .unwrap()
+        .cohort(wide());
+    let g = cohort.lock().await.unwrap();
+    let czxid = g.fencing_token();
+    let next = tokio::spawn({
+        let cohort = cohort.clone();
+        async move { cohort.lock().await.map(|g| g.token()) }
+    });
+    while cohort.waiting() < 1 {
+        tokio::task::yield_now().await;
+    }
+    std::thread::spawn(move || drop(g)).join().unwrap();
+    let token = bounded(next).await.unwrap().unwrap();
+    assert_eq!(token, CohortToken { czxid, local: 2 });
+    wait_children(&c, path, 0).await;
+    // And with nobody waiting, a guard dropped on a plain thread releases the node.
+    let g = cohort.lock().await.unwrap();
+    std::thread::spawn(move || drop(g)).join().unwrap();
+    wait_children(&c, path, 0).await;
+}
