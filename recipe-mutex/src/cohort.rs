@@ -268,7 +268,10 @@ impl Shared {
         error: Option<&Error>,
     ) -> Option<impl std::future::Future<Output = Result<(), Error>> + Send + use<>> {
         if let Some((waiter, local)) = effects.grant {
-            if let Some(node) = node.take() {
+            if let Some(mut node) = node.take() {
+                if crate::plant::active(crate::plant::Plant::CohortDoubleGrant) && local == 1 {
+                    self.plant_double_grant(&mut node);
+                }
                 let guard = CohortGuard {
                     node,
                     local,
@@ -311,6 +314,26 @@ impl Shared {
         }
         released
     }
+
+    /// The planted double grant: the next waiter gets the node too, now.
+    #[cfg(feature = "plant")]
+    fn plant_double_grant(self: &Arc<Self>, node: &mut LockGuard) {
+        let next = self.lock().cohort.plant_take_next();
+        if let Some(waiter) = next {
+            let guard = CohortGuard {
+                node: node.hand_over(),
+                local: 1,
+                shared: self.clone(),
+                passed: false,
+            };
+            if let Err(Ok(guard)) = waiter.send(Ok(guard)) {
+                drop(guard);
+            }
+        }
+    }
+
+    #[cfg(not(feature = "plant"))]
+    fn plant_double_grant(self: &Arc<Self>, _: &mut LockGuard) {}
 
     /// Starts attempt `attempt` in a task of its own: the mutex's ordinary acquire, with no
     /// deadline (each waiter keeps its own).
@@ -446,6 +469,10 @@ impl Drop for CohortGuard {
 impl crate::Guard for CohortGuard {
     fn holds(&self) -> Vec<&LockGuard> {
         vec![&self.node]
+    }
+
+    fn local_sequence(&self) -> u64 {
+        self.local
     }
 
     fn release(self: Box<Self>) -> crate::LockFuture<'static, ()> {

@@ -133,6 +133,13 @@ pub trait Guard: Send + Sync + std::fmt::Debug {
     /// delete, once started, finishes in the background even if the future is dropped.
     fn release(self: Box<Self>) -> LockFuture<'static, ()>;
 
+    /// A cohort's local holder's place among its node's holders
+    /// ([`CohortGuard::local_sequence`](crate::CohortGuard::local_sequence), from 1); 0 for a
+    /// guard whose nodes are its own. With the fencing token it orders every holder.
+    fn local_sequence(&self) -> u64 {
+        0
+    }
+
     /// Each hold's fencing token, in the order taken.
     fn fencing_tokens(&self) -> Vec<i64> {
         self.holds().iter().map(|h| h.fencing_token()).collect()

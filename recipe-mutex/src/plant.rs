@@ -31,6 +31,9 @@ pub enum Plant {
     /// A multi-lock reports itself held before its last member is taken: that member is
     /// taken in the background, outside the guard (recipe-multilock, feature `plant`).
     MultiSkipsLast,
+    /// A cohort grants its node to two local waiters at once when the node's attempt holds
+    /// (recipe-mutex's cohort): two holders in one process.
+    CohortDoubleGrant,
 }
 
 #[cfg(feature = "plant")]
@@ -52,6 +55,7 @@ mod switch {
             Some(Plant::SemaphoreOneTooMany) => 6,
             Some(Plant::MultiSkipsLast) => 7,
             Some(Plant::GrantOnDisconnect) => 8,
+            Some(Plant::CohortDoubleGrant) => 9,
         }
     }
 

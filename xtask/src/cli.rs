@@ -335,9 +335,9 @@ pub struct Sim {
     /// The layer: the machines, or the async layer above them.
     #[arg(long, value_enum, default_value = "machines")]
     pub layer: SimLayer,
-    /// One recipe (default: every one).
+    /// One recipe (default: every one; with the async layer, the cohort mutex too).
     #[arg(long, value_enum)]
-    pub recipe: Option<Recipe>,
+    pub recipe: Option<SimRecipe>,
     /// Schedules per recipe.
     #[arg(long, default_value_t = 10_000)]
     pub schedules: u64,
@@ -348,6 +348,24 @@ pub struct Sim {
     /// foreign,wrap,abandon,deadlines.
     #[arg(long, default_value = "all")]
     pub faults: String,
+}
+
+/// What the simulator runs: a recipe, or the cohort mutex (lock cohorting; the machines
+/// layer runs the mutex's machine for it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SimRecipe {
+    /// InterProcessMutex.
+    Mutex,
+    /// InterProcessReadWriteLock.
+    Rwlock,
+    /// InterProcessMultiLock.
+    Multilock,
+    /// InterProcessSemaphoreV2.
+    Semaphore,
+    /// InterProcessSemaphoreMutex.
+    SemaphoreMutex,
+    /// CohortMutex: the tasks of each session share one cohort.
+    CohortMutex,
 }
 
 /// Which machine `explore` runs.

@@ -98,8 +98,11 @@ fn sim(args: &Sim) -> Result {
         "--layer".to_owned(),
         layer.to_owned(),
     ];
-    if let Some(recipe) = args.recipe {
-        flags.extend(["--recipe".to_owned(), recipe.name().to_owned()]);
+    if let Some(recipe) = args
+        .recipe
+        .and_then(|r| clap::ValueEnum::to_possible_value(&r))
+    {
+        flags.extend(["--recipe".to_owned(), recipe.get_name().to_owned()]);
     }
     run_sim_binary("zk-sim", &flags, "the simulator")
 }

@@ -103,6 +103,10 @@ pub enum Recipe {
     },
     /// `InterProcessSemaphoreMutex`: one lease of one.
     SemaphoreMutex,
+    /// `CohortMutex` (lock cohorting): in the async layer, the tasks of each session share
+    /// one cohort with a bound drawn per schedule; in the machines layer (which has no
+    /// cohort: it is an IO-layer batch over the mutex's machine), the mutex.
+    CohortMutex,
 }
 
 impl Recipe {
@@ -123,18 +127,23 @@ impl Recipe {
             Recipe::MultiLock { .. } => "multilock",
             Recipe::Semaphore { .. } => "semaphore",
             Recipe::SemaphoreMutex => "semaphore-mutex",
+            Recipe::CohortMutex => "cohort-mutex",
         }
     }
 
     /// The recipe called `name`.
     pub fn parse(name: &str) -> Option<Recipe> {
-        Recipe::ALL.into_iter().find(|r| r.name() == name)
+        Recipe::ALL
+            .into_iter()
+            .chain([Recipe::CohortMutex])
+            .find(|r| r.name() == name)
     }
 
     /// The lock paths the clients use.
     pub fn paths(self) -> Vec<String> {
         match self {
             Recipe::Mutex => vec!["/locks/m".into()],
+            Recipe::CohortMutex => vec!["/locks/cm".into()],
             Recipe::ReadWrite => vec!["/locks/rw".into()],
             Recipe::MultiLock { members } => (0..members.max(1))
                 .map(|i| format!("/locks/multi/{i}"))
@@ -168,7 +177,7 @@ impl Recipe {
     /// The real machines.
     pub fn factory(self) -> Factory {
         match self {
-            Recipe::Mutex | Recipe::MultiLock { .. } => real_mutex,
+            Recipe::Mutex | Recipe::CohortMutex | Recipe::MultiLock { .. } => real_mutex,
             Recipe::ReadWrite => real_rwlock,
             Recipe::Semaphore { .. } | Recipe::SemaphoreMutex => real_semaphore,
         }

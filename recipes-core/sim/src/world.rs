@@ -657,7 +657,7 @@ impl World {
 
     fn begin_round(&mut self, t: usize) -> Result<(), Violation> {
         let plan: Vec<(usize, HoldKind)> = match self.config.recipe {
-            Recipe::Mutex => vec![(0, HoldKind::Exclusive)],
+            Recipe::Mutex | Recipe::CohortMutex => vec![(0, HoldKind::Exclusive)],
             Recipe::ReadWrite => {
                 let kind = if self.rng.chance(600) {
                     HoldKind::Shared

@@ -34,6 +34,7 @@ async fn the_ledger_judges_holds_from_the_tree_and_nothing_else() {
         node,
         session,
         token: server.exists(node.unwrap_or("/")).map_or(0, |s| s.czxid),
+        local: 0,
     };
     // A mutex: the first node by sequence holds; the second does not, though it exists.
     let first = c.create("/m/_c_a-lock-", b"", &seq).await.unwrap();
@@ -61,6 +62,24 @@ async fn the_ledger_judges_holds_from_the_tree_and_nothing_else() {
     let mut ledger = Ledger::default();
     ledger.begin(&server, claim("/m", Mode::Exclusive, Some(&first), me));
     ledger.begin(&server, claim("/m", Mode::Exclusive, Some(&first), me));
+    assert_eq!(ledger.violations.len(), 2, "{:?}", ledger.violations);
+    // A cohort's local holders of one node, one after the other: their local sequence must
+    // grow; two at once overlap.
+    let mut ledger = Ledger::default();
+    let local = |n| Claim {
+        local: n,
+        ..claim("/m", Mode::Exclusive, Some(&first), me)
+    };
+    let id = ledger.begin(&server, local(1));
+    ledger.end(&server, id);
+    let id = ledger.begin(&server, local(2));
+    ledger.end(&server, id);
+    assert!(ledger.violations.is_empty(), "{:?}", ledger.violations);
+    let id = ledger.begin(&server, local(2));
+    ledger.end(&server, id);
+    assert_eq!(ledger.violations.len(), 1, "{:?}", ledger.violations);
+    ledger.begin(&server, local(3));
+    ledger.begin(&server, local(4));
     assert_eq!(ledger.violations.len(), 2, "{:?}", ledger.violations);
     // A live hold whose node goes while its session lives no longer holds.
     let mut ledger = Ledger::default();

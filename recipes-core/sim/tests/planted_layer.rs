@@ -5,7 +5,8 @@
 //! predecessor's deletion without listing again) and its grant on disconnect (hold when the
 //! connection drops, whatever is ahead), and a safety defect in each other recipe (a
 //! reader that holds with a write node ahead of it; a semaphore whose count rule is off by one;
-//! a multi-lock that reports itself held though its last member was only tried), are put back
+//! a multi-lock that reports itself held though its last member was only tried; a cohort that
+//! grants its node to two local waiters at once), are put back
 //! one at a time and each is caught within a bounded sweep, while the real layer passes the
 //! same schedules. The safety plants are caught by the ledger's judgement from the server's
 //! tree, not by anything the guards say. One test, so that the process-wide plant switch is
@@ -24,7 +25,7 @@ const BOUND: u64 = 400;
 /// sweep from seed 1. A seed fixes the schedule bit for bit but for tokio's own generator
 /// (which `watch` shard a waiter waits in: see `zk_sim::layer`), so a sweep starts at the kept
 /// seed: it catches the defect there almost always, and within [`BOUND`] schedules always.
-const KEPT: [(Plant, Recipe, u64); 10] = [
+const KEPT: [(Plant, Recipe, u64); 11] = [
     (Plant::NoRuntimeRetry, Recipe::Mutex, 1),
     (Plant::TurnIgnoresDeadline, Recipe::Mutex, 13),
     (Plant::LostEndsWaiters, Recipe::Mutex, 1),
@@ -39,11 +40,12 @@ const KEPT: [(Plant, Recipe, u64); 10] = [
     ),
     (Plant::SemaphoreOneTooMany, Recipe::SemaphoreMutex, 1),
     (Plant::MultiSkipsLast, Recipe::MultiLock { members: 3 }, 1),
+    (Plant::CohortDoubleGrant, Recipe::CohortMutex, 1),
 ];
 
 #[test]
 fn planted_defects_are_caught_and_the_real_layer_passes() {
-    for recipe in Recipe::ALL {
+    for recipe in Recipe::ALL.into_iter().chain([Recipe::CohortMutex]) {
         plant::set(None);
         let clean = sweep(60, 1, LayerConfig::new(recipe));
         assert!(clean.is_ok(), "{}: {}", recipe.name(), clean.unwrap_err());

@@ -12,7 +12,7 @@
 //!
 //! ```text
 //! zk-worker bench <connect> <create|get> <warmup ms> <measure ms> <path>
-//! zk-worker bench <connect> <mutex|mutex-drop> <warmup ms> <measure ms> <path> <sessions>
+//! zk-worker bench <connect> <mutex|mutex-drop|mutex-cohort> <warmup ms> <measure ms> <path> <sessions>
 //! zk-worker bench <connect> <read|write|rwmix:P|multi:K|semmutex|sem:N> <warmup ms> <measure ms> <path> <sessions>
 //! zk-worker interop <recipe> <connect> <lock path> <clients> <run ms> <dir> <leases>
 //! zk-worker stress <recipe> <connect> <path> <tasks> <run ms> <holds dir>
@@ -36,6 +36,9 @@
 //!   in the background). At the start and the end of the measured window the worker prints
 //!   `WINDOW_START` and `WINDOW_END`, so that the bench can read the server's request counters
 //!   at those moments.
+//! - `mutex-cohort`: `<sessions>` contenders that are tasks of **one** session, sharing one
+//!   `recipe_mutex::CohortMutex` (lock cohorting, default bound) on `<path>`, each looping
+//!   `lock().await` → `release().await`.
 //! - `read`, `write`, `rwmix:P`, `multi:K`: the same loop with another lock per cycle: the read
 //!   or the write lock of a `recipe_rwlock::InterProcessReadWriteLock` on `<path>` (`rwmix:P`:
 //!   the read lock with probability P per cent), or a `recipe_multilock::InterProcessMultiLock`
@@ -167,6 +170,8 @@ fn run(args: &[String]) -> Result<Sample> {
         .enable_all()
         .build()?;
     let (hist, cpu_window_ticks) = match args.workload.as_str() {
+        // `mutex-cohort`: the contenders are tasks of one session sharing one cohort.
+        "mutex-cohort" => rt.block_on(mutex_workload(&args, Release::Cohort))?,
         // `<lock workload>-drop`: the same, releasing by dropping the guard.
         w if is_lock(w) && w.ends_with("-drop") => {
             rt.block_on(mutex_workload(&args, Release::Drop))?
@@ -378,13 +383,21 @@ enum Release {
     Await,
     /// `drop(guard)`: the delete goes out in the background.
     Drop,
+    /// `mutex-cohort`: one session, one `CohortMutex` shared by the contenders (tasks), each
+    /// releasing with `guard.release().await`.
+    Cohort,
 }
 
 /// The `mutex` workloads: `args.sessions` contenders, a session each, on one lock path; returns
 /// the window's cycle latencies and the CPU ticks spent in it.
 async fn mutex_workload(args: &Args, release: Release) -> Result<(Histogram, u64)> {
-    let mut clients = Vec::with_capacity(args.sessions);
-    for _ in 0..args.sessions {
+    let sessions = if release == Release::Cohort {
+        1
+    } else {
+        args.sessions
+    };
+    let mut clients = Vec::with_capacity(sessions);
+    for _ in 0..sessions {
         let client = Client::builder()
             .hosts(args.connect.as_str())
             .session_timeout(MUTEX_SESSION_TIMEOUT)
@@ -398,8 +411,24 @@ async fn mutex_workload(args: &Args, release: Release) -> Result<(Histogram, u64
         end: begin + args.warmup + args.measure,
     };
     let hist = Arc::new(Mutex::new(Histogram::new()));
-    let mut tasks = Vec::with_capacity(clients.len());
-    for (i, client) in clients.iter().enumerate() {
+    let mut tasks = Vec::with_capacity(args.sessions);
+    if let (Release::Cohort, Some(client)) = (release, clients.first()) {
+        let cohort = InterProcessMutex::new(client.clone(), &args.path)?
+            .cohort(recipe_mutex::CohortBound::default());
+        for _ in 0..args.sessions {
+            tasks.push(tokio::spawn(lock_cycles(
+                Taker::Cohort(cohort.clone()),
+                Release::Await,
+                window,
+                hist.clone(),
+            )));
+        }
+    }
+    for (i, client) in clients
+        .iter()
+        .enumerate()
+        .filter(|_| release != Release::Cohort)
+    {
         let workload = args
             .workload
             .strip_suffix("-drop")
@@ -452,6 +481,8 @@ async fn lock_cycles(
 /// The lock a contender takes each cycle.
 enum Taker {
     Mutex(InterProcessMutex),
+    /// Shared by the contenders of one session.
+    Cohort(recipe_mutex::CohortMutex),
     /// A read/write lock, the read side with probability `read_pct` per cent.
     ReadWrite {
         lock: InterProcessReadWriteLock,
@@ -496,10 +527,11 @@ impl Taker {
             Taker::Mutex(m) => {
                 let guard = m.lock().await?;
                 match release {
-                    Release::Await => guard.release().await?,
+                    Release::Await | Release::Cohort => guard.release().await?,
                     Release::Drop => drop(guard),
                 }
             }
+            Taker::Cohort(m) => m.lock().await?.release().await?,
             Taker::ReadWrite {
                 lock,
                 read_pct,
@@ -519,14 +551,14 @@ impl Taker {
             Taker::SemaphoreMutex(m) => {
                 let guard = m.lock().await?;
                 match release {
-                    Release::Await => guard.release().await?,
+                    Release::Await | Release::Cohort => guard.release().await?,
                     Release::Drop => drop(guard),
                 }
             }
             Taker::Semaphore(s) => {
                 let lease = s.acquire().await?;
                 match release {
-                    Release::Await => lease.release().await?,
+                    Release::Await | Release::Cohort => lease.release().await?,
                     Release::Drop => drop(lease),
                 }
             }

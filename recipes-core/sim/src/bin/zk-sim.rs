@@ -2,8 +2,9 @@
 //! [--trace]`:
 //! runs the simulator (`cargo xtask sim` runs this). `--layer machines` (the default) runs the
 //! recipes-core machines against the modelled server; `--layer async` runs the real recipe
-//! crates over real sessions to the in-memory wire server on tokio's paused clock. One line
-//! per recipe, then `sim: N schedules, V violations`; a failing schedule prints its seed (and
+//! crates over real sessions to the in-memory wire server on tokio's paused clock (every
+//! recipe, and the cohort mutex: `cohort-mutex`, the tasks of each session sharing one cohort
+//! with a bound drawn per schedule). One line per recipe, then `sim: N schedules, V violations`; a failing schedule prints its seed (and
 //! for the machines its trace), and `--seed S --schedules 1` replays it. With `--layer async`,
 //! `--trace` prints each schedule's whole trace (every frame the server read and wrote, every
 //! connection, fault and hold, in order): two runs of one seed print the same.
@@ -15,7 +16,7 @@ use zk_sim::layer::{self, LayerConfig};
 use zk_sim::{Config, Faults, Recipe, sweep};
 
 fn main() -> ExitCode {
-    let mut recipes: Vec<Recipe> = Recipe::ALL.to_vec();
+    let mut recipes: Option<Vec<Recipe>> = None;
     let mut schedules: u64 = 10_000;
     let mut seed: u64 = 1;
     let mut faults = Faults::ALL;
@@ -38,13 +39,13 @@ fn main() -> ExitCode {
         };
         let bad = |what: &str| -> ExitCode {
             eprintln!(
-                "zk-sim: bad {what}; usage: zk-sim [--layer machines|async] [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex] [--schedules N] [--seed S] [--faults all|none|disconnect,expire,lost,meddle,foreign,wrap,abandon,deadlines] [--trace]"
+                "zk-sim: bad {what}; usage: zk-sim [--layer machines|async] [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex|cohort-mutex] [--schedules N] [--seed S] [--faults all|none|disconnect,expire,lost,meddle,foreign,wrap,abandon,deadlines] [--trace]"
             );
             ExitCode::from(2)
         };
         match (flag.as_str(), value) {
             ("--recipe", Some(v)) => match Recipe::parse(&v) {
-                Some(r) => recipes = vec![r],
+                Some(r) => recipes = Some(vec![r]),
                 None => return bad("--recipe"),
             },
             ("--schedules", Some(v)) => match v.parse() {
@@ -67,7 +68,7 @@ fn main() -> ExitCode {
             ("--trace", _) => trace = true,
             ("--help", _) => {
                 println!(
-                    "zk-sim [--layer machines|async] [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex] [--schedules N] [--seed S] [--faults LIST] [--trace]"
+                    "zk-sim [--layer machines|async] [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex|cohort-mutex] [--schedules N] [--seed S] [--faults LIST] [--trace]"
                 );
                 return ExitCode::SUCCESS;
             }
@@ -75,6 +76,15 @@ fn main() -> ExitCode {
         }
         i += 1;
     }
+    // By default every recipe; the async layer adds the cohort mutex (the machines layer has
+    // no cohort: there it would be the mutex again).
+    let recipes = recipes.unwrap_or_else(|| match async_layer {
+        true => Recipe::ALL
+            .into_iter()
+            .chain([Recipe::CohortMutex])
+            .collect(),
+        false => Recipe::ALL.to_vec(),
+    });
     let mut violations = 0;
     let mut total = 0;
     let layer_flag = if async_layer { "--layer async " } else { "" };

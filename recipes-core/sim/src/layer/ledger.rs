@@ -54,6 +54,9 @@ pub struct Claim<'a> {
     pub session: i64,
     /// The guard's fencing token.
     pub token: i64,
+    /// A cohort's local holder's place among its node's holders (0 otherwise): with the
+    /// token, what must increase from holder to holder.
+    pub local: u64,
 }
 
 /// One hold, as its task sees it.
@@ -73,7 +76,7 @@ pub struct Ledger {
     live: BTreeMap<u64, Hold>,
     next: u64,
     /// The last exclusive token per thing (fencing tokens must increase).
-    tokens: BTreeMap<String, i64>,
+    tokens: BTreeMap<String, (i64, u64)>,
     /// Violations, in order (the first is reported).
     pub violations: Vec<String>,
     /// Holds recorded.
@@ -180,6 +183,7 @@ impl Ledger {
             node,
             session,
             token,
+            local,
         } = claim;
         self.holds += 1;
         let counts = match judge(server, mode, node, session) {
@@ -247,13 +251,14 @@ impl Ledger {
             }
             if matches!(mode, Mode::Exclusive | Mode::Write) {
                 if let Some(last) = self.tokens.get(thing) {
-                    if token <= *last {
+                    if (token, local) <= *last {
                         self.violations.push(format!(
-                            "{thing}: fencing token {token} after {last}: not increasing"
+                            "{thing}: fencing token {:?} after {last:?}: not increasing",
+                            (token, local)
                         ));
                     }
                 }
-                self.tokens.insert(thing.to_owned(), token);
+                self.tokens.insert(thing.to_owned(), (token, local));
             }
         }
         server.note(|| {

@@ -229,6 +229,15 @@ async fn play(
         .create(work::FENCE, b"", &persistent)
         .await
         .map_err(|e| format!("fence: {e}"))?;
+    // The cohort's bound, drawn only for it (every other recipe's seeds replay as before):
+    // from no hand-off at all to a few, within a few ms to a few hundred.
+    let cohort_bound = match config.recipe {
+        Recipe::CohortMutex => recipe_mutex::CohortBound {
+            handoffs: u32::try_from(rng.below(5)).unwrap_or(0),
+            hold: Duration::from_millis(1 + rng.below(300)),
+        },
+        _ => recipe_mutex::CohortBound::default(),
+    };
     let scene = Scene {
         server: server.clone(),
         ledger: Arc::new(Mutex::new(Ledger::default())),
@@ -236,6 +245,8 @@ async fn play(
         fence: fence.clone(),
         cut_off: Arc::new(Mutex::new(BTreeMap::new())),
         session_timeout: SESSION_TIMEOUT,
+        cohorts: Arc::new(Mutex::new(BTreeMap::new())),
+        cohort_bound,
     };
     let mut tasks = Vec::new();
     for client in &clients {

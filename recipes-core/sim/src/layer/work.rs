@@ -50,6 +50,10 @@ pub struct Scene {
     pub cut_off: Arc<Mutex<BTreeMap<i64, Instant>>>,
     /// The session timeout the clients ask for (and get).
     pub session_timeout: Duration,
+    /// The cohort mutex's cohort of each session: its tasks share it.
+    pub cohorts: Arc<Mutex<BTreeMap<i64, recipe_mutex::CohortMutex>>>,
+    /// Their bound.
+    pub cohort_bound: recipe_mutex::CohortBound,
 }
 
 impl Scene {
@@ -64,14 +68,15 @@ impl Scene {
         thing: &str,
         mode: Mode,
         node: Option<&str>,
-        token: i64,
+        token: (i64, u64),
     ) -> u64 {
         let claim = Claim {
             thing,
             mode,
             node,
             session: client.session_id(),
-            token,
+            token: token.0,
+            local: token.1,
         };
         let server = self.server.clone();
         self.ledger().begin(&server, claim)
@@ -360,6 +365,23 @@ pub async fn task(scene: Scene, client: Client, mut rng: Rng, rounds: u32) {
                     lock_round(&scene, &client, m, Mode::Exclusive, r).await;
                 }
             }
+            Recipe::CohortMutex => {
+                let Some(path) = paths.first() else { return };
+                // The session's cohort, made by its first task to come.
+                let cohort = {
+                    let mut cohorts = scene.cohorts.lock().unwrap_or_else(PoisonError::into_inner);
+                    cohorts
+                        .entry(client.session_id())
+                        .or_insert_with(|| {
+                            InterProcessMutex::new(client.clone(), path)
+                                .expect("valid path")
+                                .cohort(scene.cohort_bound)
+                        })
+                        .clone()
+                };
+                let r = Rng::new(rng.next_u64());
+                lock_round(&scene, &client, Arc::new(cohort), Mode::Exclusive, r).await;
+            }
             Recipe::SemaphoreMutex => {
                 let Some(path) = paths.first() else { return };
                 let m = InterProcessSemaphoreMutex::new(client.clone(), path).expect("valid");
@@ -413,7 +435,13 @@ pub async fn task(scene: Scene, client: Client, mut rng: Rng, rounds: u32) {
                         .iter()
                         .map(|l| {
                             let node = Some(l.node_path());
-                            scene.begin(&client, path, Mode::Lease(leases), node, l.fencing_token())
+                            scene.begin(
+                                &client,
+                                path,
+                                Mode::Lease(leases),
+                                node,
+                                (l.fencing_token(), 0),
+                            )
                         })
                         .collect();
                     let fence = got.iter().map(Lease::check_op).collect();
@@ -454,7 +482,7 @@ async fn lock_round(scene: &Scene, client: &Client, lock: Arc<dyn Lock>, mode: M
     for part in asked_parts(&lock) {
         let hold = holds.iter().find(|h| h.lock_path() == part);
         let (node, token) = hold.map_or((None, 0), |h| (Some(h.node_path()), h.fencing_token()));
-        ids.push(scene.begin(client, &part, mode, node, token));
+        ids.push(scene.begin(client, &part, mode, node, (token, g.local_sequence())));
     }
     if rng.chance(300) {
         if let Some(first) = g.holds().first() {
@@ -508,7 +536,7 @@ async fn write_round(
         path,
         Mode::Write,
         Some(w.node_path()),
-        w.fencing_token(),
+        (w.fencing_token(), 0),
     );
     let fence = vec![w.check_op()];
     hold_on(
@@ -552,7 +580,7 @@ async fn write_round(
     };
     if let Ok(Some(read)) = down {
         let node = Some(read.node_path());
-        let rid = scene.begin(client, path, Mode::Read, node, read.fencing_token());
+        let rid = scene.begin(client, path, Mode::Read, node, (read.fencing_token(), 0));
         let fence = vec![read.check_op()];
         let lost = || -> LostFuture<'_> { Box::pin(read.lost()) };
         hold_on(scene, client, rng, "downgraded read", lost, fence).await;

@@ -92,7 +92,9 @@ fn case_of(workload: Workload, sessions: usize) -> Case {
 fn cost_libs(libs: &[Lib], workload: Workload) -> Vec<Lib> {
     libs.iter()
         .copied()
-        .filter(|&lib| lib != Lib::OursDrop && runs(lib, &case_of(workload, 2)))
+        .filter(|&lib| {
+            !matches!(lib, Lib::OursDrop | Lib::OursCohort) && runs(lib, &case_of(workload, 2))
+        })
         .collect()
 }
 
@@ -258,7 +260,7 @@ pub(super) fn table(cases: &[Case], libs: &[Lib], all: &[CostRun]) -> String {
     let columns: Vec<Lib> = libs
         .iter()
         .copied()
-        .filter(|&l| l != Lib::OursDrop)
+        .filter(|&l| !matches!(l, Lib::OursDrop | Lib::OursCohort))
         .collect();
     let mut out = format!(
         "counted protocol cost, through a counting proxy in front of the server: per cycle of 1 \

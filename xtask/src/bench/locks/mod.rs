@@ -152,7 +152,8 @@ struct Case {
 /// for the semaphore mutex).
 fn libs(recipe: Recipe) -> &'static [Lib] {
     match recipe {
-        Recipe::Mutex | Recipe::Semaphore | Recipe::SemaphoreMutex => &Lib::ALL,
+        Recipe::Mutex => &Lib::MUTEX,
+        Recipe::Semaphore | Recipe::SemaphoreMutex => &Lib::ALL,
         Recipe::Rwlock => &[Lib::Ours, Lib::Curator, Lib::Kazoo],
         Recipe::Multilock => &[Lib::Ours, Lib::Curator],
     }
@@ -216,6 +217,9 @@ enum Lib {
     Ours,
     /// recipe-mutex, releasing by dropping the guard.
     OursDrop,
+    /// recipe-mutex's `CohortMutex` (lock cohorting, issue 38): the contenders are tasks of
+    /// one session sharing one cohort, `guard.release().await`.
+    OursCohort,
     /// Curator 5.4's `InterProcessMutex`.
     Curator,
     /// kazoo's `Lock`.
@@ -224,11 +228,20 @@ enum Lib {
 
 impl Lib {
     const ALL: [Lib; 4] = [Lib::Ours, Lib::OursDrop, Lib::Curator, Lib::Kazoo];
+    /// The mutex's: [`Lib::ALL`] and the cohort.
+    const MUTEX: [Lib; 5] = [
+        Lib::Ours,
+        Lib::OursDrop,
+        Lib::OursCohort,
+        Lib::Curator,
+        Lib::Kazoo,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Lib::Ours => "ours",
             Lib::OursDrop => "ours (drop)",
+            Lib::OursCohort => "ours (cohort)",
             Lib::Curator => "curator",
             Lib::Kazoo => "kazoo",
         }
@@ -239,6 +252,7 @@ impl Lib {
         match self {
             Lib::Ours => "ours",
             Lib::OursDrop => "ours-drop",
+            Lib::OursCohort => "ours-cohort",
             Lib::Curator => "curator",
             Lib::Kazoo => "kazoo",
         }
@@ -273,7 +287,7 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
     let connect = server.connect_string();
 
     let warmup_of = |lib| match lib {
-        Lib::Ours | Lib::OursDrop => opts.rust_warmup,
+        Lib::Ours | Lib::OursDrop | Lib::OursCohort => opts.rust_warmup,
         Lib::Curator => opts.java_warmup,
         Lib::Kazoo => opts.kazoo_warmup,
     };
@@ -450,6 +464,16 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
     if libs.contains(&Lib::Kazoo) {
         comparisons.push(ratios(&results, &cases, Lib::Kazoo, hz));
     }
+    if libs.contains(&Lib::OursCohort) {
+        comparisons.push(ratios_of(&results, &cases, Lib::OursCohort, Lib::Ours, hz));
+        comparisons.push(ratios_of(
+            &results,
+            &cases,
+            Lib::OursCohort,
+            Lib::Curator,
+            hz,
+        ));
+    }
     let verdicts = targets(recipe, &results, &cases, hz);
     let order_table = order_effect(&results, hz);
     let load_lines = load_summary(&results, &orders);
@@ -549,8 +573,8 @@ use super::versions::{cpu_model, jar_version, java_version, kazoo_version, pytho
 #[cfg(test)]
 use summary::median;
 use summary::{
-    Run, Summary, load_summary, load_table, median_of, order_effect, ratios, table, targets,
-    warmup_check,
+    Run, Summary, load_summary, load_table, median_of, order_effect, ratios, ratios_of, table,
+    targets, warmup_check,
 };
 
 #[cfg(test)]

@@ -176,11 +176,12 @@ impl Metric {
     }
 }
 
-/// The ratios ours/`other` of `metric` in case `case`, one per round in which both ran, in
-/// round order: each round's ours divided by the same round's `other`.
-pub(super) fn per_round(
+/// The ratios `mine`/`other` of `metric` in case `case`, one per round in which both ran,
+/// in round order: each round's `mine` divided by the same round's `other`.
+fn per_round_of(
     results: &[Run],
     case: usize,
+    mine: Lib,
     other: Lib,
     metric: Metric,
     hz: u64,
@@ -194,11 +195,11 @@ pub(super) fn per_round(
     let rounds: std::collections::BTreeSet<u32> = results.iter().map(|r| r.round).collect();
     rounds
         .into_iter()
-        .filter_map(|round| Some(of(Lib::Ours, round)? / of(other, round)?))
+        .filter_map(|round| Some(of(mine, round)? / of(other, round)?))
         .collect()
 }
 
-/// The statistics of [`per_round`]: the bootstrap is seeded from the case, the metric and the
+/// The statistics of ours/`other` per round: the bootstrap is seeded from the case, the metric and the
 /// other library, so a report is the same every time it is made from the same runs.
 pub(super) fn ratio_stats(
     results: &[Run],
@@ -207,14 +208,32 @@ pub(super) fn ratio_stats(
     metric: Metric,
     hz: u64,
 ) -> Option<RatioStats> {
-    let other_index = match other {
+    ratio_stats_of(results, case, Lib::Ours, other, metric, hz)
+}
+
+/// [`ratio_stats`] with `mine` in the place of ours.
+fn ratio_stats_of(
+    results: &[Run],
+    case: usize,
+    mine: Lib,
+    other: Lib,
+    metric: Metric,
+    hz: u64,
+) -> Option<RatioStats> {
+    let index = |lib| match lib {
         Lib::Ours => 0,
         Lib::OursDrop => 1,
         Lib::Curator => 2,
         Lib::Kazoo => 3,
+        Lib::OursCohort => 4,
     };
-    let seed = 0x27_u64 << 32 | (case as u64) << 8 | metric.index() << 4 | other_index;
-    RatioStats::of(&per_round(results, case, other, metric, hz), seed)
+    // Ours against another keeps the seeds it always had.
+    let seed = 0x27_u64 << 32
+        | index(mine) << 40
+        | (case as u64) << 8
+        | metric.index() << 4
+        | index(other);
+    RatioStats::of(&per_round_of(results, case, mine, other, metric, hz), seed)
 }
 
 /// `1.55–1.70` with `decimals`.
@@ -225,14 +244,19 @@ fn range((lo, hi): (f64, f64), decimals: usize) -> String {
 /// The ratios ours/`other` per case and metric: the median of the per-round ratios, their
 /// min–max, the bootstrap 90% interval of the median, and the rounds.
 pub(super) fn ratios(results: &[Run], cases: &[Case], other: Lib, hz: u64) -> Table {
-    let title = format!("ours/{}", other.name());
+    ratios_of(results, cases, Lib::Ours, other, hz)
+}
+
+/// [`ratios`] of `mine` (the cohort) against `other`.
+pub(super) fn ratios_of(results: &[Run], cases: &[Case], mine: Lib, other: Lib, hz: u64) -> Table {
+    let title = format!("{}/{}", mine.name(), other.name());
     let mut t = Table::new(
         &[&title, "metric", "median", "min–max", "boot 90%", "rounds"],
         2,
     );
     for (c, case) in cases.iter().enumerate() {
         for metric in Metric::ALL {
-            let Some(s) = ratio_stats(results, c, other, metric, hz) else {
+            let Some(s) = ratio_stats_of(results, c, mine, other, metric, hz) else {
                 continue;
             };
             let decimals = if matches!(metric, Metric::Cpu | Metric::Rss) {

@@ -30,13 +30,13 @@ impl Workers {
     ) -> Command {
         let (warmup, measure) = (millis(warmup).to_string(), millis(seconds).to_string());
         match lib {
-            Lib::Ours | Lib::OursDrop => {
+            Lib::Ours | Lib::OursDrop | Lib::OursCohort => {
                 let mut cmd = Pinning::command(self.pinning.as_ref(), &self.rust);
                 cmd.arg("bench");
-                let workload = if lib == Lib::OursDrop {
-                    format!("{workload}-drop")
-                } else {
-                    workload.to_string()
+                let workload = match lib {
+                    Lib::OursDrop => format!("{workload}-drop"),
+                    Lib::OursCohort => format!("{workload}-cohort"),
+                    _ => workload.to_string(),
                 };
                 cmd.arg(connect)
                     .arg(workload)
