@@ -253,6 +253,10 @@ pub struct Interop {
     /// sessions survive and reconnect): exclusion must hold across the reconnects.
     #[arg(long, value_parser = clap::value_parser!(u64).range(50..=60_000))]
     pub cut_every_ms: Option<u64>,
+    /// The mutex only: our clients are tasks of one session sharing one `CohortMutex` (lock
+    /// cohorting): local hand-offs, one node in Curator's queue.
+    #[arg(long)]
+    pub cohort: bool,
 }
 
 /// `chaos [FLAGS]`.

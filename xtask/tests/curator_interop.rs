@@ -90,6 +90,30 @@ mod mutex {
         the_checker_catches_curator_elsewhere(Recipe::Mutex);
     }
 
+    /// Issue 38: our tasks of one session share one `CohortMutex` (one node in Curator's
+    /// queue, local hand-offs between them), and Curator's clients still get their turns
+    /// and never overlap ours.
+    #[test]
+    fn curator_and_a_cohort_of_ours_exclude_each_other() {
+        let totals = run_interop(&InteropOptions {
+            seconds: 8,
+            rust_side: RustSide::InProcess,
+            rust_clients: 4,
+            cohort: true,
+            ..InteropOptions::new(Recipe::Mutex)
+        })
+        .unwrap();
+        println!("{totals}");
+        assert_eq!(totals.violations(), 0, "the rule was broken:\n{totals}");
+        assert_eq!(totals.failure(), None, "{totals}");
+        let order = totals.order.as_ref().unwrap();
+        assert!(
+            order.handoffs >= 2,
+            "the lock did not pass between Curator and us: {order:?}"
+        );
+        assert_eq!(order.sequence_decreases, 0, "{order:?}");
+    }
+
     #[test]
     fn curator_and_ours_exclude_each_other_across_connection_cuts() {
         let totals = never_overlap_across_cuts(Recipe::Mutex, std::time::Duration::from_secs(1));

@@ -103,6 +103,9 @@ pub struct InteropOptions {
     /// Our clients connect through a fault proxy that cuts every connection this often
     /// (`--cut-every-ms`): the sessions survive and reconnect, and exclusion must hold.
     pub cut_every: Option<Duration>,
+    /// The mutex only (`--cohort`): our clients are tasks of one session sharing one
+    /// `CohortMutex`.
+    pub cohort: bool,
 }
 
 impl InteropOptions {
@@ -123,6 +126,7 @@ impl InteropOptions {
             },
             rust_side: RustSide::ReleaseProcess,
             cut_every: None,
+            cohort: false,
         }
     }
 }
@@ -150,8 +154,12 @@ pub fn run(cli: &crate::cli::Interop) -> Result<()> {
             RustSide::ReleaseProcess
         },
         cut_every: cli.cut_every_ms.map(Duration::from_millis),
+        cohort: cli.cohort,
         ..defaults
     };
+    if opts.cohort && opts.recipe != Recipe::Mutex {
+        return Err("--cohort is the mutex's only".into());
+    }
     let totals = run_interop(&opts)?;
     println!();
     print!("{totals}");
@@ -208,11 +216,13 @@ pub fn run_interop(opts: &InteropOptions) -> Result<Totals> {
         run_for: Duration::from_secs(opts.seconds),
         dir: dir.path.clone(),
         leases: opts.leases,
+        cohort: opts.cohort,
     };
     let java_cfg = WorkerConfig {
         connect: server.connect_string(),
         path: opts.java_path.clone().unwrap_or_else(|| opts.path.clone()),
         clients: opts.java_clients,
+        cohort: false,
         ..rust_cfg.clone()
     };
 

@@ -14,7 +14,8 @@ pub struct LockOrder {
     pub handoffs: u64,
     /// Consecutive holds whose lock nodes' sequence numbers did not increase (a fair lock's
     /// holders follow the sequence; the only innocent cause is the container parent being
-    /// deleted while empty and recreated, which restarts the sequence).
+    /// deleted while empty and recreated, which restarts the sequence), a cohort's local
+    /// hand-offs aside (ours after ours on one node, the later with no token).
     pub sequence_decreases: u64,
     /// Our holds whose fencing token (the lock node's czxid) was not above the previous one
     /// of ours in lock order.
@@ -41,6 +42,11 @@ impl LockOrder {
         let mut last_seq: Option<u64> = None;
         let mut last_token: Option<i64> = None;
         for hold in sorted {
+            // A cohort's local hand-off: ours after ours on the same node, carrying no
+            // token of its own (the batch's first hold has it).
+            let local_handoff = last.is_some_and(|prev| {
+                !prev.is_java() && !hold.is_java() && hold.token.is_none() && prev.node == hold.node
+            });
             if hold.is_java() {
                 order.java_entries += 1;
             } else {
@@ -66,7 +72,7 @@ impl LockOrder {
             last = Some(hold);
             let seq = hold.node.as_deref().and_then(sequence);
             if let (Some(prev), Some(seq)) = (last_seq, seq)
-                && seq <= prev
+                && (seq < prev || (seq == prev && !local_handoff))
             {
                 order.sequence_decreases += 1;
             }
@@ -125,6 +131,26 @@ mod tests {
         // Holds last 100 ns: Curator's ends at 4100, ours begins at 8000; ours ends at 1100,
         // Curator's begins at 3000.
         assert_eq!(order.closest, [Some(3900), Some(1900)]);
+    }
+
+    #[test]
+    fn a_cohorts_local_hand_offs_are_not_sequence_decreases() {
+        // Ours on node 5 three times (a batch: the first with the token), then Curator on 6.
+        let holds = [
+            h("rust-0", 5, Some(100), 1000),
+            h("rust-1", 5, None, 2000),
+            h("rust-0", 5, None, 3000),
+            h("java-0", 6, None, 4000),
+        ];
+        let order = LockOrder::of(&holds);
+        assert_eq!((order.sequence_decreases, order.token_regressions), (0, 0));
+        // Ours on one node twice, each with the token: the same node held twice.
+        let twice = [
+            h("rust-0", 5, Some(100), 1000),
+            h("rust-1", 5, Some(100), 2000),
+        ];
+        let order = LockOrder::of(&twice);
+        assert_eq!((order.sequence_decreases, order.token_regressions), (1, 1));
     }
 
     #[test]

@@ -39,13 +39,20 @@ pub struct WorkerConfig {
     pub dir: PathBuf,
     /// The semaphore's leases (1 for the other recipes).
     pub leases: u32,
+    /// The mutex's clients are tasks of the first client's session sharing one
+    /// `CohortMutex` (ours only: the recipe's name says `mutex-cohort`).
+    pub cohort: bool,
 }
 
 impl WorkerConfig {
     /// The command line: `<recipe> <connect> <lock path> <clients> <run ms> <dir> <leases>`.
     pub fn args(&self) -> Vec<String> {
+        let recipe = match self.cohort {
+            true => format!("{}-cohort", self.recipe.name()),
+            false => self.recipe.name().to_owned(),
+        };
         vec![
-            self.recipe.name().to_owned(),
+            recipe,
             self.connect.clone(),
             self.path.clone(),
             self.clients.to_string(),
@@ -67,8 +74,13 @@ impl WorkerConfig {
                     .into(),
             );
         };
+        let (recipe, cohort) = match recipe.strip_suffix("-cohort") {
+            Some(recipe) => (recipe, true),
+            None => (recipe.as_str(), false),
+        };
         Ok(WorkerConfig {
             recipe: Recipe::parse(recipe)?,
+            cohort,
             connect: connect.clone(),
             path: path.clone(),
             clients: clients.parse()?,
@@ -156,10 +168,27 @@ pub async fn run_clients(clients: Vec<Client>, cfg: &WorkerConfig) -> Counts {
     let clock = Clock::start();
     let end = Instant::now() + cfg.run_for;
     let mut tasks = Vec::new();
+    // The cohort: one for every client, on the first one's session.
+    let cohort = match (cfg.cohort, clients.first()) {
+        (true, Some(first)) => match recipe_mutex::InterProcessMutex::new(first.clone(), &cfg.path)
+        {
+            Ok(mutex) => Some(mutex.cohort(recipe_mutex::CohortBound::default())),
+            Err(e) => {
+                eprintln!("ERROR-COUNTED creating the cohort: {e}");
+                None
+            }
+        },
+        _ => None,
+    };
     for (i, client) in clients.iter().enumerate() {
         let mut contender = Contender::new(i, client.clone(), cfg.clone(), clock, end);
+        let cohort = cohort.clone();
         tasks.push(tokio::spawn(async move {
             match contender.cfg.recipe {
+                Recipe::Mutex if contender.cfg.cohort => match cohort {
+                    Some(cohort) => mutex::run_cohort(&mut contender, cohort).await,
+                    None => contender.counts.errors += 1,
+                },
                 Recipe::Mutex => mutex::run(&mut contender).await,
                 Recipe::Rwlock => rwlock::run(&mut contender).await,
                 Recipe::Multilock => multilock::run(&mut contender).await,
@@ -294,7 +323,7 @@ impl Contender {
         mode: Mode,
         (from, to): (u64, u64),
         node: &str,
-        token: i64,
+        token: impl Into<Option<i64>>,
     ) {
         self.holds.push(Hold {
             who: self.name.clone(),
@@ -304,7 +333,7 @@ impl Contender {
             from,
             to,
             node: node.rsplit('/').next().map(str::to_owned),
-            token: Some(token),
+            token: token.into(),
         });
     }
 
