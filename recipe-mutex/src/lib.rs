@@ -14,6 +14,10 @@
 //! any task or thread. Curator's per-thread reentrancy maps to "pass the guard down" (see
 //! [`InterProcessMutex`]'s table).
 //!
+//! Opt-in, [`CohortMutex`] ([`InterProcessMutex::cohort`]): the tasks of this process share
+//! one place in the lock's queue (lock cohorting), so the lock passes between them with no
+//! request, within a bound after which other processes get their turn.
+//!
 //! Beyond Curator: one round trip to take a free lock, a fencing token, a lost-lock signal,
 //! cancel-safe acquires (dropping an acquire leaves no node), guaranteed releases (a release
 //! once started finishes in the background, even from a guard dropped off the runtime), and a

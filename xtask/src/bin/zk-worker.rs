@@ -36,8 +36,9 @@
 //!   in the background). At the start and the end of the measured window the worker prints
 //!   `WINDOW_START` and `WINDOW_END`, so that the bench can read the server's request counters
 //!   at those moments.
-//! - `mutex-cohort`: `<sessions>` contenders that are tasks of **one** session, sharing one
-//!   `recipe_mutex::CohortMutex` (lock cohorting, default bound) on `<path>`, each looping
+//! - `mutex-cohort`, `mutex-cohort:H`: `<sessions>` contenders that are tasks of **one**
+//!   session, sharing one `recipe_mutex::CohortMutex` (lock cohorting: the default bound, or
+//!   `H` hand-offs and the default time) on `<path>`, each looping
 //!   `lock().await` → `release().await`.
 //! - `read`, `write`, `rwmix:P`, `multi:K`: the same loop with another lock per cycle: the read
 //!   or the write lock of a `recipe_rwlock::InterProcessReadWriteLock` on `<path>` (`rwmix:P`:
@@ -171,7 +172,9 @@ fn run(args: &[String]) -> Result<Sample> {
         .build()?;
     let (hist, cpu_window_ticks) = match args.workload.as_str() {
         // `mutex-cohort`: the contenders are tasks of one session sharing one cohort.
-        "mutex-cohort" => rt.block_on(mutex_workload(&args, Release::Cohort))?,
+        w if w == "mutex-cohort" || w.starts_with("mutex-cohort:") => {
+            rt.block_on(mutex_workload(&args, Release::Cohort))?
+        }
         // `<lock workload>-drop`: the same, releasing by dropping the guard.
         w if is_lock(w) && w.ends_with("-drop") => {
             rt.block_on(mutex_workload(&args, Release::Drop))?
@@ -414,7 +417,7 @@ async fn mutex_workload(args: &Args, release: Release) -> Result<(Histogram, u64
     let mut tasks = Vec::with_capacity(args.sessions);
     if let (Release::Cohort, Some(client)) = (release, clients.first()) {
         let cohort = InterProcessMutex::new(client.clone(), &args.path)?
-            .cohort(recipe_mutex::CohortBound::default());
+            .cohort(cohort_bound(&args.workload)?);
         for _ in 0..args.sessions {
             tasks.push(tokio::spawn(lock_cycles(
                 Taker::Cohort(cohort.clone()),
@@ -456,6 +459,16 @@ async fn mutex_workload(args: &Args, release: Release) -> Result<(Histogram, u64
     }
     let hist = hist.lock().map_err(|_| "a contender panicked")?.clone();
     Ok((hist, cpu_end.saturating_sub(cpu_start)))
+}
+
+/// The cohort's bound: `mutex-cohort` the default, `mutex-cohort:H` with `H` hand-offs (the
+/// time bound the default's).
+fn cohort_bound(workload: &str) -> Result<recipe_mutex::CohortBound> {
+    let mut bound = recipe_mutex::CohortBound::default();
+    if let Some(handoffs) = workload.strip_prefix("mutex-cohort:") {
+        bound.handoffs = handoffs.parse()?;
+    }
+    Ok(bound)
 }
 
 /// One contender: lock → release cycles until the window ends (the cycle in progress then is
