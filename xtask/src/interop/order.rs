@@ -30,6 +30,10 @@ pub struct LockOrder {
     /// disagree: if Curator's stamps ran `s` ahead of ours, the real hand-offs would be the
     /// first minus `s` and the second plus `s`, both positive, so `-second < s < first`.
     pub closest: [Option<i64>; 2],
+    /// The longest run of our holds between two of Curator's (a cohort's batch, seen from
+    /// Curator's waiters): how many, and from the first one's beginning to the last one's
+    /// end, in ns.
+    pub longest_ours_run: (u64, u64),
 }
 
 impl LockOrder {
@@ -41,7 +45,19 @@ impl LockOrder {
         let mut last: Option<&Hold> = None;
         let mut last_seq: Option<u64> = None;
         let mut last_token: Option<i64> = None;
+        // Our run under way: its holds and when its first one began.
+        let mut run: Option<(u64, u64)> = None;
         for hold in sorted {
+            if hold.is_java() {
+                if let (Some((n, from)), Some(prev)) = (run.take(), last) {
+                    let span = prev.to.saturating_sub(from);
+                    if (n, span) > order.longest_ours_run {
+                        order.longest_ours_run = (n, span);
+                    }
+                }
+            } else {
+                run = Some(run.map_or((1, hold.from), |(n, from)| (n + 1, from)));
+            }
             // A cohort's local hand-off: ours after ours on the same node, carrying no
             // token of its own (the batch's first hold has it).
             let local_handoff = last.is_some_and(|prev| {
@@ -144,6 +160,8 @@ mod tests {
         ];
         let order = LockOrder::of(&holds);
         assert_eq!((order.sequence_decreases, order.token_regressions), (0, 0));
+        // Curator's waiter waited behind three of ours: 1000 to 3100.
+        assert_eq!(order.longest_ours_run, (3, 2100));
         // Ours on one node twice, each with the token: the same node held twice.
         let twice = [
             h("rust-0", 5, Some(100), 1000),

@@ -253,6 +253,14 @@ fn write_order(f: &mut fmt::Formatter<'_>, o: &LockOrder) -> fmt::Result {
             format!("went backwards {} times", o.token_regressions)
         }
     )?;
+    if o.longest_ours_run.0 > 0 {
+        writeln!(
+            f,
+            "         longest run of ours between two of Curator's: {} holds in {:.2} ms",
+            o.longest_ours_run.0,
+            o.longest_ours_run.1 as f64 / 1e6
+        )?;
+    }
     let gap = |(n, total): (u64, u64)| {
         if n == 0 {
             "-".to_owned()
