@@ -299,11 +299,16 @@ pub struct Chaos {
     pub no_fence: bool,
     /// Negative control: a defect planted in our recipes (`shortcut`: a waiter holds on its
     /// predecessor's deletion without looking again; `grant-on-disconnect`: a waiter holds
-    /// when its connection drops, whatever is ahead of it); the run must then fail with
+    /// when its connection drops, whatever is ahead of it; `cohort-double-grant`, with
+    /// `--cohort`: a cohort grants its node to two local waiters at once); the run must then fail with
     /// holds the servers' log shows were not granted. Builds a zk-worker of its own with
     /// xtask's feature `plant`.
     #[arg(long, value_enum)]
     pub plant: Option<crate::chaos::ours::ChaosPlant>,
+    /// Our mutex clients of each process are tasks of one session sharing one `CohortMutex`
+    /// (lock cohorting), its session replaced for all of them when it ends.
+    #[arg(long)]
+    pub cohort: bool,
 }
 
 /// `stress RECIPE [FLAGS]`.

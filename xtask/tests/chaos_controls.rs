@@ -11,6 +11,8 @@
 //!   holds the recipe's rule does not grant.
 //! - **Hand-off shortcut**: a waiter that holds on its predecessor's deletion without listing
 //!   again, under connection cuts (waiters giving up ahead of it are enough).
+//! - **Cohort double grant**: our mutex clients as one cohort per process (`--cohort`) that
+//!   grants its node to two local waiters at once: the log shows two live marks.
 //!
 //! One test, the runs one after another (each starts its own ensemble); needs the planted
 //! worker, so the feature `plant` (on in `cargo xtask test`, which runs `--all-features`).
@@ -33,16 +35,18 @@ struct Control {
     name: &'static str,
     fence: bool,
     plant: Option<ChaosPlant>,
+    cohort: bool,
     nemesis: &'static [Kind],
     recipes: &'static [Recipe],
     seconds: u64,
 }
 
-const CONTROLS: [Control; 3] = [
+const CONTROLS: [Control; 4] = [
     Control {
         name: "no-fence",
         fence: false,
         plant: None,
+        cohort: false,
         nemesis: &[Kind::OursPause],
         recipes: &[Recipe::Mutex, Recipe::Rwlock, Recipe::Multilock],
         seconds: 40,
@@ -51,6 +55,7 @@ const CONTROLS: [Control; 3] = [
         name: "grant-on-disconnect",
         fence: true,
         plant: Some(ChaosPlant::GrantOnDisconnect),
+        cohort: false,
         nemesis: &[Kind::ClientCut, Kind::ClientStall],
         recipes: &Recipe::ALL,
         seconds: 30,
@@ -59,9 +64,19 @@ const CONTROLS: [Control; 3] = [
         name: "shortcut",
         fence: true,
         plant: Some(ChaosPlant::Shortcut),
+        cohort: false,
         nemesis: &[Kind::ClientCut],
         recipes: &Recipe::ALL,
         seconds: 30,
+    },
+    Control {
+        name: "cohort-double-grant",
+        fence: true,
+        plant: Some(ChaosPlant::CohortDoubleGrant),
+        cohort: true,
+        nemesis: &[Kind::ClientCut],
+        recipes: &[Recipe::Mutex],
+        seconds: 20,
     },
 ];
 
@@ -78,11 +93,12 @@ fn the_negative_controls_fail_from_the_servers_log() {
             nemesis: control.nemesis.to_vec(),
             ours_processes: 2,
             curator_processes: 0,
-            clients: 2,
+            clients: if control.cohort { 4 } else { 2 },
             leases: LEASES,
             session_timeout: Duration::from_secs(4),
             fence: control.fence,
             plant: control.plant,
+            cohort: control.cohort,
             recipes: control.recipes.to_vec(),
             out_dir: out_dir.clone(),
         };

@@ -66,6 +66,7 @@ pub fn run(cli: &crate::cli::Chaos) -> Result<(), Box<dyn Error>> {
         session_timeout: Duration::from_millis(cli.session_timeout_ms),
         fence: !cli.no_fence,
         plant: cli.plant,
+        cohort: cli.cohort,
         recipes,
         out_dir: out_dir.clone(),
     };

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use recipe_multilock::InterProcessMultiLock;
-use recipe_mutex::{Guard, InterProcessMutex, Lock};
+use recipe_mutex::{CohortBound, CohortMutex, Guard, InterProcessMutex, Lock};
 use recipe_rwlock::InterProcessReadWriteLock;
 use recipe_semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
 use tokio::time::Instant;
@@ -62,6 +62,9 @@ pub struct OursConfig {
     /// The defect planted in our recipes, if any (a negative control; needs a worker built
     /// with xtask's feature `plant`; the fence stays on).
     pub plant: Option<ChaosPlant>,
+    /// The mutex's clients are tasks of one session sharing one `CohortMutex` (said on the
+    /// command line as `+cohort` after the fence).
+    pub cohort: bool,
     /// The recipes to run.
     pub recipes: Vec<Recipe>,
 }
@@ -77,12 +80,15 @@ impl OursConfig {
             self.dir.display().to_string(),
             self.leases.to_string(),
             self.session_timeout.as_millis().to_string(),
-            match (self.fence, self.plant) {
-                (_, Some(plant)) => plant.name(),
-                (true, None) => "fence",
-                (false, None) => "no-fence",
-            }
-            .to_owned(),
+            format!(
+                "{}{}",
+                match (self.fence, self.plant) {
+                    (_, Some(plant)) => plant.name(),
+                    (true, None) => "fence",
+                    (false, None) => "no-fence",
+                },
+                if self.cohort { "+cohort" } else { "" }
+            ),
             self.recipes
                 .iter()
                 .map(|r| r.name())
@@ -114,7 +120,12 @@ impl OursConfig {
                     .into(),
             );
         };
+        let (fence, cohort) = match fence.strip_suffix("+cohort") {
+            Some(fence) => (fence.to_owned(), true),
+            None => (fence.clone(), false),
+        };
         Ok(OursConfig {
+            cohort,
             connect: connect.clone(),
             process: process.parse()?,
             clients: clients.parse()?,
@@ -151,14 +162,25 @@ pub fn process_main(args: &[String]) -> Result<()> {
     }
     let rt = crate::worker_process::side_runtime()?;
     let mut clients = Vec::new();
+    // With `cohort`, the mutex's clients share one session.
+    let mut mutex_session: Option<Client> = None;
     for recipe in &cfg.recipes {
         for i in 0..cfg.clients {
-            let client = rt.block_on(
-                Client::builder()
-                    .hosts(&cfg.connect)
-                    .session_timeout(cfg.session_timeout)
-                    .connect(),
-            )?;
+            let shared = (cfg.cohort && *recipe == Recipe::Mutex)
+                .then(|| mutex_session.clone())
+                .flatten();
+            let client = match shared {
+                Some(client) => client,
+                None => rt.block_on(
+                    Client::builder()
+                        .hosts(&cfg.connect)
+                        .session_timeout(cfg.session_timeout)
+                        .connect(),
+                )?,
+            };
+            if cfg.cohort && *recipe == Recipe::Mutex {
+                mutex_session = Some(client.clone());
+            }
             let who = Who {
                 lib: "rust".into(),
                 process: cfg.process,
@@ -280,17 +302,24 @@ pub enum ChaosPlant {
     /// A waiter holds when its connection drops, whatever is ahead of it (the history the
     /// client-side checker's old rules excused).
     GrantOnDisconnect,
+    /// A cohort grants its node to two local waiters at once (with `--cohort`).
+    CohortDoubleGrant,
 }
 
 impl ChaosPlant {
     /// Every plant.
-    pub const ALL: [ChaosPlant; 2] = [ChaosPlant::Shortcut, ChaosPlant::GrantOnDisconnect];
+    pub const ALL: [ChaosPlant; 3] = [
+        ChaosPlant::Shortcut,
+        ChaosPlant::GrantOnDisconnect,
+        ChaosPlant::CohortDoubleGrant,
+    ];
 
     /// The name on the command line.
     pub fn name(self) -> &'static str {
         match self {
             ChaosPlant::Shortcut => "shortcut",
             ChaosPlant::GrantOnDisconnect => "grant-on-disconnect",
+            ChaosPlant::CohortDoubleGrant => "cohort-double-grant",
         }
     }
 
@@ -306,6 +335,7 @@ impl ChaosPlant {
         set(Some(match self {
             ChaosPlant::Shortcut => Plant::HandOffShortcut,
             ChaosPlant::GrantOnDisconnect => Plant::GrantOnDisconnect,
+            ChaosPlant::CohortDoubleGrant => Plant::CohortDoubleGrant,
         }));
         Ok(())
     }
@@ -326,6 +356,9 @@ struct Shared {
     clock: Clock,
     events: Mutex<Vec<Event>>,
     acquiring: Mutex<HashMap<String, Acquire>>,
+    /// With `cohort`: the mutex clients' one session (replaced for all of them when it
+    /// ends) and its cohort.
+    cohort: tokio::sync::Mutex<Option<(Client, CohortMutex)>>,
 }
 
 impl Shared {
@@ -348,6 +381,7 @@ async fn run(
         clock: Clock::start(),
         events: Mutex::new(Vec::new()),
         acquiring: Mutex::new(HashMap::new()),
+        cohort: tokio::sync::Mutex::new(None),
     });
     let end = Instant::now() + cfg.run_for;
     let mut tasks = tokio::task::JoinSet::new();
@@ -441,11 +475,16 @@ impl Contender {
                 break;
             }
             if self.client.state().is_terminal() {
-                let fresh = Client::builder()
-                    .hosts(&self.cfg.connect)
-                    .session_timeout(self.cfg.session_timeout)
-                    .connect()
-                    .await;
+                let fresh = match self.in_cohort() {
+                    true => self.cohort().await.map(|(client, _)| client),
+                    false => {
+                        Client::builder()
+                            .hosts(&self.cfg.connect)
+                            .session_timeout(self.cfg.session_timeout)
+                            .connect()
+                            .await
+                    }
+                };
                 match fresh {
                     Ok(client) => {
                         self.client = client;
@@ -478,6 +517,39 @@ impl Contender {
         }
     }
 
+    /// Whether this client is one of the mutex's cohort (`cohort`).
+    fn in_cohort(&self) -> bool {
+        self.cfg.cohort && self.who.recipe == Recipe::Mutex
+    }
+
+    /// The cohort's session and mutex: the one they have while that session lives, else a
+    /// new session (made by the first client to ask) and a cohort on it.
+    async fn cohort(&self) -> std::result::Result<(Client, CohortMutex), zk_client::Error> {
+        let mut slot = self.shared.cohort.lock().await;
+        if let Some((client, cohort)) = slot.as_ref() {
+            if !client.state().is_terminal() {
+                return Ok((client.clone(), cohort.clone()));
+            }
+        }
+        // The first session is the one the process started with, if it lives.
+        let client = match self.client.state().is_terminal() {
+            false => self.client.clone(),
+            true => {
+                Client::builder()
+                    .hosts(&self.cfg.connect)
+                    .session_timeout(self.cfg.session_timeout)
+                    .connect()
+                    .await?
+            }
+        };
+        let path = layout::lock_path(Recipe::Mutex);
+        let cohort = InterProcessMutex::new(client.clone(), &path)
+            .map_err(|_| zk_client::Error::InvalidArgument("the mutex's path"))?
+            .cohort(CohortBound::default());
+        *slot = Some((client.clone(), cohort.clone()));
+        Ok((client, cohort))
+    }
+
     /// Whether to stop the loop: the run is over or the session ended.
     fn stop(&self) -> bool {
         self.over() || self.client.state().is_terminal()
@@ -489,6 +561,22 @@ impl Contender {
         let path = layout::lock_path(recipe);
         let client = self.client.clone();
         match recipe {
+            Recipe::Mutex if self.in_cohort() => match self.cohort().await {
+                // The cohort of this client's session (another client may have replaced
+                // it: then this one goes round again with the new session).
+                Ok((shared, cohort)) if shared.session_id() == client.session_id() => {
+                    self.lock_loop(&cohort, Mode::Exclusive, &[layout::register(recipe, 0)])
+                        .await
+                }
+                Ok((shared, _)) => {
+                    self.client = shared;
+                    self.session().await;
+                }
+                Err(e) => {
+                    eprintln!("{}: {e}", self.name);
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            },
             Recipe::Mutex => match InterProcessMutex::new(client, &path) {
                 Ok(lock) => {
                     self.lock_loop(&lock, Mode::Exclusive, &[layout::register(recipe, 0)])

@@ -45,6 +45,8 @@ pub struct ChaosOptions {
     pub fence: bool,
     /// The defect planted in our workers, if any (a negative control).
     pub plant: Option<super::ours::ChaosPlant>,
+    /// Our mutex clients of each process share one session and one `CohortMutex`.
+    pub cohort: bool,
     /// The recipes.
     pub recipes: Vec<Recipe>,
     /// Where the chart and the kept histories go.
@@ -153,12 +155,14 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
         session_timeout: opts.session_timeout,
         fence: opts.fence,
         plant: opts.plant,
+        cohort: opts.cohort,
         recipes: opts.recipes.clone(),
     };
     let curators = OursConfig {
         connect: curators_connect,
         fence: true,
         plant: None,
+        cohort: false,
         ..ours.clone()
     };
     for p in 0..opts.ours_processes {
