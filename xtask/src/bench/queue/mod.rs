@@ -9,7 +9,8 @@
 //! 2. it starts the worker processes, each with one session and its share of the N waiters,
 //!    each waiter a `lock()` of its own (ours: a task with its own `InterProcessMutex` on the
 //!    one `Client`, [`ours`]; Curator's: a thread with its own `InterProcessMutex` on the one
-//!    `CuratorFramework`, `java/CuratorQueue.java`); each worker says `QUEUED` once the server
+//!    `CuratorFramework`, `java/CuratorQueue.java`; the cohort: tasks sharing one
+//!    `CohortMutex`, so one node per process); each worker says `QUEUED` once the server
 //!    holds a lock node for every one of its waiters, with its resident set before and after;
 //! 3. it releases its hold and tells the workers when (`GO <ns>`); each holder releases as
 //!    soon as it holds, so the queue drains one waiter at a time, and each worker lists its
@@ -68,15 +69,19 @@ enum Lib {
     Ours,
     /// Curator 5.4's `InterProcessMutex`: threads on one `CuratorFramework`.
     Curator,
+    /// recipe-mutex's `CohortMutex` (issue 38): tasks on one session sharing one cohort,
+    /// one node per process in the server's queue.
+    OursCohort,
 }
 
 impl Lib {
-    const ALL: [Lib; 2] = [Lib::Ours, Lib::Curator];
+    const ALL: [Lib; 3] = [Lib::Ours, Lib::Curator, Lib::OursCohort];
 
     fn name(self) -> &'static str {
         match self {
             Lib::Ours => "ours",
             Lib::Curator => "curator",
+            Lib::OursCohort => "cohort",
         }
     }
 }
@@ -109,7 +114,7 @@ impl Case {
     /// A guess of the run's length, for the time left.
     fn nominal(&self) -> Duration {
         let start = match self.lib {
-            Lib::Ours => Duration::from_secs(3),
+            Lib::Ours | Lib::OursCohort => Duration::from_secs(3),
             Lib::Curator => Duration::from_secs(5),
         };
         start + Duration::from_millis(8).saturating_mul(wide(self.waiters))
@@ -201,7 +206,7 @@ mod tests {
     #[test]
     fn cases_run_by_n_then_spread_then_library() {
         let all = cases(&[10, 100]);
-        assert_eq!(all.len(), 8);
+        assert_eq!(all.len(), 12);
         let first: Vec<(usize, usize, Lib)> = all
             .iter()
             .take(4)
@@ -212,14 +217,14 @@ mod tests {
             [
                 (10, 1, Lib::Ours),
                 (10, 1, Lib::Curator),
+                (10, 1, Lib::OursCohort),
                 (10, 4, Lib::Ours),
-                (10, 4, Lib::Curator)
             ]
         );
         let labels: Vec<String> = all.iter().map(Case::label).collect();
-        assert_eq!(labels.get(4).map(String::as_str), Some("N=100, 1 process"));
+        assert_eq!(labels.get(6).map(String::as_str), Some("N=100, 1 process"));
         assert_eq!(
-            labels.get(6).map(String::as_str),
+            labels.get(9).map(String::as_str),
             Some("N=100, 4 processes")
         );
     }

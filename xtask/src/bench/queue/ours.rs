@@ -1,7 +1,8 @@
 //! Our side of `bench queue`: `zk-worker queue <connect> <lock path> <waiters> <budget ms>`.
 //!
 //! One session (one `zk_client::Client`) on a current-thread tokio runtime, and `<waiters>`
-//! tasks on it, each with its own `recipe_mutex::InterProcessMutex` on `<lock path>`, each
+//! tasks on it, each with its own `recipe_mutex::InterProcessMutex` on `<lock path>` (with
+//! `cohort`: all sharing one `CohortMutex`, so the process has one node), each
 //! calling `lock()` once, and releasing (`guard.release().await`) as soon as it holds. The
 //! bench holds the lock first with a session of its own, so every waiter queues behind it.
 //!
@@ -22,7 +23,7 @@ use std::error::Error;
 use std::io::BufRead;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use recipe_mutex::InterProcessMutex;
+use recipe_mutex::{CohortBound, InterProcessMutex};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use zk_client::Client;
@@ -37,7 +38,7 @@ const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most waiters one worker takes.
 pub const MAX_WAITERS: usize = 100_000;
 /// The usage line.
-pub const USAGE: &str = "zk-worker queue <connect> <lock path> <waiters> <budget ms>";
+pub const USAGE: &str = "zk-worker queue <connect> <lock path> <waiters> <budget ms> [cohort]";
 
 /// Runs the worker with its arguments (after `queue`); prints `QUEUED` and `HOLDS` lines and
 /// returns the `RESULT` line.
@@ -45,8 +46,12 @@ pub const USAGE: &str = "zk-worker queue <connect> <lock path> <waiters> <budget
 /// # Errors
 /// Bad arguments, a session or lock failure, or the budget spent before the drain ended.
 pub fn process_main(args: &[String]) -> Result<String> {
-    let [connect, path, waiters, budget] = args else {
-        return Err(format!("usage: {USAGE}").into());
+    let (connect, path, waiters, budget, cohort) = match args {
+        [connect, path, waiters, budget] => (connect, path, waiters, budget, false),
+        [connect, path, waiters, budget, cohort] if cohort == "cohort" => {
+            (connect, path, waiters, budget, true)
+        }
+        _ => return Err(format!("usage: {USAGE}").into()),
     };
     let waiters: usize = waiters
         .parse()
@@ -62,7 +67,7 @@ pub fn process_main(args: &[String]) -> Result<String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(run(connect, path, waiters, budget, go))
+    rt.block_on(run(connect, path, waiters, budget, go, cohort))
 }
 
 /// A thread that reads stdin: the time in the first `GO` line goes to the receiver; the end
@@ -90,6 +95,7 @@ async fn run(
     waiters: usize,
     budget: Duration,
     go: tokio::sync::oneshot::Receiver<u64>,
+    cohort: bool,
 ) -> Result<String> {
     let deadline = Instant::now() + budget;
     let client = Client::builder()
@@ -99,20 +105,54 @@ async fn run(
         .await?;
     let rss_before_kib = rss_kib()?;
     let mut tasks = JoinSet::new();
+    let shared = match cohort {
+        true => Some(InterProcessMutex::new(client.clone(), path)?.cohort(CohortBound::default())),
+        false => None,
+    };
     for _ in 0..waiters {
-        let mutex = InterProcessMutex::new(client.clone(), path)?;
-        tasks.spawn(async move {
-            let guard = mutex.lock().await?;
-            let acquired_ns = now_ns();
-            let released_ns = now_ns();
-            guard.release().await?;
-            Ok::<_, recipe_mutex::Error>(Hold {
-                acquired_ns,
-                released_ns,
-            })
-        });
+        match &shared {
+            Some(cohort) => {
+                let cohort = cohort.clone();
+                tasks.spawn(async move {
+                    let guard = cohort.lock().await?;
+                    let acquired_ns = now_ns();
+                    let released_ns = now_ns();
+                    guard.release().await?;
+                    Ok::<_, recipe_mutex::Error>(Hold {
+                        acquired_ns,
+                        released_ns,
+                    })
+                });
+            }
+            None => {
+                let mutex = InterProcessMutex::new(client.clone(), path)?;
+                tasks.spawn(async move {
+                    let guard = mutex.lock().await?;
+                    let acquired_ns = now_ns();
+                    let released_ns = now_ns();
+                    guard.release().await?;
+                    Ok::<_, recipe_mutex::Error>(Hold {
+                        acquired_ns,
+                        released_ns,
+                    })
+                });
+            }
+        }
     }
-    let nodes = queued(&client, path, waiters, deadline).await?;
+    let nodes = match &shared {
+        // One node for the process, and every waiter in the cohort behind it.
+        Some(cohort) => {
+            let nodes = queued(&client, path, 1, deadline).await?;
+            while cohort.waiting() < waiters {
+                if Instant::now() >= deadline {
+                    return Err("the cohort's waiters did not all arrive within the budget".into());
+                }
+                tokio::task::yield_now().await;
+            }
+            nodes
+        }
+        None => queued(&client, path, waiters, deadline).await?,
+    };
     let queued = Queued {
         waiters: waiters as u64,
         nodes: nodes as u64,

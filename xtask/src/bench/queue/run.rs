@@ -54,6 +54,11 @@ impl Workers {
                 cmd.args(args);
                 cmd
             }
+            Lib::OursCohort => {
+                let mut cmd = Command::new(&self.rust);
+                cmd.args(args).arg("cohort");
+                cmd
+            }
             Lib::Curator => {
                 let mut cmd = Command::new("java");
                 cmd.arg("-cp")
