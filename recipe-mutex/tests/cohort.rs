@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use recipe_mutex::{CohortBound, CohortToken, Error, InterProcessMutex, Loss};
+use recipe_mutex::{CohortBound, CohortMutex, CohortToken, Error, InterProcessMutex, Loss};
+use tokio::task::JoinHandle;
 use zk_client::{Client, SessionState};
 use zk_testkit::FaultProxy;
 
@@ -20,6 +21,26 @@ use support::{bounded, client, client_at, server, wait_children, wait_state};
 /// and deletes: half of it once every node is gone).
 async fn creates(c: &Client, path: &str) -> i32 {
     c.exists(path).await.unwrap().map_or(0, |s| s.cversion)
+}
+
+/// A local waiter on `cohort`, in a task of its own, once it is queued: the token it gets.
+async fn queue_one(cohort: &CohortMutex) -> JoinHandle<Result<CohortToken, Error>> {
+    let task = tokio::spawn({
+        let cohort = cohort.clone();
+        async move { cohort.lock().await.map(|g| g.token()) }
+    });
+    waiting(cohort, 1).await;
+    task
+}
+
+/// Until `n` local waiters wait on `cohort`.
+async fn waiting(cohort: &CohortMutex, n: usize) {
+    bounded(async {
+        while cohort.waiting() < n {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
 }
 
 fn wide() -> CohortBound {
@@ -160,9 +181,7 @@ async fn cancelled_local_waiters_cost_nothing_at_the_server() {
             .unwrap();
         assert!(timed.is_none());
     }
-    while cohort.waiting() < 10 {
-        tokio::task::yield_now().await;
-    }
+    waiting(&cohort, 10).await;
     for w in &waiters {
         w.abort();
     }
@@ -214,13 +233,7 @@ async fn a_node_that_may_be_lost_is_released_not_handed_on() {
         .cohort(wide());
     let first = cohort.lock().await.unwrap();
     let first_token = first.token();
-    let next = tokio::spawn({
-        let cohort = cohort.clone();
-        async move { cohort.lock().await.map(|g| g.token()) }
-    });
-    while cohort.waiting() < 1 {
-        tokio::task::yield_now().await;
-    }
+    let next = queue_one(&cohort).await;
     proxy.stall();
     assert_eq!(bounded(first.lost()).await, Loss::Unsure);
     // Released while unsure: the node goes (once the session is back) and the waiter takes a
@@ -234,13 +247,7 @@ async fn a_node_that_may_be_lost_is_released_not_handed_on() {
 
     // The session expires while held, a local waiter behind: it gets the session's end.
     let holder = cohort.lock().await.unwrap();
-    let next = tokio::spawn({
-        let cohort = cohort.clone();
-        async move { cohort.lock().await.map(|g| g.token()) }
-    });
-    while cohort.waiting() < 1 {
-        tokio::task::yield_now().await;
-    }
+    let next = queue_one(&cohort).await;
     proxy.stall();
     wait_children(&observer, path, 0).await; // the server expired the session
     proxy.pass();
@@ -260,13 +267,7 @@ async fn a_guard_dropped_off_the_runtime_hands_on_to_a_local_waiter() {
         .cohort(wide());
     let g = cohort.lock().await.unwrap();
     let czxid = g.fencing_token();
-    let next = tokio::spawn({
-        let cohort = cohort.clone();
-        async move { cohort.lock().await.map(|g| g.token()) }
-    });
-    while cohort.waiting() < 1 {
-        tokio::task::yield_now().await;
-    }
+    let next = queue_one(&cohort).await;
     std::thread::spawn(move || drop(g)).join().unwrap();
     let token = bounded(next).await.unwrap().unwrap();
     assert_eq!(token, CohortToken { czxid, local: 2 });

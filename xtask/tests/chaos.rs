@@ -14,17 +14,18 @@ use std::path::Path;
 use std::time::Duration;
 
 use xtask::chaos::nemesis::Kind;
-use xtask::chaos::run::{ChaosOptions, run};
+use xtask::chaos::run::{ChaosOptions, Outcome, run};
 use xtask::recipe::{LEASES, Recipe};
 
-#[test]
-fn a_minute_of_chaos_finds_nothing_wrong() {
+/// A minute under every nemesis on a 3-member ensemble, with `seed` and what `change` sets,
+/// run with this build's `zk-worker`.
+fn a_minute(seed: u64, change: impl FnOnce(&mut ChaosOptions)) -> Outcome {
     let out_dir = xtask::paths::target_dir().join("chaos");
     std::fs::create_dir_all(&out_dir).unwrap();
-    let opts = ChaosOptions {
+    let mut opts = ChaosOptions {
         seconds: 60,
         members: 3,
-        seed: 2,
+        seed,
         nemesis: Kind::ALL.to_vec(),
         ours_processes: 2,
         curator_processes: 2,
@@ -35,15 +36,22 @@ fn a_minute_of_chaos_finds_nothing_wrong() {
         plant: None,
         cohort: false,
         recipes: Recipe::ALL.to_vec(),
-        out_dir: out_dir.clone(),
+        out_dir,
     };
+    change(&mut opts);
     let classpath = xtask::curator::classpath().unwrap();
-    let outcome = run(
+    run(
         &opts,
         Path::new(env!("CARGO_BIN_EXE_zk-worker")),
         &classpath,
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn a_minute_of_chaos_finds_nothing_wrong() {
+    let outcome = a_minute(2, |_| {});
+    let out_dir = xtask::paths::target_dir().join("chaos");
     let report = &outcome.report;
     println!("{report}");
     for a in &outcome.timeline {
@@ -123,31 +131,12 @@ fn a_minute_of_chaos_finds_nothing_wrong() {
 /// nothing, and the lock did pass between our tasks without a node each.
 #[test]
 fn a_minute_of_chaos_on_a_cohort_finds_nothing_wrong() {
-    let out_dir = xtask::paths::target_dir().join("chaos");
-    std::fs::create_dir_all(&out_dir).unwrap();
-    let opts = ChaosOptions {
-        seconds: 60,
-        members: 3,
-        seed: 3,
-        nemesis: Kind::ALL.to_vec(),
-        ours_processes: 2,
-        curator_processes: 1,
-        clients: 4,
-        leases: LEASES,
-        session_timeout: Duration::from_secs(4),
-        fence: true,
-        plant: None,
-        cohort: true,
-        recipes: vec![Recipe::Mutex],
-        out_dir: out_dir.clone(),
-    };
-    let classpath = xtask::curator::classpath().unwrap();
-    let outcome = run(
-        &opts,
-        Path::new(env!("CARGO_BIN_EXE_zk-worker")),
-        &classpath,
-    )
-    .unwrap();
+    let outcome = a_minute(3, |opts| {
+        opts.curator_processes = 1;
+        opts.clients = 4;
+        opts.cohort = true;
+        opts.recipes = vec![Recipe::Mutex];
+    });
     let report = &outcome.report;
     println!("{report}");
     let judge = &outcome.judge;

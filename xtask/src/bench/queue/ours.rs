@@ -23,7 +23,7 @@ use std::error::Error;
 use std::io::BufRead;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use recipe_mutex::{CohortBound, InterProcessMutex};
+use recipe_mutex::{CohortBound, CohortGuard, InterProcessMutex, LockGuard};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use zk_client::Client;
@@ -113,29 +113,11 @@ async fn run(
         match &shared {
             Some(cohort) => {
                 let cohort = cohort.clone();
-                tasks.spawn(async move {
-                    let guard = cohort.lock().await?;
-                    let acquired_ns = now_ns();
-                    let released_ns = now_ns();
-                    guard.release().await?;
-                    Ok::<_, recipe_mutex::Error>(Hold {
-                        acquired_ns,
-                        released_ns,
-                    })
-                });
+                tasks.spawn(async move { held(cohort.lock().await?, CohortGuard::release).await });
             }
             None => {
                 let mutex = InterProcessMutex::new(client.clone(), path)?;
-                tasks.spawn(async move {
-                    let guard = mutex.lock().await?;
-                    let acquired_ns = now_ns();
-                    let released_ns = now_ns();
-                    guard.release().await?;
-                    Ok::<_, recipe_mutex::Error>(Hold {
-                        acquired_ns,
-                        released_ns,
-                    })
-                });
+                tasks.spawn(async move { held(mutex.lock().await?, LockGuard::release).await });
             }
         }
     }
@@ -192,6 +174,21 @@ async fn run(
         rss_queued_kib: queued.rss_kib,
     }
     .to_string())
+}
+
+/// A waiter's hold: noted as taken and let go at once, then released with `release`.
+async fn held<G, F, Fut>(guard: G, release: F) -> std::result::Result<Hold, recipe_mutex::Error>
+where
+    F: FnOnce(G) -> Fut,
+    Fut: std::future::Future<Output = std::result::Result<(), recipe_mutex::Error>>,
+{
+    let acquired_ns = now_ns();
+    let released_ns = now_ns();
+    release(guard).await?;
+    Ok(Hold {
+        acquired_ns,
+        released_ns,
+    })
 }
 
 /// Waits until the session has `waiters` ephemeral nodes under `path` (one per waiter in the
