@@ -155,7 +155,9 @@ impl CohortMutex {
 
     /// Takes the lock if it can within `timeout` (as [`InterProcessMutex::try_lock_for`]):
     /// `None` if it stayed busy, [`Error::Unavailable`] if no server was connected at the
-    /// deadline. `Duration::MAX` means no deadline.
+    /// deadline. A free lock is taken even with a zero timeout (the process's attempt gets
+    /// one [`DEADLINE_GRACE`](recipes_core::DEADLINE_GRACE) past the deadline while
+    /// connected); it returns within that grace. `Duration::MAX` means no deadline.
     pub async fn try_lock_for(
         &self,
         timeout: std::time::Duration,
@@ -202,6 +204,23 @@ impl CohortMutex {
             biased;
             got = &mut slot.rx => got,
             () = &mut sleep => {
+                // As the mutex's attempt does: past the deadline, while connected and the
+                // process's attempt is under way, its replies get one grace (so a free lock
+                // is taken even with a zero timeout).
+                let attempting = self.shared.lock().cohort.attempt().is_some();
+                if let (true, Some(deadline)) = (attempting, deadline) {
+                    if self.shared.mutex.client().state() == zk_client::SessionState::Connected {
+                        let grace = crate::driver::with_grace(deadline);
+                        if let Ok(got) = tokio::time::timeout_at(grace, &mut slot.rx).await {
+                            slot.answered = true;
+                            return match got {
+                                Ok(Ok(guard)) => Ok(Some(guard)),
+                                Ok(Err(e)) => Err(e),
+                                Err(_) => Err(Error::Zk(zk_client::Error::Closed)),
+                            };
+                        }
+                    }
+                }
                 // Out of the queue first: a grant sent from now on finds nobody and is
                 // passed on; one that came in the meantime is taken.
                 slot.leave();

@@ -212,6 +212,15 @@ async fn cancelled_local_waiters_cost_nothing_at_the_server() {
     wait_children(&c, path, 1).await;
     held.release().await.unwrap();
     wait_children(&c, path, 0).await;
+    // A free lock is taken even with a zero timeout (the attempt's replies get a grace).
+    let g = bounded(cohort.try_lock_for(Duration::ZERO))
+        .await
+        .unwrap()
+        .expect("a free lock with a zero timeout");
+    // Busy, locally: a zero timeout gives up.
+    assert!(cohort.try_lock_for(Duration::ZERO).await.unwrap().is_none());
+    drop(g);
+    wait_children(&c, path, 0).await;
     // The cohort still works, and `Duration::MAX` is no deadline.
     let g = bounded(cohort.try_lock_for(Duration::MAX))
         .await
