@@ -45,7 +45,9 @@ type Waiter = oneshot::Sender<Grant>;
 ///   connected; once the session may be lost, the node is released and the waiters queue
 ///   again. Every local holder's [`lost`](LockGuard::lost), [`is_valid`](LockGuard::is_valid)
 ///   and [`check_op`](LockGuard::check_op) mean what they mean for a plain guard: they are
-///   the node's.
+///   the node's. As with a plain guard, a node deleted by another client is not noticed
+///   until a fenced write is refused ([`Error::LockLost`]); until then the lock is passed on
+///   with it, and every local holder's fenced writes are refused the same way.
 /// - Cancellation: a local waiter dropped (or timed out) at any point costs nothing at the
 ///   server; when the last one leaves, the node's attempt is abandoned as any acquire is (its
 ///   node deleted).
