@@ -73,7 +73,10 @@ pub mod turns;
 mod uuid;
 mod waiting;
 
-pub use cohort::{CohortBound, CohortGuard, CohortMutex, CohortToken};
+pub use cohort::{
+    CohortBound, CohortGuard, CohortMutex, CohortToken, NodeLock, SharedCohortGuard,
+    SharedCohortLock,
+};
 pub use error::Error;
 pub use hold::{LockGuard, Loss, NestedGuard};
 pub use host::host_address;

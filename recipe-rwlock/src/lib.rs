@@ -54,7 +54,12 @@ use recipes_core::{DowngradeMachine, ReadPredicate, WritePredicate};
 use tokio::time::Instant;
 use zk_client::Client;
 
-pub use recipe_mutex::{Error, LockGuard, Loss, NestedGuard};
+mod cohort;
+
+pub use cohort::{CohortReadLock, CohortReadWriteLock, CohortWriteLock};
+pub use recipe_mutex::{
+    CohortBound, CohortGuard, CohortToken, Error, LockGuard, Loss, NestedGuard, SharedCohortGuard,
+};
 
 /// Proof of holding the read lock (a [`LockGuard`]).
 pub type ReadGuard = LockGuard;
@@ -150,10 +155,23 @@ impl InterProcessReadWriteLock {
     /// behind which node, each participant's session and data (ours and Curator's carry the
     /// host's address). What an operator asks when a lock is stuck.
     pub async fn queue(&self) -> Result<Vec<recipe_mutex::Participant>, Error> {
+        self.read.shared.queue().await
+    }
+
+    /// This lock with lock cohorting: its readers in this process share one read node, its
+    /// writers one write node passed from task to task, each within `bound`. See
+    /// [`CohortReadWriteLock`].
+    pub fn cohort(self, bound: CohortBound) -> CohortReadWriteLock {
+        cohort::CohortReadWriteLock::new(self, bound)
+    }
+}
+
+impl Shared {
+    async fn queue(&self) -> Result<Vec<recipe_mutex::Participant>, Error> {
         use recipes_core::participants::Rule;
         use recipes_core::rwlock::{READ_LOCK_NAME, WRITE_LOCK_NAME};
         recipe_mutex::participants::queue(
-            self.read.shared.client(),
+            self.client(),
             self.path(),
             recipes_core::rwlock::rw_sort,
             |name| {
@@ -168,9 +186,7 @@ impl InterProcessReadWriteLock {
         )
         .await
     }
-}
 
-impl Shared {
     fn client(&self) -> &Client {
         self.read.client()
     }

@@ -1,23 +1,23 @@
-//! [`CohortMutex`]: an [`InterProcessMutex`] whose waiters in this process share one place in
-//! the lock's queue (lock cohorting), and [`CohortGuard`].
+//! [`CohortMutex`]: an [`InterProcessMutex`] (or any lock whose hold is one node, such as a
+//! read/write lock's write side) whose waiters in this process share one place in the lock's
+//! queue (lock cohorting), and [`CohortGuard`].
 //!
 //! The rules (who is granted, when the node goes, which attempt runs) are
 //! [`recipes_core::cohort`]'s, with no IO; this module only carries out what they decide: the
-//! node's attempt is the mutex's ordinary acquire, run in a task of its own so that no
+//! node's attempt is the lock's ordinary acquire, run in a task of its own so that no
 //! waiter's cancellation cancels it for the others; a grant is the node's guard moved to the
 //! next waiter through a one-shot channel.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use recipes_core::cohort::{AttemptId, Cohort, Effects, WaiterId};
+use recipes_core::cohort::{AttemptId, Cohort, Effects};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
+use super::{CohortBound, CohortToken, NodeLock, Slot, spawn_attempt};
 use crate::{Error, InterProcessMutex, LockGuard};
-
-pub use recipes_core::cohort::Bound as CohortBound;
 
 /// What a local waiter is given: the lock, or the error of the attempt it waited on.
 type Grant = Result<CohortGuard, Error>;
@@ -99,14 +99,14 @@ pub struct CohortMutex {
 
 /// The cohort of one handle and its clones.
 struct Shared {
-    mutex: InterProcessMutex,
+    node_lock: Box<dyn NodeLock>,
     state: Mutex<State>,
 }
 
 impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Cohort")
-            .field("path", &self.mutex.path())
+            .field("path", &self.node_lock.path())
             .finish_non_exhaustive()
     }
 }
@@ -124,9 +124,18 @@ impl InterProcessMutex {
     /// This mutex with lock cohorting: its waiters in this process (through this handle and
     /// its clones) share one place in the lock's queue, within `bound`. See [`CohortMutex`].
     pub fn cohort(self, bound: CohortBound) -> CohortMutex {
+        CohortMutex::over(self, bound)
+    }
+}
+
+impl CohortMutex {
+    /// A cohort over `lock`, any lock whose hold is one node (an [`InterProcessMutex`], a
+    /// read/write lock's write side): its waiters in this process (through this handle and
+    /// its clones) share one place in the lock's queue, within `bound`.
+    pub fn over(lock: impl NodeLock, bound: CohortBound) -> Self {
         CohortMutex {
             shared: Arc::new(Shared {
-                mutex: self,
+                node_lock: Box::new(lock),
                 state: Mutex::new(State {
                     cohort: Cohort::new(bound),
                     task: None,
@@ -140,7 +149,7 @@ impl InterProcessMutex {
 impl CohortMutex {
     /// The lock's path.
     pub fn path(&self) -> &str {
-        self.shared.mutex.path()
+        self.shared.node_lock.path()
     }
 
     /// The bound on a batch of local holders.
@@ -170,13 +179,13 @@ impl CohortMutex {
     /// Whether a holder in this process holds the lock (through this cohort, or the mutex
     /// handle it was made from).
     pub fn is_acquired_in_this_process(&self) -> bool {
-        self.shared.mutex.is_acquired_in_this_process()
+        self.shared.node_lock.is_acquired_in_this_process()
     }
 
     /// The lock's queue as the server has it (see [`InterProcessMutex::queue`]): this
     /// process's cohort is one participant.
     pub async fn queue(&self) -> Result<Vec<crate::Participant>, Error> {
-        self.shared.mutex.queue().await
+        self.shared.node_lock.queue().await
     }
 
     /// Local tasks waiting on this cohort now.
@@ -193,83 +202,15 @@ impl CohortMutex {
             }
             state.cohort.arrive(tx)
         };
-        let mut slot = Slot {
-            shared: self.shared.clone(),
-            id,
-            rx,
-            answered: false,
-        };
+        let shared = self.shared.clone();
+        let slot = Slot::new(rx, move || {
+            let effects = shared.lock().cohort.leave(id);
+            shared.carry_out(effects, None, None);
+        });
         self.shared.carry_out(effects, None, None);
-        let sleep = crate::driver::sleep_until(deadline);
-        tokio::pin!(sleep);
-        let got = tokio::select! {
-            biased;
-            got = &mut slot.rx => got,
-            () = &mut sleep => {
-                // As the mutex's attempt does: past the deadline, while connected and the
-                // process's attempt is under way, its replies get one grace (so a free lock
-                // is taken even with a zero timeout).
-                let attempting = self.shared.lock().cohort.attempt().is_some();
-                if let (true, Some(deadline)) = (attempting, deadline) {
-                    if self.shared.mutex.client().state() == zk_client::SessionState::Connected {
-                        let grace = crate::driver::with_grace(deadline);
-                        if let Ok(got) = tokio::time::timeout_at(grace, &mut slot.rx).await {
-                            slot.answered = true;
-                            return match got {
-                                Ok(Ok(guard)) => Ok(Some(guard)),
-                                Ok(Err(e)) => Err(e),
-                                Err(_) => Err(Error::Zk(zk_client::Error::Closed)),
-                            };
-                        }
-                    }
-                }
-                // Out of the queue first: a grant sent from now on finds nobody and is
-                // passed on; one that came in the meantime is taken.
-                slot.leave();
-                match slot.rx.try_recv() {
-                    Ok(got) => Ok(got),
-                    Err(_) => {
-                        slot.answered = true;
-                        return match self.shared.mutex.client().outage() {
-                            Some(outage) => Err(Error::Unavailable(outage)),
-                            None => Ok(None),
-                        };
-                    }
-                }
-            }
-        };
-        slot.answered = true;
-        match got {
-            Ok(Ok(guard)) => Ok(Some(guard)),
-            Ok(Err(e)) => Err(e),
-            // The cohort dropped its waiters: only when it is itself gone.
-            Err(_) => Err(Error::Zk(zk_client::Error::Closed)),
-        }
-    }
-}
-
-/// A local waiter's place: leaving it (dropped before an answer) takes it out of the queue.
-struct Slot {
-    shared: Arc<Shared>,
-    id: WaiterId,
-    rx: oneshot::Receiver<Grant>,
-    answered: bool,
-}
-
-impl Slot {
-    fn leave(&mut self) {
-        let effects = self.shared.lock().cohort.leave(self.id);
-        self.shared.carry_out(effects, None, None);
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        if !self.answered {
-            // Out of the queue, then the channel goes (after this): a guard already in it
-            // is dropped with it, which passes the lock on.
-            self.leave();
-        }
+        let attempting = || self.shared.lock().cohort.attempt().is_some();
+        slot.wait(deadline, self.shared.node_lock.client(), attempting)
+            .await
     }
 }
 
@@ -356,26 +297,24 @@ impl Shared {
     #[cfg(not(feature = "plant"))]
     fn plant_double_grant(self: &Arc<Self>, _: &mut LockGuard) {}
 
-    /// Starts attempt `attempt` in a task of its own: the mutex's ordinary acquire, with no
+    /// Starts attempt `attempt` in a task of its own: the lock's ordinary acquire, with no
     /// deadline (each waiter keeps its own).
     fn start(self: &Arc<Self>, attempt: AttemptId) {
-        let runtime = Handle::try_current()
-            .ok()
-            .or_else(|| self.lock().runtime.clone());
-        let Some(runtime) = runtime else {
+        let runtime = self.lock().runtime.clone();
+        let me = self.clone();
+        let spawned = spawn_attempt(runtime, async move {
+            let taken = me.node_lock.take_node(None).await;
+            me.attempt_done(attempt, taken);
+        });
+        let Some(task) = spawned else {
             // No runtime ever: nobody can wait either.
             let effects = self.lock().cohort.attempt_failed(attempt);
             self.carry_out(effects, None, Some(&Error::Zk(zk_client::Error::Closed)));
             return;
         };
-        let me = self.clone();
-        let task = runtime.spawn(async move {
-            let taken = me.mutex.take(None).await;
-            me.attempt_done(attempt, taken);
-        });
         let mut state = self.lock();
         if state.cohort.attempt() == Some(attempt) {
-            state.task = Some((attempt, task.abort_handle()));
+            state.task = Some((attempt, task));
         } else {
             // Everyone left before it could be recorded.
             task.abort();
@@ -402,16 +341,6 @@ impl Shared {
         // A node nobody takes is released here, in the background.
         drop(self.carry_out(effects, node, error.as_ref()));
     }
-}
-
-/// A cohort's fencing token: the node's czxid and the holder's place among the node's local
-/// holders (from 1). Ordered by both, it strictly increases across all holders of the lock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct CohortToken {
-    /// The node's creation zxid: what [`LockGuard::fencing_token`] gives.
-    pub czxid: i64,
-    /// The holder's place among the node's local holders, from 1.
-    pub local: u64,
 }
 
 /// Proof of holding a [`CohortMutex`]: a [`LockGuard`] of the process's node (it dereferences
@@ -503,11 +432,11 @@ impl crate::Guard for CohortGuard {
 
 impl crate::Lock for CohortMutex {
     fn path(&self) -> &str {
-        self.shared.mutex.path()
+        self.shared.node_lock.path()
     }
 
     fn kind(&self) -> &'static str {
-        "cohort mutex"
+        self.shared.node_lock.cohort_kind()
     }
 
     fn lock_until(
@@ -521,6 +450,6 @@ impl crate::Lock for CohortMutex {
     }
 
     fn is_acquired_in_this_process(&self) -> bool {
-        self.shared.mutex.is_acquired_in_this_process()
+        self.shared.node_lock.is_acquired_in_this_process()
     }
 }

@@ -1,0 +1,182 @@
+//! Lock cohorting (Dice, Marathe and Shavit, "Lock Cohorting", PPoPP 2012), opt-in: the
+//! waiters of this process on one lock share one place in the lock's queue, so that while
+//! the process holds, the lock passes between its tasks with no request, within a bound
+//! after which other processes get their turn.
+//!
+//! Two sides, over any lock whose hold is one node ([`NodeLock`]): [`CohortMutex`], where one
+//! local holder at a time holds the process's node (a mutex, a write lock), and
+//! [`SharedCohortLock`], where the process's readers join one read node. The rules are
+//! [`recipes_core::cohort`]'s, with no IO; these modules only carry out what they decide.
+
+mod exclusive;
+mod shared;
+
+use std::future::Future;
+
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+use tokio::task::AbortHandle;
+use tokio::time::Instant;
+use zk_client::Client;
+
+pub use exclusive::{CohortGuard, CohortMutex};
+pub use recipes_core::cohort::Bound as CohortBound;
+pub use shared::{SharedCohortGuard, SharedCohortLock};
+
+use crate::{Error, InterProcessMutex, LockFuture, LockGuard, Participant};
+
+/// A lock whose hold is one node of the process's, granted by the server: what a cohort
+/// queues on ([`CohortMutex::over`], [`SharedCohortLock::over`]). Implemented by
+/// [`InterProcessMutex`] and by the read/write lock's two sides.
+pub trait NodeLock: std::fmt::Debug + Send + Sync + 'static {
+    /// The session the lock's nodes belong to.
+    fn client(&self) -> &Client;
+
+    /// The lock's path.
+    fn path(&self) -> &str;
+
+    /// One ordinary acquisition, its own participant: the node's guard, `None` if the
+    /// deadline passed first.
+    fn take_node(&self, deadline: Option<Instant>) -> LockFuture<'_, Option<LockGuard>>;
+
+    /// The lock's queue as the server has it.
+    fn queue(&self) -> LockFuture<'_, Vec<Participant>>;
+
+    /// Whether a guard of this lock (a node's) is held in this process.
+    fn is_acquired_in_this_process(&self) -> bool;
+
+    /// What [`Lock::kind`](crate::Lock::kind) says of a cohort over this lock.
+    fn cohort_kind(&self) -> &'static str;
+}
+
+impl NodeLock for InterProcessMutex {
+    fn client(&self) -> &Client {
+        InterProcessMutex::client(self)
+    }
+
+    fn path(&self) -> &str {
+        InterProcessMutex::path(self)
+    }
+
+    fn take_node(&self, deadline: Option<Instant>) -> LockFuture<'_, Option<LockGuard>> {
+        Box::pin(self.take(deadline))
+    }
+
+    fn queue(&self) -> LockFuture<'_, Vec<Participant>> {
+        Box::pin(InterProcessMutex::queue(self))
+    }
+
+    fn is_acquired_in_this_process(&self) -> bool {
+        InterProcessMutex::is_acquired_in_this_process(self)
+    }
+
+    fn cohort_kind(&self) -> &'static str {
+        "cohort mutex"
+    }
+}
+
+/// A cohort's fencing token: the node's czxid and the holder's place among the node's local
+/// holders (from 1). Ordered by both, it strictly increases across all holders of an
+/// exclusive lock; a shared holder's orders it against the lock's exclusive holders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CohortToken {
+    /// The node's creation zxid: what [`LockGuard::fencing_token`] gives.
+    pub czxid: i64,
+    /// The holder's place among the node's local holders, from 1.
+    pub local: u64,
+}
+
+/// Spawns a node's attempt on the current runtime, or else on `runtime` (the latest
+/// acquire's: where a guard dropped off the runtime starts the next attempt); `None` when
+/// there is none.
+fn spawn_attempt(
+    runtime: Option<Handle>,
+    attempt: impl Future<Output = ()> + Send + 'static,
+) -> Option<AbortHandle> {
+    let runtime = Handle::try_current().ok().or(runtime)?;
+    Some(runtime.spawn(attempt).abort_handle())
+}
+
+/// A local waiter's place in a cohort: where its answer comes, and how it leaves the queue
+/// (run when it is dropped before an answer: cancelled, or timed out).
+struct Slot<G> {
+    rx: oneshot::Receiver<Result<G, Error>>,
+    leave: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl<G> Slot<G> {
+    fn new(rx: oneshot::Receiver<Result<G, Error>>, leave: impl FnOnce() + Send + 'static) -> Self {
+        Self {
+            rx,
+            leave: Some(Box::new(leave)),
+        }
+    }
+
+    fn leave(&mut self) {
+        if let Some(leave) = self.leave.take() {
+            leave();
+        }
+    }
+
+    /// Waits for the answer until `deadline`. Past it, while `client` is connected and the
+    /// process's attempt is under way (`attempting`), the attempt's replies get one grace, as
+    /// an ordinary acquire's do (so a free lock is taken even with a zero timeout); then the
+    /// waiter leaves: `None` if the lock stayed busy, [`Error::Unavailable`] if no server was
+    /// connected.
+    async fn wait(
+        mut self,
+        deadline: Option<Instant>,
+        client: &Client,
+        attempting: impl Fn() -> bool,
+    ) -> Result<Option<G>, Error> {
+        let sleep = crate::driver::sleep_until(deadline);
+        tokio::pin!(sleep);
+        let got = tokio::select! {
+            biased;
+            got = &mut self.rx => got,
+            () = &mut sleep => {
+                if let (true, Some(deadline)) = (attempting(), deadline) {
+                    if client.state() == zk_client::SessionState::Connected {
+                        let grace = crate::driver::with_grace(deadline);
+                        if let Ok(got) = tokio::time::timeout_at(grace, &mut self.rx).await {
+                            self.leave = None;
+                            return answer(got);
+                        }
+                    }
+                }
+                // Out of the queue first: a grant sent from now on finds nobody and is
+                // passed on; one that came in the meantime is taken.
+                self.leave();
+                match self.rx.try_recv() {
+                    Ok(got) => Ok(got),
+                    Err(_) => {
+                        return match client.outage() {
+                            Some(outage) => Err(Error::Unavailable(outage)),
+                            None => Ok(None),
+                        };
+                    }
+                }
+            }
+        };
+        self.leave = None;
+        answer(got)
+    }
+}
+
+impl<G> Drop for Slot<G> {
+    fn drop(&mut self) {
+        // Out of the queue, then the channel goes (after this): a guard already in it is
+        // dropped with it, which passes the lock on.
+        self.leave();
+    }
+}
+
+/// Turns a waiter's channel result into what it returns.
+fn answer<G>(got: Result<Result<G, Error>, oneshot::error::RecvError>) -> Result<Option<G>, Error> {
+    match got {
+        Ok(Ok(guard)) => Ok(Some(guard)),
+        Ok(Err(e)) => Err(e),
+        // The cohort dropped its waiters: only when it is itself gone.
+        Err(_) => Err(Error::Zk(zk_client::Error::Closed)),
+    }
+}
