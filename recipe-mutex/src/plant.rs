@@ -34,6 +34,9 @@ pub enum Plant {
     /// A cohort grants its node to two local waiters at once when the node's attempt holds
     /// (recipe-mutex's cohort): two holders in one process.
     CohortDoubleGrant,
+    /// A shared cohort deletes its read node when a reader leaves while others still read
+    /// (recipe-mutex's shared cohort): readers holding on a node that is gone.
+    CohortEarlyRelease,
 }
 
 #[cfg(feature = "plant")]
@@ -56,6 +59,7 @@ mod switch {
             Some(Plant::MultiSkipsLast) => 7,
             Some(Plant::GrantOnDisconnect) => 8,
             Some(Plant::CohortDoubleGrant) => 9,
+            Some(Plant::CohortEarlyRelease) => 10,
         }
     }
 

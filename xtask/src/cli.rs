@@ -344,7 +344,7 @@ pub struct Sim {
     /// The layer: the machines, or the async layer above them.
     #[arg(long, value_enum, default_value = "machines")]
     pub layer: SimLayer,
-    /// One recipe (default: every one; with the async layer, the cohort mutex too).
+    /// One recipe (default: every one; with the async layer, the cohorts too).
     #[arg(long, value_enum)]
     pub recipe: Option<SimRecipe>,
     /// Schedules per recipe.
@@ -375,6 +375,8 @@ pub enum SimRecipe {
     SemaphoreMutex,
     /// CohortMutex: the tasks of each session share one cohort.
     CohortMutex,
+    /// CohortReadWriteLock: the tasks of each session share one cohort read/write lock.
+    CohortRwlock,
 }
 
 /// Which machine `explore` runs.

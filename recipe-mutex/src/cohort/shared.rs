@@ -323,6 +323,12 @@ impl Shared {
         };
         // The open node's own reference goes first, so the last reader's is the last one.
         drop(closed);
+        if crate::plant::active(crate::plant::Plant::CohortEarlyRelease)
+            && effects.release_node.is_none()
+        {
+            // Sent now; its reply is not awaited.
+            drop(self.node_lock.client().delete(node.node_path(), None));
+        }
         self.carry_out(effects, Some((batch, node)), None)
     }
 }

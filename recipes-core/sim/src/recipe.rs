@@ -107,6 +107,11 @@ pub enum Recipe {
     /// one cohort with a bound drawn per schedule; in the machines layer (which has no
     /// cohort: it is an IO-layer batch over the mutex's machine), the mutex.
     CohortMutex,
+    /// `CohortReadWriteLock` (lock cohorting on both sides): in the async layer, the tasks of
+    /// each session share one cohort read/write lock (readers on one read node, writers
+    /// passing one write node) with a bound drawn per schedule; in the machines layer, the
+    /// read/write lock.
+    CohortReadWrite,
 }
 
 impl Recipe {
@@ -119,6 +124,10 @@ impl Recipe {
         Recipe::SemaphoreMutex,
     ];
 
+    /// The cohorts: what the async layer runs besides [`Recipe::ALL`] (the machines layer has
+    /// no cohort: there each would be its recipe again).
+    pub const COHORTS: [Recipe; 2] = [Recipe::CohortMutex, Recipe::CohortReadWrite];
+
     /// The name on the command line.
     pub fn name(self) -> &'static str {
         match self {
@@ -128,6 +137,7 @@ impl Recipe {
             Recipe::Semaphore { .. } => "semaphore",
             Recipe::SemaphoreMutex => "semaphore-mutex",
             Recipe::CohortMutex => "cohort-mutex",
+            Recipe::CohortReadWrite => "cohort-rwlock",
         }
     }
 
@@ -135,7 +145,7 @@ impl Recipe {
     pub fn parse(name: &str) -> Option<Recipe> {
         Recipe::ALL
             .into_iter()
-            .chain([Recipe::CohortMutex])
+            .chain(Recipe::COHORTS)
             .find(|r| r.name() == name)
     }
 
@@ -145,6 +155,7 @@ impl Recipe {
             Recipe::Mutex => vec!["/locks/m".into()],
             Recipe::CohortMutex => vec!["/locks/cm".into()],
             Recipe::ReadWrite => vec!["/locks/rw".into()],
+            Recipe::CohortReadWrite => vec!["/locks/crw".into()],
             Recipe::MultiLock { members } => (0..members.max(1))
                 .map(|i| format!("/locks/multi/{i}"))
                 .collect(),
@@ -178,7 +189,7 @@ impl Recipe {
     pub fn factory(self) -> Factory {
         match self {
             Recipe::Mutex | Recipe::CohortMutex | Recipe::MultiLock { .. } => real_mutex,
-            Recipe::ReadWrite => real_rwlock,
+            Recipe::ReadWrite | Recipe::CohortReadWrite => real_rwlock,
             Recipe::Semaphore { .. } | Recipe::SemaphoreMutex => real_semaphore,
         }
     }

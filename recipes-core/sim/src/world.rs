@@ -658,7 +658,7 @@ impl World {
     fn begin_round(&mut self, t: usize) -> Result<(), Violation> {
         let plan: Vec<(usize, HoldKind)> = match self.config.recipe {
             Recipe::Mutex | Recipe::CohortMutex => vec![(0, HoldKind::Exclusive)],
-            Recipe::ReadWrite => {
+            Recipe::ReadWrite | Recipe::CohortReadWrite => {
                 let kind = if self.rng.chance(600) {
                     HoldKind::Shared
                 } else {

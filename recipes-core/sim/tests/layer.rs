@@ -102,6 +102,22 @@ async fn the_ledger_judges_holds_from_the_tree_and_nothing_else() {
     ledger.begin(&server, claim("/rw", Mode::Read, Some(&r), me));
     assert_eq!(ledger.violations.len(), 1, "{:?}", ledger.violations);
     ledger.end(&server, wid);
+    // Readers of one node: a cohort's local readers, each with its own place; never two
+    // plain readers, nor two with one place.
+    let read = |n| Claim {
+        local: n,
+        ..claim("/rw", Mode::Read, Some(&down), me)
+    };
+    let mut ledger = Ledger::default();
+    ledger.begin(&server, read(1));
+    ledger.begin(&server, read(2));
+    assert!(ledger.violations.is_empty(), "{:?}", ledger.violations);
+    ledger.begin(&server, read(2));
+    assert_eq!(ledger.violations.len(), 1, "{:?}", ledger.violations);
+    let mut ledger = Ledger::default();
+    ledger.begin(&server, read(0));
+    ledger.begin(&server, read(0));
+    assert_eq!(ledger.violations.len(), 1, "{:?}", ledger.violations);
     // Leases: among the first N by sequence.
     let mut ledger = Ledger::default();
     let mut leases = Vec::new();

@@ -6,7 +6,9 @@
 //! connection drops, whatever is ahead), and a safety defect in each other recipe (a
 //! reader that holds with a write node ahead of it; a semaphore whose count rule is off by one;
 //! a multi-lock that reports itself held though its last member was only tried; a cohort that
-//! grants its node to two local waiters at once), are put back
+//! grants its node to two local waiters at once; a cohort read/write lock whose readers ignore
+//! write nodes, or whose read node is deleted while some of its readers still read), are put
+//! back
 //! one at a time and each is caught within a bounded sweep, while the real layer passes the
 //! same schedules. The safety plants are caught by the ledger's judgement from the server's
 //! tree, not by anything the guards say. One test, so that the process-wide plant switch is
@@ -25,7 +27,7 @@ const BOUND: u64 = 400;
 /// sweep from seed 1. A seed fixes the schedule bit for bit but for tokio's own generator
 /// (which `watch` shard a waiter waits in: see `zk_sim::layer`), so a sweep starts at the kept
 /// seed: it catches the defect there almost always, and within [`BOUND`] schedules always.
-const KEPT: [(Plant, Recipe, u64); 11] = [
+const KEPT: [(Plant, Recipe, u64); 13] = [
     (Plant::NoRuntimeRetry, Recipe::Mutex, 1),
     (Plant::TurnIgnoresDeadline, Recipe::Mutex, 13),
     (Plant::LostEndsWaiters, Recipe::Mutex, 1),
@@ -41,11 +43,13 @@ const KEPT: [(Plant, Recipe, u64); 11] = [
     (Plant::SemaphoreOneTooMany, Recipe::SemaphoreMutex, 1),
     (Plant::MultiSkipsLast, Recipe::MultiLock { members: 3 }, 1),
     (Plant::CohortDoubleGrant, Recipe::CohortMutex, 1),
+    (Plant::ReadIgnoresWrites, Recipe::CohortReadWrite, 1),
+    (Plant::CohortEarlyRelease, Recipe::CohortReadWrite, 1),
 ];
 
 #[test]
 fn planted_defects_are_caught_and_the_real_layer_passes() {
-    for recipe in Recipe::ALL.into_iter().chain([Recipe::CohortMutex]) {
+    for recipe in Recipe::ALL.into_iter().chain(Recipe::COHORTS) {
         plant::set(None);
         let clean = sweep(60, 1, LayerConfig::new(recipe));
         assert!(clean.is_ok(), "{}: {}", recipe.name(), clean.unwrap_err());

@@ -7,7 +7,7 @@
 use zk_sim::Recipe;
 use zk_sim::layer::{LayerConfig, run_traced};
 
-/// A handful of seeds per recipe (the cohort mutex's too).
+/// A handful of seeds per recipe (the cohorts' too).
 const SEEDS: [u64; 4] = [1, 7, 42, 1009];
 
 #[test]
@@ -28,7 +28,7 @@ fn many_seeds_replay_the_same_trace() {
 }
 
 fn replays(seeds: &[u64]) {
-    for recipe in Recipe::ALL.into_iter().chain([Recipe::CohortMutex]) {
+    for recipe in Recipe::ALL.into_iter().chain(Recipe::COHORTS) {
         for &seed in seeds {
             let config = LayerConfig::new(recipe);
             let (first, a) = run_traced(seed, config);

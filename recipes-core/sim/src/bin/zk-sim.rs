@@ -3,8 +3,8 @@
 //! runs the simulator (`cargo xtask sim` runs this). `--layer machines` (the default) runs the
 //! recipes-core machines against the modelled server; `--layer async` runs the real recipe
 //! crates over real sessions to the in-memory wire server on tokio's paused clock (every
-//! recipe, and the cohort mutex: `cohort-mutex`, the tasks of each session sharing one cohort
-//! with a bound drawn per schedule). One line per recipe, then `sim: N schedules, V violations`; a failing schedule prints its seed (and
+//! recipe, and the cohorts: `cohort-mutex` and `cohort-rwlock`, the tasks of each session
+//! sharing one cohort with a bound drawn per schedule). One line per recipe, then `sim: N schedules, V violations`; a failing schedule prints its seed (and
 //! for the machines its trace), and `--seed S --schedules 1` replays it. With `--layer async`,
 //! `--trace` prints each schedule's whole trace (every frame the server read and wrote, every
 //! connection, fault and hold, in order): two runs of one seed print the same.
@@ -39,7 +39,7 @@ fn main() -> ExitCode {
         };
         let bad = |what: &str| -> ExitCode {
             eprintln!(
-                "zk-sim: bad {what}; usage: zk-sim [--layer machines|async] [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex|cohort-mutex] [--schedules N] [--seed S] [--faults all|none|disconnect,expire,lost,meddle,foreign,wrap,abandon,deadlines] [--trace]"
+                "zk-sim: bad {what}; usage: zk-sim [--layer machines|async] [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex|cohort-mutex|cohort-rwlock] [--schedules N] [--seed S] [--faults all|none|disconnect,expire,lost,meddle,foreign,wrap,abandon,deadlines] [--trace]"
             );
             ExitCode::from(2)
         };
@@ -68,7 +68,7 @@ fn main() -> ExitCode {
             ("--trace", _) => trace = true,
             ("--help", _) => {
                 println!(
-                    "zk-sim [--layer machines|async] [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex|cohort-mutex] [--schedules N] [--seed S] [--faults LIST] [--trace]"
+                    "zk-sim [--layer machines|async] [--recipe mutex|rwlock|multilock|semaphore|semaphore-mutex|cohort-mutex|cohort-rwlock] [--schedules N] [--seed S] [--faults LIST] [--trace]"
                 );
                 return ExitCode::SUCCESS;
             }
@@ -76,13 +76,10 @@ fn main() -> ExitCode {
         }
         i += 1;
     }
-    // By default every recipe; the async layer adds the cohort mutex (the machines layer has
-    // no cohort: there it would be the mutex again).
+    // By default every recipe; the async layer adds the cohorts (the machines layer has no
+    // cohort: there each would be its recipe again).
     let recipes = recipes.unwrap_or_else(|| match async_layer {
-        true => Recipe::ALL
-            .into_iter()
-            .chain([Recipe::CohortMutex])
-            .collect(),
+        true => Recipe::ALL.into_iter().chain(Recipe::COHORTS).collect(),
         false => Recipe::ALL.to_vec(),
     });
     let mut violations = 0;

@@ -66,6 +66,8 @@ struct Hold {
     mode: Mode,
     node: String,
     session: i64,
+    /// A cohort's local holder's place among its node's holders (0 otherwise).
+    local: u64,
     /// Whether it counted when it began (a hold judged not to, or stale, is not judged again).
     counted: bool,
 }
@@ -164,7 +166,11 @@ fn compatible(a: &Hold, b: &Hold) -> bool {
         an.zip(bn).is_some_and(|(x, y)| sequence(x) == sequence(y))
     };
     match (a.mode, b.mode) {
-        (Mode::Read, Mode::Read) | (Mode::Lease(_), Mode::Lease(_)) => a.node != b.node,
+        // Readers of one node only as a cohort's local readers, each with its own place.
+        (Mode::Read, Mode::Read) => {
+            a.node != b.node || (a.local > 0 && b.local > 0 && a.local != b.local)
+        }
+        (Mode::Lease(_), Mode::Lease(_)) => a.node != b.node,
         // A downgrade: the read node carries its write node's sequence, in one session.
         (Mode::Read, Mode::Write) | (Mode::Write, Mode::Read) => {
             a.session == b.session && a.node != b.node && same_seq()
@@ -212,6 +218,7 @@ impl Ledger {
             mode,
             node: node.unwrap_or_default().to_owned(),
             session,
+            local,
             counted: counts,
         };
         // The other live holds of this thing, judged again now: those whose session lives

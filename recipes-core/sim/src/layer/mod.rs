@@ -232,7 +232,7 @@ async fn play(
     // The cohort's bound, drawn only for it (every other recipe's seeds replay as before):
     // from no hand-off at all to a few, within a few ms to a few hundred.
     let cohort_bound = match config.recipe {
-        Recipe::CohortMutex => recipe_mutex::CohortBound {
+        Recipe::CohortMutex | Recipe::CohortReadWrite => recipe_mutex::CohortBound {
             handoffs: u32::try_from(rng.below(5)).unwrap_or(0),
             hold: Duration::from_millis(1 + rng.below(300)),
         },
@@ -246,6 +246,7 @@ async fn play(
         cut_off: Arc::new(Mutex::new(BTreeMap::new())),
         session_timeout: SESSION_TIMEOUT,
         cohorts: Arc::new(Mutex::new(BTreeMap::new())),
+        rw_cohorts: Arc::new(Mutex::new(BTreeMap::new())),
         cohort_bound,
     };
     let mut tasks = Vec::new();

@@ -52,6 +52,8 @@ pub struct Scene {
     pub session_timeout: Duration,
     /// The cohort mutex's cohort of each session: its tasks share it.
     pub cohorts: Arc<Mutex<BTreeMap<i64, recipe_mutex::CohortMutex>>>,
+    /// Each session's cohort read/write lock (`Recipe::CohortReadWrite`), by session id.
+    pub rw_cohorts: Arc<Mutex<BTreeMap<i64, recipe_rwlock::CohortReadWriteLock>>>,
     /// Their bound.
     pub cohort_bound: recipe_mutex::CohortBound,
 }
@@ -381,6 +383,31 @@ pub async fn task(scene: Scene, client: Client, mut rng: Rng, rounds: u32) {
                 };
                 let r = Rng::new(rng.next_u64());
                 lock_round(&scene, &client, Arc::new(cohort), Mode::Exclusive, r).await;
+            }
+            Recipe::CohortReadWrite => {
+                let Some(path) = paths.first() else { return };
+                let cohort = {
+                    let mut cohorts = scene
+                        .rw_cohorts
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    cohorts
+                        .entry(client.session_id())
+                        .or_insert_with(|| {
+                            InterProcessReadWriteLock::new(client.clone(), path)
+                                .expect("valid path")
+                                .cohort(scene.cohort_bound)
+                        })
+                        .clone()
+                };
+                let r = Rng::new(rng.next_u64());
+                if rng.chance(600) {
+                    let read = Arc::new(cohort.read_lock().clone());
+                    lock_round(&scene, &client, read, Mode::Read, r).await;
+                } else {
+                    let write = Arc::new(cohort.write_lock().clone());
+                    lock_round(&scene, &client, write, Mode::Write, r).await;
+                }
             }
             Recipe::SemaphoreMutex => {
                 let Some(path) = paths.first() else { return };
