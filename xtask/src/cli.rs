@@ -254,7 +254,8 @@ pub struct Interop {
     #[arg(long, value_parser = clap::value_parser!(u64).range(50..=60_000))]
     pub cut_every_ms: Option<u64>,
     /// The mutex only: our clients are tasks of one session sharing one `CohortMutex` (lock
-    /// cohorting): local hand-offs, one node in Curator's queue.
+    /// cohorting): local hand-offs, one node in Curator's queue. (The read/write lock's
+    /// cohort is in `chaos --cohort` and `sim --recipe cohort-rwlock`.)
     #[arg(long)]
     pub cohort: bool,
 }
@@ -305,8 +306,9 @@ pub struct Chaos {
     /// xtask's feature `plant`.
     #[arg(long, value_enum)]
     pub plant: Option<crate::chaos::ours::ChaosPlant>,
-    /// Our mutex clients of each process are tasks of one session sharing one `CohortMutex`
-    /// (lock cohorting), its session replaced for all of them when it ends.
+    /// Our mutex and read/write lock clients of each process are tasks of one session sharing
+    /// one `CohortMutex` and one `CohortReadWriteLock` (lock cohorting), its session replaced
+    /// for all of them when it ends.
     #[arg(long)]
     pub cohort: bool,
 }

@@ -124,18 +124,19 @@ fn a_minute_of_chaos_finds_nothing_wrong() {
     let _ = std::fs::remove_dir_all(&outcome.dir);
 }
 
-/// Issue 38: our mutex clients of each process as tasks of one session sharing one
-/// `CohortMutex`, beside Curator's mutex, under every nemesis for a minute: the log judge
-/// finds no violation of ours (a local hand-off's mark names the node it shares, granted
-/// and owned by the shared session; live marks stay one at a time), the clients' checker
-/// nothing, and the lock did pass between our tasks without a node each.
+/// Issue 38: our mutex and read/write lock clients of each process as tasks of one session
+/// sharing one `CohortMutex` and one `CohortReadWriteLock`, beside Curator's, under every
+/// nemesis for a minute: the log judge finds no violation of ours (a local hand-off's mark
+/// names the node it shares, granted and owned by the shared session; live write marks stay
+/// one at a time, with no read mark beside them), the clients' checker nothing, and each
+/// lock did pass between our tasks without a node each.
 #[test]
 fn a_minute_of_chaos_on_a_cohort_finds_nothing_wrong() {
     let outcome = a_minute(3, |opts| {
         opts.curator_processes = 1;
         opts.clients = 4;
         opts.cohort = true;
-        opts.recipes = vec![Recipe::Mutex];
+        opts.recipes = vec![Recipe::Mutex, Recipe::Rwlock];
     });
     let report = &outcome.report;
     println!("{report}");
@@ -145,24 +146,36 @@ fn a_minute_of_chaos_on_a_cohort_finds_nothing_wrong() {
     assert_eq!(report.failure(), None, "{report}");
     assert_eq!(judge.failure(), None, "{judge}");
     assert_eq!(outcome.signal.failure(), None, "{}", outcome.signal);
-    for lib in ["rust", "java"] {
-        let marked = judge.rows.get(&("mutex".to_owned(), lib.to_owned()));
-        assert!(
-            marked.is_some_and(|r| r.marks > 0),
-            "{lib}: no mark\n{judge}"
+    for recipe in ["mutex", "rwlock"] {
+        for lib in ["rust", "java"] {
+            let marked = judge.rows.get(&(recipe.to_owned(), lib.to_owned()));
+            assert!(
+                marked.is_some_and(|r| r.marks > 0),
+                "{recipe}, {lib}: no mark\n{judge}"
+            );
+        }
+        // Local hand-offs: more holds of ours than nodes they were held under.
+        let ours: Vec<_> = outcome
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                xtask::chaos::history::Event::Hold(h)
+                    if xtask::chaos::history::Who::parse(&h.who)
+                        .is_ok_and(|w| w.lib == "rust" && w.recipe.name() == recipe) =>
+                {
+                    Some(h)
+                }
+                _ => None,
+            })
+            .collect();
+        let nodes: std::collections::BTreeSet<_> =
+            ours.iter().filter_map(|h| h.node.clone()).collect();
+        println!(
+            "{recipe}: {} holds of ours under {} nodes",
+            ours.len(),
+            nodes.len()
         );
+        assert!(ours.len() > nodes.len(), "{recipe}: no local hand-off");
     }
-    // Local hand-offs: more holds of ours than nodes they were held under.
-    let ours: Vec<_> = outcome
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            xtask::chaos::history::Event::Hold(h) if h.who.starts_with("rust-") => Some(h),
-            _ => None,
-        })
-        .collect();
-    let nodes: std::collections::BTreeSet<_> = ours.iter().filter_map(|h| h.node.clone()).collect();
-    println!("{} holds of ours under {} nodes", ours.len(), nodes.len());
-    assert!(ours.len() > nodes.len(), "no local hand-off");
     let _ = std::fs::remove_dir_all(&outcome.dir);
 }

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use recipe_multilock::InterProcessMultiLock;
 use recipe_mutex::{CohortBound, CohortMutex, Guard, InterProcessMutex, Lock};
-use recipe_rwlock::InterProcessReadWriteLock;
+use recipe_rwlock::{CohortReadWriteLock, InterProcessReadWriteLock};
 use recipe_semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2};
 use tokio::time::Instant;
 use zk_client::{Client, CreateMode, CreateOptions, Op, OpResult};
@@ -62,8 +62,9 @@ pub struct OursConfig {
     /// The defect planted in our recipes, if any (a negative control; needs a worker built
     /// with xtask's feature `plant`; the fence stays on).
     pub plant: Option<ChaosPlant>,
-    /// The mutex's clients are tasks of one session sharing one `CohortMutex` (said on the
-    /// command line as `+cohort` after the fence).
+    /// The mutex's and the read/write lock's clients are tasks of one session sharing one
+    /// `CohortMutex` and one `CohortReadWriteLock` (said on the command line as `+cohort`
+    /// after the fence).
     pub cohort: bool,
     /// The recipes to run.
     pub recipes: Vec<Recipe>,
@@ -162,12 +163,12 @@ pub fn process_main(args: &[String]) -> Result<()> {
     }
     let rt = crate::worker_process::side_runtime()?;
     let mut clients = Vec::new();
-    // With `cohort`, the mutex's clients share one session.
-    let mut mutex_session: Option<Client> = None;
+    // With `cohort`, the mutex's and the read/write lock's clients share one session.
+    let mut cohort_session: Option<Client> = None;
     for recipe in &cfg.recipes {
         for i in 0..cfg.clients {
-            let shared = (cfg.cohort && *recipe == Recipe::Mutex)
-                .then(|| mutex_session.clone())
+            let shared = (cfg.cohort && recipe.has_cohort())
+                .then(|| cohort_session.clone())
                 .flatten();
             let client = match shared {
                 Some(client) => client,
@@ -178,8 +179,8 @@ pub fn process_main(args: &[String]) -> Result<()> {
                         .connect(),
                 )?,
             };
-            if cfg.cohort && *recipe == Recipe::Mutex {
-                mutex_session = Some(client.clone());
+            if cfg.cohort && recipe.has_cohort() {
+                cohort_session = Some(client.clone());
             }
             let who = Who {
                 lib: "rust".into(),
@@ -356,9 +357,23 @@ struct Shared {
     clock: Clock,
     events: Mutex<Vec<Event>>,
     acquiring: Mutex<HashMap<String, Acquire>>,
-    /// With `cohort`: the mutex clients' one session (replaced for all of them when it
-    /// ends) and its cohort.
-    cohort: tokio::sync::Mutex<Option<(Client, CohortMutex)>>,
+    /// With `cohort`: the cohort clients' one session (replaced for all of them when it
+    /// ends) and its cohorts.
+    cohort: tokio::sync::Mutex<Option<(Client, Cohorts)>>,
+}
+
+/// A session's cohorts: the mutex's and the read/write lock's.
+#[derive(Debug, Clone)]
+struct Cohorts {
+    mutex: CohortMutex,
+    rw: CohortReadWriteLock,
+}
+
+impl Recipe {
+    /// Whether `--cohort` runs this recipe's clients as one cohort per process.
+    fn has_cohort(self) -> bool {
+        matches!(self, Recipe::Mutex | Recipe::Rwlock)
+    }
 }
 
 impl Shared {
@@ -517,14 +532,14 @@ impl Contender {
         }
     }
 
-    /// Whether this client is one of the mutex's cohort (`cohort`).
+    /// Whether this client is one of its process's cohorts (`cohort`).
     fn in_cohort(&self) -> bool {
-        self.cfg.cohort && self.who.recipe == Recipe::Mutex
+        self.cfg.cohort && self.who.recipe.has_cohort()
     }
 
-    /// The cohort's session and mutex: the one they have while that session lives, else a
-    /// new session (made by the first client to ask) and a cohort on it.
-    async fn cohort(&self) -> std::result::Result<(Client, CohortMutex), zk_client::Error> {
+    /// The cohorts' session and cohorts: the one they have while that session lives, else a
+    /// new session (made by the first client to ask) and cohorts on it.
+    async fn cohort(&self) -> std::result::Result<(Client, Cohorts), zk_client::Error> {
         let mut slot = self.shared.cohort.lock().await;
         if let Some((client, cohort)) = slot.as_ref() {
             if !client.state().is_terminal() {
@@ -543,11 +558,16 @@ impl Contender {
             }
         };
         let path = layout::lock_path(Recipe::Mutex);
-        let cohort = InterProcessMutex::new(client.clone(), &path)
+        let mutex = InterProcessMutex::new(client.clone(), &path)
             .map_err(|_| zk_client::Error::InvalidArgument("the mutex's path"))?
             .cohort(CohortBound::default());
-        *slot = Some((client.clone(), cohort.clone()));
-        Ok((client, cohort))
+        let path = layout::lock_path(Recipe::Rwlock);
+        let rw = InterProcessReadWriteLock::new(client.clone(), &path)
+            .map_err(|_| zk_client::Error::InvalidArgument("the read/write lock's path"))?
+            .cohort(CohortBound::default());
+        let cohorts = Cohorts { mutex, rw };
+        *slot = Some((client.clone(), cohorts.clone()));
+        Ok((client, cohorts))
     }
 
     /// Whether to stop the loop: the run is over or the session ended.
@@ -561,12 +581,18 @@ impl Contender {
         let path = layout::lock_path(recipe);
         let client = self.client.clone();
         match recipe {
-            Recipe::Mutex if self.in_cohort() => match self.cohort().await {
+            Recipe::Mutex | Recipe::Rwlock if self.in_cohort() => match self.cohort().await {
                 // The cohort of this client's session (another client may have replaced
                 // it: then this one goes round again with the new session).
-                Ok((shared, cohort)) if shared.session_id() == client.session_id() => {
-                    self.lock_loop(&cohort, Mode::Exclusive, &[layout::register(recipe, 0)])
-                        .await
+                Ok((shared, cohorts)) if shared.session_id() == client.session_id() => {
+                    let regs = [layout::register(recipe, 0)];
+                    match recipe {
+                        Recipe::Rwlock => {
+                            let rw = &cohorts.rw;
+                            self.rw_loop(rw.write_lock(), rw.read_lock(), &regs).await
+                        }
+                        _ => self.lock_loop(&cohorts.mutex, Mode::Exclusive, &regs).await,
+                    }
                 }
                 Ok((shared, _)) => {
                     self.client = shared;
@@ -593,14 +619,8 @@ impl Contender {
             },
             Recipe::Rwlock => match InterProcessReadWriteLock::new(client, &path) {
                 Ok(rw) => {
-                    while !self.stop() {
-                        if self.roll(10) < 3 {
-                            let regs = [layout::register(recipe, 0)];
-                            self.cycle(rw.write_lock(), Mode::Write, &regs).await;
-                        } else {
-                            self.cycle(rw.read_lock(), Mode::Read, &[]).await;
-                        }
-                    }
+                    let regs = [layout::register(recipe, 0)];
+                    self.rw_loop(rw.write_lock(), rw.read_lock(), &regs).await
                 }
                 Err(e) => eprintln!("{}: {e}", self.name),
             },
@@ -622,6 +642,17 @@ impl Contender {
                 Ok(sem) => self.lease_loop(&sem).await,
                 Err(e) => eprintln!("{}: {e}", self.name),
             },
+        }
+    }
+
+    /// A read/write lock's loop: writes (3 in 10, to the registers) and reads.
+    async fn rw_loop(&mut self, write: &dyn Lock, read: &dyn Lock, regs: &[String]) {
+        while !self.stop() {
+            if self.roll(10) < 3 {
+                self.cycle(write, Mode::Write, regs).await;
+            } else {
+                self.cycle(read, Mode::Read, &[]).await;
+            }
         }
     }
 
