@@ -253,9 +253,9 @@ pub struct Interop {
     /// sessions survive and reconnect): exclusion must hold across the reconnects.
     #[arg(long, value_parser = clap::value_parser!(u64).range(50..=60_000))]
     pub cut_every_ms: Option<u64>,
-    /// The mutex only: our clients are tasks of one session sharing one `CohortMutex` (lock
-    /// cohorting): local hand-offs, one node in Curator's queue. (The read/write lock's
-    /// cohort is in `chaos --cohort` and `sim --recipe cohort-rwlock`.)
+    /// The mutex and the read/write lock: our clients are tasks of one session sharing one
+    /// `CohortMutex` or `CohortReadWriteLock` (lock cohorting): local hand-offs, one node per
+    /// batch in Curator's queue.
     #[arg(long)]
     pub cohort: bool,
 }
@@ -361,8 +361,8 @@ pub struct Sim {
     pub faults: String,
 }
 
-/// What the simulator runs: a recipe, or the cohort mutex (lock cohorting; the machines
-/// layer runs the mutex's machine for it).
+/// What the simulator runs: a recipe, or a cohort (lock cohorting; the machines
+/// layer runs the plain recipe's machines for it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SimRecipe {
     /// InterProcessMutex.

@@ -137,6 +137,24 @@ mod rwlock {
         assert!(totals.verdict.peak > 1, "readers never shared:\n{totals}");
     }
 
+    /// Issue 38: our tasks of one session share one `CohortReadWriteLock` (readers on one
+    /// read node, writers passing one write node) beside Curator's readers and writers.
+    #[test]
+    fn curator_and_a_cohort_of_ours_exclude_each_other() {
+        let totals = run_interop(&InteropOptions {
+            seconds: 8,
+            rust_side: RustSide::InProcess,
+            rust_clients: 4,
+            cohort: true,
+            ..InteropOptions::new(Recipe::Rwlock)
+        })
+        .unwrap();
+        println!("{totals}");
+        assert_eq!(totals.violations(), 0, "the rule was broken:\n{totals}");
+        assert_eq!(totals.failure(), None, "{totals}");
+        assert!(totals.verdict.peak > 1, "readers never shared:\n{totals}");
+    }
+
     #[test]
     fn the_checker_catches_curator_on_another_path() {
         the_checker_catches_curator_elsewhere(Recipe::Rwlock);

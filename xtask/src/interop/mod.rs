@@ -103,8 +103,8 @@ pub struct InteropOptions {
     /// Our clients connect through a fault proxy that cuts every connection this often
     /// (`--cut-every-ms`): the sessions survive and reconnect, and exclusion must hold.
     pub cut_every: Option<Duration>,
-    /// The mutex only (`--cohort`): our clients are tasks of one session sharing one
-    /// `CohortMutex`.
+    /// The mutex and the read/write lock (`--cohort`): our clients are tasks of one session
+    /// sharing one `CohortMutex` or `CohortReadWriteLock`.
     pub cohort: bool,
 }
 
@@ -157,8 +157,8 @@ pub fn run(cli: &crate::cli::Interop) -> Result<()> {
         cohort: cli.cohort,
         ..defaults
     };
-    if opts.cohort && opts.recipe != Recipe::Mutex {
-        return Err("--cohort is the mutex's only".into());
+    if opts.cohort && !matches!(opts.recipe, Recipe::Mutex | Recipe::Rwlock) {
+        return Err("--cohort is the mutex's and the read/write lock's only".into());
     }
     let totals = run_interop(&opts)?;
     println!();

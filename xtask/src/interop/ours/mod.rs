@@ -162,6 +162,29 @@ pub(crate) async fn close_all(clients: Vec<Client>) {
     }
 }
 
+/// A cohort every client's task shares (`--cohort`).
+#[derive(Debug, Clone)]
+enum Cohort {
+    Mutex(recipe_mutex::CohortMutex),
+    Rw(recipe_rwlock::CohortReadWriteLock),
+}
+
+impl Cohort {
+    fn new(recipe: Recipe, client: &Client, path: &str) -> std::result::Result<Cohort, String> {
+        let bound = recipe_mutex::CohortBound::default();
+        let client = client.clone();
+        match recipe {
+            Recipe::Mutex => recipe_mutex::InterProcessMutex::new(client, path)
+                .map(|m| Cohort::Mutex(m.cohort(bound)))
+                .map_err(|e| e.to_string()),
+            Recipe::Rwlock => recipe_rwlock::InterProcessReadWriteLock::new(client, path)
+                .map(|rw| Cohort::Rw(rw.cohort(bound)))
+                .map_err(|e| e.to_string()),
+            other => Err(format!("{} has no cohort", other.name())),
+        }
+    }
+}
+
 /// Our side's run: one task per client running `cfg.recipe`'s body for `cfg.run_for`, each
 /// writing its holds to `cfg.dir`; then closes the clients and returns the sum of the counts.
 pub async fn run_clients(clients: Vec<Client>, cfg: &WorkerConfig) -> Counts {
@@ -170,9 +193,8 @@ pub async fn run_clients(clients: Vec<Client>, cfg: &WorkerConfig) -> Counts {
     let mut tasks = Vec::new();
     // The cohort: one for every client, on the first one's session.
     let cohort = match (cfg.cohort, clients.first()) {
-        (true, Some(first)) => match recipe_mutex::InterProcessMutex::new(first.clone(), &cfg.path)
-        {
-            Ok(mutex) => Some(mutex.cohort(recipe_mutex::CohortBound::default())),
+        (true, Some(first)) => match Cohort::new(cfg.recipe, first, &cfg.path) {
+            Ok(cohort) => Some(cohort),
             Err(e) => {
                 eprintln!("ERROR-COUNTED creating the cohort: {e}");
                 None
@@ -185,8 +207,9 @@ pub async fn run_clients(clients: Vec<Client>, cfg: &WorkerConfig) -> Counts {
         let cohort = cohort.clone();
         tasks.push(tokio::spawn(async move {
             match contender.cfg.recipe {
-                Recipe::Mutex if contender.cfg.cohort => match cohort {
-                    Some(cohort) => mutex::run_cohort(&mut contender, cohort).await,
+                _ if contender.cfg.cohort => match cohort {
+                    Some(Cohort::Mutex(cohort)) => mutex::run_cohort(&mut contender, cohort).await,
+                    Some(Cohort::Rw(cohort)) => rwlock::run_cohort(&mut contender, cohort).await,
                     None => contender.counts.errors += 1,
                 },
                 Recipe::Mutex => mutex::run(&mut contender).await,

@@ -1,8 +1,10 @@
 //! The read/write lock: 70% reads, 30% writes (`on=lock mode=r|w`); one write in ten
 //! downgrades (`WriteGuard::downgrade`) and reads on.
 //! Curator's side never downgrades (its 5.4 downgrade lets a queued writer in: CURATOR-621).
+//! With `--cohort`, one `CohortReadWriteLock` shared by every client's task (on one session),
+//! with no downgrade; a node's first hold carries its token, the others on it none.
 
-use recipe_rwlock::InterProcessReadWriteLock;
+use recipe_rwlock::{CohortReadWriteLock, InterProcessReadWriteLock};
 
 use super::{Contender, Taken};
 use crate::interop::holds::Mode;
@@ -76,5 +78,38 @@ pub(super) async fn run(c: &mut Contender) {
             r_token,
         );
         c.release("read release", read.release()).await;
+    }
+}
+
+pub(super) async fn run_cohort(c: &mut Contender, lock: CohortReadWriteLock) {
+    while let Some(left) = c.left() {
+        if c.roll(10) >= 3 {
+            let read = match c.take("acquire", lock.read_lock().try_lock_for(left)).await {
+                Taken::Held(guard) => guard,
+                Taken::Over => return,
+                Taken::Failed => continue,
+            };
+            let (n, span) = c.hold().await;
+            let token = read.token();
+            let first = (token.local == 1).then_some(token.czxid);
+            let node = read.node_path().to_owned();
+            c.record(n, "lock".into(), Mode::Read, span, &node, first);
+            c.release("release", read.release()).await;
+        } else {
+            let write = match c
+                .take("acquire", lock.write_lock().try_lock_for(left))
+                .await
+            {
+                Taken::Held(guard) => guard,
+                Taken::Over => return,
+                Taken::Failed => continue,
+            };
+            let (n, span) = c.hold().await;
+            let token = write.token();
+            let first = (token.local == 1).then_some(token.czxid);
+            let node = write.node_path().to_owned();
+            c.record(n, "lock".into(), Mode::Write, span, &node, first);
+            c.release("release", write.release()).await;
+        }
     }
 }
