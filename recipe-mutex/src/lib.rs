@@ -16,7 +16,9 @@
 //!
 //! Opt-in, [`CohortMutex`] ([`InterProcessMutex::cohort`]): the tasks of this process share
 //! one place in the lock's queue (lock cohorting), so the lock passes between them with no
-//! request, within a bound after which other processes get their turn.
+//! request, within a bound after which other processes get their turn. The same over any
+//! lock whose hold is one node ([`NodeLock`]), and its shared side ([`SharedCohortLock`]:
+//! readers of one process on one read node), are what `recipe-rwlock`'s cohort is made of.
 //!
 //! Beyond Curator: one round trip to take a free lock, a fencing token, a lost-lock signal,
 //! cancel-safe acquires (dropping an acquire leaves no node), guaranteed releases (a release

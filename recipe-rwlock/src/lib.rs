@@ -12,6 +12,10 @@
 //! the program holds a read queues behind that read, as with any read/write lock: release the
 //! read first, or give the write a deadline).
 //!
+//! Opt-in, [`CohortReadWriteLock`] ([`InterProcessReadWriteLock::cohort`]): the readers of this
+//! process share one read node and its writers pass one write node between them with no
+//! request (lock cohorting), within a bound after which other processes get their turn.
+//!
 //! # Coming from Curator
 //!
 //! | Curator | here |

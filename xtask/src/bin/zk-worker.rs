@@ -12,7 +12,7 @@
 //!
 //! ```text
 //! zk-worker bench <connect> <create|get> <warmup ms> <measure ms> <path>
-//! zk-worker bench <connect> <mutex|mutex-drop|mutex-cohort> <warmup ms> <measure ms> <path> <sessions>
+//! zk-worker bench <connect> <mutex|mutex-drop|mutex-cohort[:H][/C]> <warmup ms> <measure ms> <path> <sessions>
 //! zk-worker bench <connect> <read|write|rwmix:P|multi:K|semmutex|sem:N> <warmup ms> <measure ms> <path> <sessions>
 //! zk-worker interop <recipe> <connect> <lock path> <clients> <run ms> <dir> <leases>
 //! zk-worker stress <recipe> <connect> <path> <tasks> <run ms> <holds dir>
@@ -39,7 +39,9 @@
 //! - `mutex-cohort`, `mutex-cohort:H`: `<sessions>` contenders that are tasks of **one**
 //!   session, sharing one `recipe_mutex::CohortMutex` (lock cohorting: the default bound, or
 //!   `H` hand-offs and the default time) on `<path>`, each looping
-//!   `lock().await` → `release().await`.
+//!   `lock().await` → `release().await`. `mutex-cohort/C`: the contenders spread over `C`
+//!   sessions, each with its own cohort (so `C` participants in the server's queue: as `C`
+//!   processes would be, sharing this one's thread).
 //! - `read`, `write`, `rwmix:P`, `multi:K`: the same loop with another lock per cycle: the read
 //!   or the write lock of a `recipe_rwlock::InterProcessReadWriteLock` on `<path>` (`rwmix:P`:
 //!   the read lock with probability P per cent), or a `recipe_multilock::InterProcessMultiLock`
@@ -172,7 +174,10 @@ fn run(args: &[String]) -> Result<Sample> {
         .build()?;
     let (hist, cpu_window_ticks) = match args.workload.as_str() {
         // `mutex-cohort`: the contenders are tasks of one session sharing one cohort.
-        w if w == "mutex-cohort" || w.starts_with("mutex-cohort:") => {
+        w if w == "mutex-cohort"
+            || w.starts_with("mutex-cohort:")
+            || w.starts_with("mutex-cohort/") =>
+        {
             rt.block_on(mutex_workload(&args, Release::Cohort))?
         }
         // `<lock workload>-drop`: the same, releasing by dropping the guard.
@@ -387,15 +392,16 @@ enum Release {
     /// `drop(guard)`: the delete goes out in the background.
     Drop,
     /// `mutex-cohort`: one session, one `CohortMutex` shared by the contenders (tasks), each
-    /// releasing with `guard.release().await`.
+    /// releasing with `guard.release().await` (`mutex-cohort/C`: `C` such sessions).
     Cohort,
 }
 
 /// The `mutex` workloads: `args.sessions` contenders, a session each, on one lock path; returns
 /// the window's cycle latencies and the CPU ticks spent in it.
 async fn mutex_workload(args: &Args, release: Release) -> Result<(Histogram, u64)> {
+    let (bound, cohorts) = cohort_of(&args.workload)?;
     let sessions = if release == Release::Cohort {
-        1
+        cohorts
     } else {
         args.sessions
     };
@@ -415,10 +421,13 @@ async fn mutex_workload(args: &Args, release: Release) -> Result<(Histogram, u64
     };
     let hist = Arc::new(Mutex::new(Histogram::new()));
     let mut tasks = Vec::with_capacity(args.sessions);
-    if let (Release::Cohort, Some(client)) = (release, clients.first()) {
-        let cohort = InterProcessMutex::new(client.clone(), &args.path)?
-            .cohort(cohort_bound(&args.workload)?);
-        for _ in 0..args.sessions {
+    if release == Release::Cohort {
+        let cohorts = clients
+            .iter()
+            .map(|c| Ok(InterProcessMutex::new(c.clone(), &args.path)?.cohort(bound)))
+            .collect::<Result<Vec<_>>>()?;
+        // Contender i on cohort i mod C.
+        for cohort in cohorts.iter().cycle().take(args.sessions) {
             tasks.push(tokio::spawn(lock_cycles(
                 Taker::Cohort(cohort.clone()),
                 Release::Await,
@@ -461,14 +470,21 @@ async fn mutex_workload(args: &Args, release: Release) -> Result<(Histogram, u64
     Ok((hist, cpu_end.saturating_sub(cpu_start)))
 }
 
-/// The cohort's bound: `mutex-cohort` the default, `mutex-cohort:H` with `H` hand-offs (the
-/// time bound the default's).
-fn cohort_bound(workload: &str) -> Result<recipe_mutex::CohortBound> {
+/// The cohorts' bound and how many cohorts (sessions) there are: `mutex-cohort` the default
+/// bound and one, `:H` with `H` hand-offs (the time bound the default's), `/C` with `C`.
+fn cohort_of(workload: &str) -> Result<(recipe_mutex::CohortBound, usize)> {
     let mut bound = recipe_mutex::CohortBound::default();
-    if let Some(handoffs) = workload.strip_prefix("mutex-cohort:") {
+    let Some(rest) = workload.strip_prefix("mutex-cohort") else {
+        return Ok((bound, 1));
+    };
+    let (rest, cohorts) = match rest.split_once('/') {
+        Some((rest, c)) => (rest, c.parse::<usize>()?.max(1)),
+        None => (rest, 1),
+    };
+    if let Some(handoffs) = rest.strip_prefix(':') {
         bound.handoffs = handoffs.parse()?;
     }
-    Ok(bound)
+    Ok((bound, cohorts))
 }
 
 /// One contender: lock → release cycles until the window ends (the cycle in progress then is

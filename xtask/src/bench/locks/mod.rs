@@ -210,6 +210,9 @@ fn runs(lib: Lib, case: &Case) -> bool {
     !(lib == Lib::Kazoo && matches!(case.workload, Workload::ReadWriteMix(_)))
 }
 
+/// How many sessions (cohorts) [`Lib::OursCohorts`] spreads its contenders over.
+const SPREAD: usize = 4;
+
 /// The libraries compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Lib {
@@ -220,6 +223,9 @@ enum Lib {
     /// recipe-mutex's `CohortMutex` (lock cohorting, issue 38): the contenders are tasks of
     /// one session sharing one cohort, `guard.release().await`.
     OursCohort,
+    /// The same spread over [`SPREAD`] sessions, each with its own cohort: as many
+    /// participants in the server's queue, as that many processes would be.
+    OursCohorts,
     /// Curator 5.4's `InterProcessMutex`.
     Curator,
     /// kazoo's `Lock`.
@@ -228,11 +234,12 @@ enum Lib {
 
 impl Lib {
     const ALL: [Lib; 4] = [Lib::Ours, Lib::OursDrop, Lib::Curator, Lib::Kazoo];
-    /// The mutex's: [`Lib::ALL`] and the cohort.
-    const MUTEX: [Lib; 5] = [
+    /// The mutex's: [`Lib::ALL`] and the cohorts.
+    const MUTEX: [Lib; 6] = [
         Lib::Ours,
         Lib::OursDrop,
         Lib::OursCohort,
+        Lib::OursCohorts,
         Lib::Curator,
         Lib::Kazoo,
     ];
@@ -242,6 +249,7 @@ impl Lib {
             Lib::Ours => "ours",
             Lib::OursDrop => "ours (drop)",
             Lib::OursCohort => "ours (cohort)",
+            Lib::OursCohorts => "ours (4 cohorts)",
             Lib::Curator => "curator",
             Lib::Kazoo => "kazoo",
         }
@@ -253,6 +261,7 @@ impl Lib {
             Lib::Ours => "ours",
             Lib::OursDrop => "ours-drop",
             Lib::OursCohort => "ours-cohort",
+            Lib::OursCohorts => "ours-cohorts",
             Lib::Curator => "curator",
             Lib::Kazoo => "kazoo",
         }
@@ -287,7 +296,7 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
     let connect = server.connect_string();
 
     let warmup_of = |lib| match lib {
-        Lib::Ours | Lib::OursDrop | Lib::OursCohort => opts.rust_warmup,
+        Lib::Ours | Lib::OursDrop | Lib::OursCohort | Lib::OursCohorts => opts.rust_warmup,
         Lib::Curator => opts.java_warmup,
         Lib::Kazoo => opts.kazoo_warmup,
     };
@@ -464,15 +473,11 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
     if libs.contains(&Lib::Kazoo) {
         comparisons.push(ratios(&results, &cases, Lib::Kazoo, hz));
     }
-    if libs.contains(&Lib::OursCohort) {
-        comparisons.push(ratios_of(&results, &cases, Lib::OursCohort, Lib::Ours, hz));
-        comparisons.push(ratios_of(
-            &results,
-            &cases,
-            Lib::OursCohort,
-            Lib::Curator,
-            hz,
-        ));
+    for cohort in [Lib::OursCohort, Lib::OursCohorts] {
+        if libs.contains(&cohort) {
+            comparisons.push(ratios_of(&results, &cases, cohort, Lib::Ours, hz));
+            comparisons.push(ratios_of(&results, &cases, cohort, Lib::Curator, hz));
+        }
     }
     let verdicts = targets(recipe, &results, &cases, hz);
     let order_table = order_effect(&results, hz);

@@ -30,12 +30,13 @@ impl Workers {
     ) -> Command {
         let (warmup, measure) = (millis(warmup).to_string(), millis(seconds).to_string());
         match lib {
-            Lib::Ours | Lib::OursDrop | Lib::OursCohort => {
+            Lib::Ours | Lib::OursDrop | Lib::OursCohort | Lib::OursCohorts => {
                 let mut cmd = Pinning::command(self.pinning.as_ref(), &self.rust);
                 cmd.arg("bench");
                 let workload = match lib {
                     Lib::OursDrop => format!("{workload}-drop"),
                     Lib::OursCohort => format!("{workload}-cohort"),
+                    Lib::OursCohorts => format!("{workload}-cohort/{SPREAD}"),
                     _ => workload.to_string(),
                 };
                 cmd.arg(connect)
