@@ -184,6 +184,35 @@ fn targets(rows: &[Row], opts: &Options) -> String {
                 }
             );
         }
+        // The growth named: the least-squares slope of the hand-off's p50 against N.
+        let slopes: Vec<String> = Lib::ALL
+            .into_iter()
+            .filter_map(|lib| {
+                let points: Vec<(f64, f64)> = opts
+                    .waiters
+                    .iter()
+                    .filter_map(|&n| Some((n as f64, figures(rows, lib, n, processes)?.p50_ms)))
+                    .collect();
+                let slope = slope(&points)?;
+                Some(format!(
+                    "{} {:+.3} ms per 1,000 waiters",
+                    lib.name(),
+                    slope * 1_000.0
+                ))
+            })
+            .collect();
+        if !slopes.is_empty() {
+            let _ = writeln!(
+                out,
+                "hand-off p50 against N (least-squares slope over N={}), {spread}: {}",
+                opts.waiters
+                    .iter()
+                    .map(|&n| thousands(n))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                slopes.join(", ")
+            );
+        }
         for &n in &opts.waiters {
             let notes =
                 figures(rows, Lib::Ours, n, processes).and_then(|f| f.notifications_per_handoff);
@@ -199,6 +228,21 @@ fn targets(rows: &[Row], opts: &Options) -> String {
         }
     }
     out
+}
+
+/// The least-squares slope of `points` (x, y): `None` with fewer than two distinct x.
+fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    let n = points.len() as f64;
+    if points.len() < 2 {
+        return None;
+    }
+    let (mx, my) = (
+        points.iter().map(|p| p.0).sum::<f64>() / n,
+        points.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
 }
 
 fn verdict(met: bool) -> &'static str {
@@ -329,5 +373,18 @@ pub(super) fn report(rows: &[Row], opts: &Options, took: Duration) {
     match report::write_page(&report::dir(), "queue", &page, &charts(rows, opts)) {
         Ok(path) => println!("\nreport: {} (charts beside it)", path.display()),
         Err(e) => eprintln!("bench queue: could not write the report: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slope;
+
+    #[test]
+    fn the_slope_is_least_squares_and_needs_two_distinct_points() {
+        let s = slope(&[(10.0, 1.0), (100.0, 1.9), (1_000.0, 10.9)]).expect("a slope");
+        assert!((s - 0.01).abs() < 1e-9, "{s}");
+        assert_eq!(slope(&[(10.0, 1.0)]), None);
+        assert_eq!(slope(&[(10.0, 1.0), (10.0, 2.0)]), None);
     }
 }
