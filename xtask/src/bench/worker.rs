@@ -24,6 +24,31 @@ pub(crate) fn build_worker(who: &str) -> Result<PathBuf> {
     build_release_bin("zk-worker")
 }
 
+/// Builds the Rust peer's worker, zookeeper-client 0.11 (`xtask/peers/zkc-worker`, a package
+/// of its own that no workspace crate depends on), into `target/peers`, and returns its path.
+/// Its dependencies come from crates.io the first time.
+pub(crate) fn build_peer_worker(who: &str) -> Result<PathBuf> {
+    eprintln!(
+        "{who}: building zkc-worker, zookeeper-client 0.11's side, in release mode (cargo build \
+         --release --manifest-path xtask/peers/zkc-worker/Cargo.toml)"
+    );
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let manifest = workspace_root().join("xtask/peers/zkc-worker/Cargo.toml");
+    let target = target_dir().join("peers");
+    let status = Command::new(cargo)
+        .current_dir(workspace_root())
+        .args(["build", "--release", "--locked", "--manifest-path"])
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(&target)
+        .stdout(Stdio::null())
+        .status()?;
+    if !status.success() {
+        return Err(format!("building {} failed ({status})", manifest.display()).into());
+    }
+    Ok(target.join("release").join("zkc-worker"))
+}
+
 /// Builds xtask's binary `name` in release mode with the Cargo running us, and returns its
 /// path. Cargo's progress (its `Compiling` lines, or its bar on a terminal) goes to our
 /// stderr, so a long first build is seen to move. Without xtask's default features: the

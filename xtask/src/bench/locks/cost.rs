@@ -93,8 +93,10 @@ fn cost_libs(libs: &[Lib], workload: Workload) -> Vec<Lib> {
     libs.iter()
         .copied()
         .filter(|&lib| {
-            !matches!(lib, Lib::OursDrop | Lib::OursCohort | Lib::OursCohorts)
-                && runs(lib, &case_of(workload, 2))
+            !matches!(
+                lib,
+                Lib::OursDrop | Lib::OursCohort | Lib::OursCohorts | Lib::ZkClient
+            ) && runs(lib, &case_of(workload, 2))
         })
         .collect()
 }
@@ -261,7 +263,12 @@ pub(super) fn table(cases: &[Case], libs: &[Lib], all: &[CostRun]) -> String {
     let columns: Vec<Lib> = libs
         .iter()
         .copied()
-        .filter(|&l| !matches!(l, Lib::OursDrop | Lib::OursCohort | Lib::OursCohorts))
+        .filter(|&l| {
+            !matches!(
+                l,
+                Lib::OursDrop | Lib::OursCohort | Lib::OursCohorts | Lib::ZkClient
+            )
+        })
         .collect();
     let mut out = format!(
         "counted protocol cost, through a counting proxy in front of the server: per cycle of 1 \

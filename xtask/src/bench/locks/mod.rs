@@ -226,6 +226,10 @@ enum Lib {
     /// The same spread over [`SPREAD`] sessions, each with its own cohort: as many
     /// participants in the server's queue, as that many processes would be.
     OursCohorts,
+    /// zookeeper-client 0.11's `Client::lock` (kezhuw's, the Rust client a user would pick
+    /// instead): its lock is released by dropping it (the delete goes out in the background),
+    /// so it compares with [`Lib::OursDrop`].
+    ZkClient,
     /// Curator 5.4's `InterProcessMutex`.
     Curator,
     /// kazoo's `Lock`.
@@ -234,12 +238,13 @@ enum Lib {
 
 impl Lib {
     const ALL: [Lib; 4] = [Lib::Ours, Lib::OursDrop, Lib::Curator, Lib::Kazoo];
-    /// The mutex's: [`Lib::ALL`] and the cohorts.
-    const MUTEX: [Lib; 6] = [
+    /// The mutex's: [`Lib::ALL`], the cohorts and the Rust peer.
+    const MUTEX: [Lib; 7] = [
         Lib::Ours,
         Lib::OursDrop,
         Lib::OursCohort,
         Lib::OursCohorts,
+        Lib::ZkClient,
         Lib::Curator,
         Lib::Kazoo,
     ];
@@ -250,6 +255,7 @@ impl Lib {
             Lib::OursDrop => "ours (drop)",
             Lib::OursCohort => "ours (cohort)",
             Lib::OursCohorts => "ours (4 cohorts)",
+            Lib::ZkClient => "zookeeper-client (drop)",
             Lib::Curator => "curator",
             Lib::Kazoo => "kazoo",
         }
@@ -262,6 +268,7 @@ impl Lib {
             Lib::OursDrop => "ours-drop",
             Lib::OursCohort => "ours-cohort",
             Lib::OursCohorts => "ours-cohorts",
+            Lib::ZkClient => "zookeeper-client",
             Lib::Curator => "curator",
             Lib::Kazoo => "kazoo",
         }
@@ -276,14 +283,28 @@ impl Lib {
 pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
     let started = Instant::now();
     let cases = cases(recipe, &opts.sessions);
-    let libs = libs(recipe);
+    let mut libs = libs(recipe).to_vec();
     let what = recipe.name();
     deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator, Need::Kazoo])?;
 
     let rust = worker::build_worker(&format!("bench {what}"))?;
+    // The Rust peer, where this recipe has it; without it (no registry) the run goes on.
+    let peer = match libs.contains(&Lib::ZkClient) {
+        true => match worker::build_peer_worker(&format!("bench {what}")) {
+            Ok(path) => Some(path),
+            Err(e) => {
+                eprintln!("bench {what}: zookeeper-client's side is left out: {e}");
+                libs.retain(|&l| l != Lib::ZkClient);
+                None
+            }
+        },
+        false => None,
+    };
+    let libs = libs.as_slice();
     let java_classpath = crate::curator::classpath()?;
     let workers = Workers {
         rust,
+        peer,
         java_classpath,
         kazoo_script: Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("python")
@@ -296,7 +317,9 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
     let connect = server.connect_string();
 
     let warmup_of = |lib| match lib {
-        Lib::Ours | Lib::OursDrop | Lib::OursCohort | Lib::OursCohorts => opts.rust_warmup,
+        Lib::Ours | Lib::OursDrop | Lib::OursCohort | Lib::OursCohorts | Lib::ZkClient => {
+            opts.rust_warmup
+        }
         Lib::Curator => opts.java_warmup,
         Lib::Kazoo => opts.kazoo_warmup,
     };
@@ -472,6 +495,17 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
     let mut comparisons = vec![ratios(&results, &cases, Lib::Curator, hz)];
     if libs.contains(&Lib::Kazoo) {
         comparisons.push(ratios(&results, &cases, Lib::Kazoo, hz));
+    }
+    if libs.contains(&Lib::ZkClient) {
+        // Like with like: both dropped; and ours awaited against theirs dropped.
+        comparisons.push(ratios_of(
+            &results,
+            &cases,
+            Lib::OursDrop,
+            Lib::ZkClient,
+            hz,
+        ));
+        comparisons.push(ratios(&results, &cases, Lib::ZkClient, hz));
     }
     for cohort in [Lib::OursCohort, Lib::OursCohorts] {
         if libs.contains(&cohort) {

@@ -227,6 +227,7 @@ fn ratio_stats_of(
         Lib::Kazoo => 3,
         Lib::OursCohort => 4,
         Lib::OursCohorts => 5,
+        Lib::ZkClient => 6,
     };
     // Ours against another keeps the seeds it always had.
     let seed = 0x27_u64 << 32

@@ -10,6 +10,8 @@ use crate::bench::slices::{self, SLICE};
 /// What the workers are run with.
 pub(super) struct Workers {
     pub(super) rust: PathBuf,
+    /// The Rust peer's worker (zookeeper-client 0.11), when built.
+    pub(super) peer: Option<PathBuf>,
     pub(super) java_classpath: String,
     pub(super) kazoo_script: PathBuf,
     pub(super) pinning: Option<Pinning>,
@@ -45,6 +47,17 @@ impl Workers {
                     .arg(measure)
                     .arg(path)
                     .arg(sessions.to_string());
+                cmd
+            }
+            Lib::ZkClient => {
+                // `libs` holds it only when it was built.
+                let peer = self.peer.clone().unwrap_or_default();
+                let mut cmd = Pinning::command(self.pinning.as_ref(), &peer);
+                cmd.arg(connect)
+                    .arg(path)
+                    .arg(sessions.to_string())
+                    .arg(warmup)
+                    .arg(measure);
                 cmd
             }
             Lib::Curator => {
