@@ -28,6 +28,23 @@ fn both_hold_and_never_overlap(recipe: Recipe) -> Totals {
     totals
 }
 
+/// As [`both_hold_and_never_overlap`], with our 4 clients tasks of one session sharing one
+/// cohort (`--cohort`).
+fn a_cohort_of_ours_beside_curator(recipe: Recipe) -> Totals {
+    let totals = run_interop(&InteropOptions {
+        seconds: 8,
+        rust_side: RustSide::InProcess,
+        rust_clients: 4,
+        cohort: true,
+        ..InteropOptions::new(recipe)
+    })
+    .unwrap();
+    println!("{totals}");
+    assert_eq!(totals.violations(), 0, "the rule was broken:\n{totals}");
+    assert_eq!(totals.failure(), None, "{totals}");
+    totals
+}
+
 /// As [`both_hold_and_never_overlap`], with our clients' connections cut every `every` (a
 /// fault proxy between them and the server; their sessions survive and reconnect, the
 /// machines recover their nodes), so that exclusion is checked across reconnects.
@@ -95,17 +112,7 @@ mod mutex {
     /// and never overlap ours.
     #[test]
     fn curator_and_a_cohort_of_ours_exclude_each_other() {
-        let totals = run_interop(&InteropOptions {
-            seconds: 8,
-            rust_side: RustSide::InProcess,
-            rust_clients: 4,
-            cohort: true,
-            ..InteropOptions::new(Recipe::Mutex)
-        })
-        .unwrap();
-        println!("{totals}");
-        assert_eq!(totals.violations(), 0, "the rule was broken:\n{totals}");
-        assert_eq!(totals.failure(), None, "{totals}");
+        let totals = a_cohort_of_ours_beside_curator(Recipe::Mutex);
         let order = totals.order.as_ref().unwrap();
         assert!(
             order.handoffs >= 2,
@@ -141,17 +148,7 @@ mod rwlock {
     /// read node, writers passing one write node) beside Curator's readers and writers.
     #[test]
     fn curator_and_a_cohort_of_ours_exclude_each_other() {
-        let totals = run_interop(&InteropOptions {
-            seconds: 8,
-            rust_side: RustSide::InProcess,
-            rust_clients: 4,
-            cohort: true,
-            ..InteropOptions::new(Recipe::Rwlock)
-        })
-        .unwrap();
-        println!("{totals}");
-        assert_eq!(totals.violations(), 0, "the rule was broken:\n{totals}");
-        assert_eq!(totals.failure(), None, "{totals}");
+        let totals = a_cohort_of_ours_beside_curator(Recipe::Rwlock);
         assert!(totals.verdict.peak > 1, "readers never shared:\n{totals}");
     }
 

@@ -11,12 +11,10 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use recipes_core::cohort::{AttemptId, Cohort, Effects};
-use tokio::runtime::Handle;
 use tokio::sync::oneshot;
-use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
-use super::{CohortBound, CohortToken, NodeLock, Slot, spawn_attempt};
+use super::{Attempts, CohortBound, CohortToken, Io, NodeLock, Slot};
 use crate::{Error, InterProcessMutex, LockGuard};
 
 /// What a local waiter is given: the lock, or the error of the attempt it waited on.
@@ -113,11 +111,7 @@ impl std::fmt::Debug for Shared {
 
 struct State {
     cohort: Cohort<Waiter>,
-    /// The node's attempt under way, to abort when nobody waits for it any more.
-    task: Option<(AttemptId, AbortHandle)>,
-    /// The runtime of the latest `lock()`: where an attempt starts when a guard dropped off
-    /// the runtime releases the node with waiters left.
-    runtime: Option<Handle>,
+    attempts: Attempts,
 }
 
 impl InterProcessMutex {
@@ -138,8 +132,7 @@ impl CohortMutex {
                 node_lock: Box::new(lock),
                 state: Mutex::new(State {
                     cohort: Cohort::new(bound),
-                    task: None,
-                    runtime: None,
+                    attempts: Attempts::default(),
                 }),
             }),
         }
@@ -197,9 +190,7 @@ impl CohortMutex {
         let (tx, rx) = oneshot::channel();
         let (id, effects) = {
             let mut state = self.shared.lock();
-            if let Ok(runtime) = Handle::try_current() {
-                state.runtime = Some(runtime);
-            }
+            state.attempts.note_runtime();
             state.cohort.arrive(tx)
         };
         let shared = self.shared.clone();
@@ -211,6 +202,37 @@ impl CohortMutex {
         let attempting = || self.shared.lock().cohort.attempt().is_some();
         slot.wait(deadline, self.shared.node_lock.client(), attempting)
             .await
+    }
+}
+
+impl Io for Shared {
+    fn node_lock(&self) -> &dyn NodeLock {
+        &*self.node_lock
+    }
+
+    fn with_attempts<R>(&self, f: impl FnOnce(&mut Attempts, Option<AttemptId>) -> R) -> R {
+        let mut state = self.lock();
+        let current = state.cohort.attempt();
+        f(&mut state.attempts, current)
+    }
+
+    fn attempt_done(self: &Arc<Self>, attempt: AttemptId, taken: Result<Option<LockGuard>, Error>) {
+        let now = crate::driver::now();
+        let (effects, node, error) = {
+            let mut state = self.lock();
+            state.attempts.done(attempt);
+            match taken {
+                Ok(Some(node)) => (state.cohort.attempt_held(attempt, now), Some(node), None),
+                Ok(None) => (
+                    state.cohort.attempt_failed(attempt),
+                    None,
+                    Some(Error::TimedOut),
+                ),
+                Err(e) => (state.cohort.attempt_failed(attempt), None, Some(e)),
+            }
+        };
+        // A node nobody takes is released here, in the background.
+        drop(self.carry_out(effects, node, error.as_ref()));
     }
 }
 
@@ -262,14 +284,7 @@ impl Shared {
             }
         };
         if let Some(attempt) = effects.abort {
-            let mut state = self.lock();
-            if let Some((a, task)) = state.task.take() {
-                if a == attempt {
-                    task.abort();
-                } else {
-                    state.task = Some((a, task));
-                }
-            }
+            self.lock().attempts.abort(attempt);
         }
         if let Some(attempt) = effects.start {
             self.start(attempt);
@@ -296,51 +311,6 @@ impl Shared {
 
     #[cfg(not(feature = "plant"))]
     fn plant_double_grant(self: &Arc<Self>, _: &mut LockGuard) {}
-
-    /// Starts attempt `attempt` in a task of its own: the lock's ordinary acquire, with no
-    /// deadline (each waiter keeps its own).
-    fn start(self: &Arc<Self>, attempt: AttemptId) {
-        let runtime = self.lock().runtime.clone();
-        let me = self.clone();
-        let spawned = spawn_attempt(runtime, async move {
-            let taken = me.node_lock.take_node(None).await;
-            me.attempt_done(attempt, taken);
-        });
-        let Some(task) = spawned else {
-            // No runtime ever: nobody can wait either.
-            let effects = self.lock().cohort.attempt_failed(attempt);
-            self.carry_out(effects, None, Some(&Error::Zk(zk_client::Error::Closed)));
-            return;
-        };
-        let mut state = self.lock();
-        if state.cohort.attempt() == Some(attempt) {
-            state.task = Some((attempt, task));
-        } else {
-            // Everyone left before it could be recorded.
-            task.abort();
-        }
-    }
-
-    fn attempt_done(self: &Arc<Self>, attempt: AttemptId, taken: Result<Option<LockGuard>, Error>) {
-        let now = crate::driver::now();
-        let (effects, node, error) = {
-            let mut state = self.lock();
-            if state.task.as_ref().is_some_and(|(a, _)| *a == attempt) {
-                state.task = None;
-            }
-            match taken {
-                Ok(Some(node)) => (state.cohort.attempt_held(attempt, now), Some(node), None),
-                Ok(None) => (
-                    state.cohort.attempt_failed(attempt),
-                    None,
-                    Some(Error::TimedOut),
-                ),
-                Err(e) => (state.cohort.attempt_failed(attempt), None, Some(e)),
-            }
-        };
-        // A node nobody takes is released here, in the background.
-        drop(self.carry_out(effects, node, error.as_ref()));
-    }
 }
 
 /// Proof of holding a [`CohortMutex`]: a [`LockGuard`] of the process's node (it dereferences
@@ -416,40 +386,4 @@ impl Drop for CohortGuard {
     }
 }
 
-impl crate::Guard for CohortGuard {
-    fn holds(&self) -> Vec<&LockGuard> {
-        vec![&self.node]
-    }
-
-    fn local_sequence(&self) -> u64 {
-        self.local
-    }
-
-    fn release(self: Box<Self>) -> crate::LockFuture<'static, ()> {
-        Box::pin(CohortGuard::release(*self))
-    }
-}
-
-impl crate::Lock for CohortMutex {
-    fn path(&self) -> &str {
-        self.shared.node_lock.path()
-    }
-
-    fn kind(&self) -> &'static str {
-        self.shared.node_lock.cohort_kind()
-    }
-
-    fn lock_until(
-        &self,
-        deadline: Option<Instant>,
-    ) -> crate::LockFuture<'_, Option<Box<dyn crate::Guard>>> {
-        Box::pin(async move {
-            let taken = self.take(deadline).await?;
-            Ok(taken.map(|g| Box::new(g) as Box<dyn crate::Guard>))
-        })
-    }
-
-    fn is_acquired_in_this_process(&self) -> bool {
-        self.shared.node_lock.is_acquired_in_this_process()
-    }
-}
+super::guard_and_lock!(CohortMutex, CohortGuard);

@@ -8,11 +8,58 @@
 //! [`SharedCohortLock`], where the process's readers join one read node. The rules are
 //! [`recipes_core::cohort`]'s, with no IO; these modules only carry out what they decide.
 
+/// Implements [`Guard`](crate::Guard) for a cohort's guard `$guard` (through its `Deref` to
+/// the node's [`LockGuard`], its `local` and its own `release`) and [`Lock`](crate::Lock) for
+/// its lock `$lock` (through its `shared.node_lock` and its own `take`).
+macro_rules! guard_and_lock {
+    ($lock:ty, $guard:ident) => {
+        impl crate::Guard for $guard {
+            fn holds(&self) -> Vec<&LockGuard> {
+                vec![std::ops::Deref::deref(self)]
+            }
+
+            fn local_sequence(&self) -> u64 {
+                self.local
+            }
+
+            fn release(self: Box<Self>) -> crate::LockFuture<'static, ()> {
+                Box::pin($guard::release(*self))
+            }
+        }
+
+        impl crate::Lock for $lock {
+            fn path(&self) -> &str {
+                self.shared.node_lock.path()
+            }
+
+            fn kind(&self) -> &'static str {
+                self.shared.node_lock.cohort_kind()
+            }
+
+            fn lock_until(
+                &self,
+                deadline: Option<Instant>,
+            ) -> crate::LockFuture<'_, Option<Box<dyn crate::Guard>>> {
+                Box::pin(async move {
+                    let taken = self.take(deadline).await?;
+                    Ok(taken.map(|g| Box::new(g) as Box<dyn crate::Guard>))
+                })
+            }
+
+            fn is_acquired_in_this_process(&self) -> bool {
+                self.shared.node_lock.is_acquired_in_this_process()
+            }
+        }
+    };
+}
+use guard_and_lock;
+
 mod exclusive;
 mod shared;
 
-use std::future::Future;
+use std::sync::Arc;
 
+use recipes_core::cohort::AttemptId;
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
@@ -86,15 +133,69 @@ pub struct CohortToken {
     pub local: u64,
 }
 
-/// Spawns a node's attempt on the current runtime, or else on `runtime` (the latest
-/// acquire's: where a guard dropped off the runtime starts the next attempt); `None` when
-/// there is none.
-fn spawn_attempt(
+/// A cohort's attempts: the one under way (its task, to abort when nobody waits for it any
+/// more), and the runtime of the latest acquire (where an attempt starts when a guard
+/// dropped off the runtime leaves waiters behind).
+#[derive(Default)]
+struct Attempts {
+    task: Option<(AttemptId, AbortHandle)>,
     runtime: Option<Handle>,
-    attempt: impl Future<Output = ()> + Send + 'static,
-) -> Option<AbortHandle> {
-    let runtime = Handle::try_current().ok().or(runtime)?;
-    Some(runtime.spawn(attempt).abort_handle())
+}
+
+impl Attempts {
+    /// Notes the caller's runtime, if it runs on one.
+    fn note_runtime(&mut self) {
+        if let Ok(runtime) = Handle::try_current() {
+            self.runtime = Some(runtime);
+        }
+    }
+
+    /// Aborts attempt `attempt`'s task (its cleanup deletes whatever it created).
+    fn abort(&mut self, attempt: AttemptId) {
+        match self.task.take() {
+            Some((a, task)) if a == attempt => task.abort(),
+            other => self.task = other,
+        }
+    }
+
+    /// Attempt `attempt`'s task has ended.
+    fn done(&mut self, attempt: AttemptId) {
+        if self.task.as_ref().is_some_and(|(a, _)| *a == attempt) {
+            self.task = None;
+        }
+    }
+}
+
+/// What the two sides' IO layers share: how a node's attempt is started.
+trait Io: Send + Sync + Sized + 'static {
+    /// The lock the attempts take.
+    fn node_lock(&self) -> &dyn NodeLock;
+
+    /// Runs `f` on the attempts and the cohort's current attempt, under the state's lock.
+    fn with_attempts<R>(&self, f: impl FnOnce(&mut Attempts, Option<AttemptId>) -> R) -> R;
+
+    /// Attempt `attempt` ended with `taken`.
+    fn attempt_done(self: &Arc<Self>, attempt: AttemptId, taken: Result<Option<LockGuard>, Error>);
+
+    /// Starts attempt `attempt` in a task of its own, on the current runtime or else the
+    /// latest acquire's: the lock's ordinary acquire, with no deadline (each waiter keeps its
+    /// own). With no runtime at all it fails at once (nobody can be waiting either).
+    fn start(self: &Arc<Self>, attempt: AttemptId) {
+        let runtime = self.with_attempts(|a, _| a.runtime.clone());
+        let Some(runtime) = Handle::try_current().ok().or(runtime) else {
+            return self.attempt_done(attempt, Err(Error::Zk(zk_client::Error::Closed)));
+        };
+        let me = self.clone();
+        let task = runtime.spawn(async move {
+            let taken = me.node_lock().take_node(None).await;
+            me.attempt_done(attempt, taken);
+        });
+        self.with_attempts(|a, current| match current == Some(attempt) {
+            true => a.task = Some((attempt, task.abort_handle())),
+            // Everyone left (or it ended) before it could be recorded.
+            false => task.abort(),
+        });
+    }
 }
 
 /// A local waiter's place in a cohort: where its answer comes, and how it leaves the queue

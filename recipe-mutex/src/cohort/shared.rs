@@ -10,12 +10,10 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use recipes_core::cohort::{AttemptId, BatchId, SharedCohort, SharedEffects};
-use tokio::runtime::Handle;
 use tokio::sync::oneshot;
-use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
-use super::{CohortBound, CohortToken, NodeLock, Slot, spawn_attempt};
+use super::{Attempts, CohortBound, CohortToken, Io, NodeLock, Slot};
 use crate::{Error, LockGuard};
 
 /// What a local reader is given: the lock, or the error of the attempt it waited on.
@@ -71,10 +69,7 @@ struct State {
     cohort: SharedCohort<Waiter>,
     /// The open node (the cohort's [`SharedCohort::open`]): what newcomers join.
     open: Option<(BatchId, Node)>,
-    /// The node's attempt under way, to abort when nobody waits for it any more.
-    task: Option<(AttemptId, AbortHandle)>,
-    /// The runtime of the latest acquire.
-    runtime: Option<Handle>,
+    attempts: Attempts,
 }
 
 impl State {
@@ -99,8 +94,7 @@ impl SharedCohortLock {
                 state: Mutex::new(State {
                     cohort: SharedCohort::new(bound),
                     open: None,
-                    task: None,
-                    runtime: None,
+                    attempts: Attempts::default(),
                 }),
             }),
         }
@@ -172,9 +166,7 @@ impl SharedCohortLock {
         let now = crate::driver::now();
         let (id, effects, open, closed) = {
             let mut state = self.shared.lock();
-            if let Ok(runtime) = Handle::try_current() {
-                state.runtime = Some(runtime);
-            }
+            state.attempts.note_runtime();
             let open = state.open.clone();
             let valid = open.as_ref().is_some_and(|(_, node)| node.is_valid());
             let (id, effects) = state.cohort.arrive(tx, valid, now);
@@ -191,6 +183,47 @@ impl SharedCohortLock {
         let attempting = || self.shared.lock().cohort.attempt().is_some();
         slot.wait(deadline, self.shared.node_lock.client(), attempting)
             .await
+    }
+}
+
+impl Io for Shared {
+    fn node_lock(&self) -> &dyn NodeLock {
+        &*self.node_lock
+    }
+
+    fn with_attempts<R>(&self, f: impl FnOnce(&mut Attempts, Option<AttemptId>) -> R) -> R {
+        let mut state = self.lock();
+        let current = state.cohort.attempt();
+        f(&mut state.attempts, current)
+    }
+
+    fn attempt_done(self: &Arc<Self>, attempt: AttemptId, taken: Result<Option<LockGuard>, Error>) {
+        let now = crate::driver::now();
+        let (effects, node, error, closed) = {
+            let mut state = self.lock();
+            state.attempts.done(attempt);
+            match taken {
+                Ok(Some(node)) => {
+                    let node = Arc::new(node);
+                    let effects = state.cohort.attempt_held(attempt, now);
+                    let closed = state.sync_open();
+                    if state.cohort.open() == Some(attempt) {
+                        state.open = Some((attempt, node.clone()));
+                    }
+                    (effects, Some((attempt, node)), None, closed)
+                }
+                Ok(None) => (
+                    state.cohort.attempt_failed(attempt),
+                    None,
+                    Some(Error::TimedOut),
+                    None,
+                ),
+                Err(e) => (state.cohort.attempt_failed(attempt), None, Some(e), None),
+            }
+        };
+        drop(closed);
+        // A node nobody takes is released here, in the background.
+        drop(self.carry_out(effects, node, error.as_ref()));
     }
 }
 
@@ -241,72 +274,12 @@ impl Shared {
             _ => None,
         };
         if let Some(attempt) = effects.abort {
-            let mut state = self.lock();
-            if let Some((a, task)) = state.task.take() {
-                if a == attempt {
-                    task.abort();
-                } else {
-                    state.task = Some((a, task));
-                }
-            }
+            self.lock().attempts.abort(attempt);
         }
         if let Some(attempt) = effects.start {
             self.start(attempt);
         }
         released
-    }
-
-    /// Starts attempt `attempt` in a task of its own: the lock's ordinary acquire, with no
-    /// deadline (each waiter keeps its own).
-    fn start(self: &Arc<Self>, attempt: AttemptId) {
-        let runtime = self.lock().runtime.clone();
-        let me = self.clone();
-        let spawned = spawn_attempt(runtime, async move {
-            let taken = me.node_lock.take_node(None).await;
-            me.attempt_done(attempt, taken);
-        });
-        let Some(task) = spawned else {
-            let effects = self.lock().cohort.attempt_failed(attempt);
-            drop(self.carry_out(effects, None, Some(&Error::Zk(zk_client::Error::Closed))));
-            return;
-        };
-        let mut state = self.lock();
-        if state.cohort.attempt() == Some(attempt) {
-            state.task = Some((attempt, task));
-        } else {
-            task.abort();
-        }
-    }
-
-    fn attempt_done(self: &Arc<Self>, attempt: AttemptId, taken: Result<Option<LockGuard>, Error>) {
-        let now = crate::driver::now();
-        let (effects, node, error, closed) = {
-            let mut state = self.lock();
-            if state.task.as_ref().is_some_and(|(a, _)| *a == attempt) {
-                state.task = None;
-            }
-            match taken {
-                Ok(Some(node)) => {
-                    let node = Arc::new(node);
-                    let effects = state.cohort.attempt_held(attempt, now);
-                    let closed = state.sync_open();
-                    if state.cohort.open() == Some(attempt) {
-                        state.open = Some((attempt, node.clone()));
-                    }
-                    (effects, Some((attempt, node)), None, closed)
-                }
-                Ok(None) => (
-                    state.cohort.attempt_failed(attempt),
-                    None,
-                    Some(Error::TimedOut),
-                    None,
-                ),
-                Err(e) => (state.cohort.attempt_failed(attempt), None, Some(e), None),
-            }
-        };
-        drop(closed);
-        // A node nobody takes is released here, in the background.
-        drop(self.carry_out(effects, node, error.as_ref()));
     }
 
     /// A reader of node `batch` leaves, giving back its share `node`: the node's release's
@@ -393,40 +366,4 @@ impl Drop for SharedCohortGuard {
     }
 }
 
-impl crate::Guard for SharedCohortGuard {
-    fn holds(&self) -> Vec<&LockGuard> {
-        vec![&self.node]
-    }
-
-    fn local_sequence(&self) -> u64 {
-        self.local
-    }
-
-    fn release(self: Box<Self>) -> crate::LockFuture<'static, ()> {
-        Box::pin(SharedCohortGuard::release(*self))
-    }
-}
-
-impl crate::Lock for SharedCohortLock {
-    fn path(&self) -> &str {
-        self.shared.node_lock.path()
-    }
-
-    fn kind(&self) -> &'static str {
-        self.shared.node_lock.cohort_kind()
-    }
-
-    fn lock_until(
-        &self,
-        deadline: Option<Instant>,
-    ) -> crate::LockFuture<'_, Option<Box<dyn crate::Guard>>> {
-        Box::pin(async move {
-            let taken = self.take(deadline).await?;
-            Ok(taken.map(|g| Box::new(g) as Box<dyn crate::Guard>))
-        })
-    }
-
-    fn is_acquired_in_this_process(&self) -> bool {
-        self.shared.node_lock.is_acquired_in_this_process()
-    }
-}
+super::guard_and_lock!(SharedCohortLock, SharedCohortGuard);

@@ -242,10 +242,10 @@ impl<W> Cohort<W> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
-    use std::collections::{HashSet, VecDeque};
     use std::time::Duration;
 
     use super::*;
+    use crate::cohort::search::{self, Explore};
 
     /// Defects the exploration must find.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -283,20 +283,6 @@ mod tests {
     }
 
     impl World {
-        fn key(&self) -> String {
-            format!(
-                "{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}|{:?}",
-                self.cohort.node.map_since(self.start),
-                self.node_since.duration_since(self.start),
-                self.waiting,
-                self.holder,
-                self.attempts,
-                self.node_on_server,
-                self.arrived,
-                self.now.duration_since(self.start)
-            )
-        }
-
         fn apply(&mut self, effects: Effects<u8>) -> Result<(), String> {
             if let Some((who, local)) = effects.grant {
                 if self.holder.is_some() {
@@ -370,6 +356,24 @@ mod tests {
                 return Err("the cohort's waiters and the model's differ".into());
             }
             Ok(())
+        }
+    }
+
+    impl Explore for World {
+        type Event = Event;
+
+        fn key(&self) -> String {
+            format!(
+                "{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}|{:?}",
+                self.cohort.node.map_since(self.start),
+                self.node_since.duration_since(self.start),
+                self.waiting,
+                self.holder,
+                self.attempts,
+                self.node_on_server,
+                self.arrived,
+                self.now.duration_since(self.start)
+            )
         }
 
         /// Every event that can happen next.
@@ -504,23 +508,7 @@ mod tests {
             now: start,
             start,
         };
-        let mut seen = HashSet::new();
-        let mut queue = VecDeque::from([(world, Vec::<Event>::new())]);
-        while let Some((world, path)) = queue.pop_front() {
-            if path.len() >= depth || !seen.insert(world.key()) {
-                continue;
-            }
-            for event in world.events(max_waiters) {
-                let mut next = world.clone();
-                let mut trace = path.clone();
-                trace.push(event);
-                if let Err(why) = next.step(event) {
-                    return Err(format!("{why}\nafter {trace:?}"));
-                }
-                queue.push_back((next, trace));
-            }
-        }
-        Ok(seen.len())
+        search::explore(world, max_waiters, depth)
     }
 
     #[test]

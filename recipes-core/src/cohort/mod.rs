@@ -17,6 +17,8 @@
 //! readers join one read node while its batch is open.
 
 mod exclusive;
+#[cfg(test)]
+mod search;
 mod shared;
 
 pub use exclusive::{Cohort, Effects};

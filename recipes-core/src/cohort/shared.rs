@@ -266,10 +266,10 @@ impl<W> SharedCohort<W> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
-    use std::collections::{HashSet, VecDeque};
     use std::time::Duration;
 
     use super::*;
+    use crate::cohort::search::{self, Explore};
 
     /// Defects the exploration must find.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -332,35 +332,6 @@ mod tests {
     impl World {
         fn now(&self) -> Instant {
             self.start + Duration::from_millis(10 * u64::from(self.ticks))
-        }
-
-        fn key(&self) -> String {
-            let c = &self.cohort;
-            let batches: Vec<_> = c
-                .batches
-                .iter()
-                .map(|(id, b)| {
-                    (
-                        *id,
-                        b.since.duration_since(self.start),
-                        b.joins,
-                        b.readers,
-                        b.local,
-                    )
-                })
-                .collect();
-            format!(
-                "{:?}|{:?}|{:?}|{batches:?}|{:?}|{:?}|{:?}|{:?}|{}|{}",
-                c.waiters.keys().collect::<Vec<_>>(),
-                c.taking,
-                c.open,
-                self.waiting,
-                self.readers,
-                self.attempts,
-                self.server,
-                self.arrived,
-                self.ticks
-            )
         }
 
         fn apply(&mut self, effects: SharedEffects<u8>, joined: bool) -> Result<(), String> {
@@ -452,6 +423,39 @@ mod tests {
                 return Err("the cohort's readers and the model's differ".into());
             }
             Ok(())
+        }
+    }
+
+    impl Explore for World {
+        type Event = Event;
+
+        fn key(&self) -> String {
+            let c = &self.cohort;
+            let batches: Vec<_> = c
+                .batches
+                .iter()
+                .map(|(id, b)| {
+                    (
+                        *id,
+                        b.since.duration_since(self.start),
+                        b.joins,
+                        b.readers,
+                        b.local,
+                    )
+                })
+                .collect();
+            format!(
+                "{:?}|{:?}|{:?}|{batches:?}|{:?}|{:?}|{:?}|{:?}|{}|{}",
+                c.waiters.keys().collect::<Vec<_>>(),
+                c.taking,
+                c.open,
+                self.waiting,
+                self.readers,
+                self.attempts,
+                self.server,
+                self.arrived,
+                self.ticks
+            )
         }
 
         fn events(&self, max_waiters: u8) -> Vec<Event> {
@@ -567,23 +571,7 @@ mod tests {
             ticks: 0,
             start,
         };
-        let mut seen = HashSet::new();
-        let mut queue = VecDeque::from([(world, Vec::<Event>::new())]);
-        while let Some((world, path)) = queue.pop_front() {
-            if path.len() >= depth || !seen.insert(world.key()) {
-                continue;
-            }
-            for event in world.events(max_waiters) {
-                let mut next = world.clone();
-                let mut trace = path.clone();
-                trace.push(event);
-                if let Err(why) = next.step(event) {
-                    return Err(format!("{why}\nafter {trace:?}"));
-                }
-                queue.push_back((next, trace));
-            }
-        }
-        Ok(seen.len())
+        search::explore(world, max_waiters, depth)
     }
 
     fn small_bound() -> Bound {

@@ -4,6 +4,7 @@
 //! With `--cohort`, one `CohortReadWriteLock` shared by every client's task (on one session),
 //! with no downgrade; a node's first hold carries its token, the others on it none.
 
+use recipe_mutex::Lock;
 use recipe_rwlock::{CohortReadWriteLock, InterProcessReadWriteLock};
 
 use super::{Contender, Taken};
@@ -83,33 +84,26 @@ pub(super) async fn run(c: &mut Contender) {
 
 pub(super) async fn run_cohort(c: &mut Contender, lock: CohortReadWriteLock) {
     while let Some(left) = c.left() {
-        if c.roll(10) >= 3 {
-            let read = match c.take("acquire", lock.read_lock().try_lock_for(left)).await {
-                Taken::Held(guard) => guard,
-                Taken::Over => return,
-                Taken::Failed => continue,
-            };
-            let (n, span) = c.hold().await;
-            let token = read.token();
-            let first = (token.local == 1).then_some(token.czxid);
-            let node = read.node_path().to_owned();
-            c.record(n, "lock".into(), Mode::Read, span, &node, first);
-            c.release("release", read.release()).await;
-        } else {
-            let write = match c
-                .take("acquire", lock.write_lock().try_lock_for(left))
-                .await
-            {
-                Taken::Held(guard) => guard,
-                Taken::Over => return,
-                Taken::Failed => continue,
-            };
-            let (n, span) = c.hold().await;
-            let token = write.token();
-            let first = (token.local == 1).then_some(token.czxid);
-            let node = write.node_path().to_owned();
-            c.record(n, "lock".into(), Mode::Write, span, &node, first);
-            c.release("release", write.release()).await;
-        }
+        let (side, mode): (&dyn Lock, _) = match c.roll(10) >= 3 {
+            true => (lock.read_lock(), Mode::Read),
+            false => (lock.write_lock(), Mode::Write),
+        };
+        let guard = match c.take("acquire", side.try_lock_for(left)).await {
+            Taken::Held(guard) => guard,
+            Taken::Over => return,
+            Taken::Failed => continue,
+        };
+        let (n, span) = c.hold().await;
+        let Some(node) = guard
+            .holds()
+            .first()
+            .map(|h| (h.node_path().to_owned(), h.fencing_token()))
+        else {
+            continue;
+        };
+        // A node's first holder carries its token; the others on it share it.
+        let first = (guard.local_sequence() == 1).then_some(node.1);
+        c.record(n, "lock".into(), mode, span, &node.0, first);
+        c.release("release", guard.release()).await;
     }
 }
