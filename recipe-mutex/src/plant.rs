@@ -2,7 +2,7 @@
 //! module is empty and every check below is a constant `false`).
 //!
 //! Each switch puts back a defect the async layer once had, so that the seeded simulator of
-//! the async layer (`zk-sim`'s `layer`) can show that it catches it. The switches are the
+//! the async layer (`zk-sim-layer`) can show that it catches it. The switches are the
 //! process's: set one, run the schedules, clear it.
 
 /// A defect to put back.

@@ -104,7 +104,7 @@ fn sim(args: &Sim) -> Result {
     {
         flags.extend(["--recipe".to_owned(), recipe.get_name().to_owned()]);
     }
-    run_sim_binary("zk-sim", &flags, "the simulator")
+    run_sim_binary("zk-sim-layer", "zk-sim", &flags, "the simulator")
 }
 
 /// `cargo xtask explore ...`: the explorer's binary, built in release, with the same flags.
@@ -126,11 +126,13 @@ fn explore(args: &Explore) -> Result {
     if let Some(seconds) = args.seconds {
         flags.extend(["--seconds".to_owned(), seconds.to_string()]);
     }
-    run_sim_binary("zk-explore", &flags, "the explorer")
+    run_sim_binary("zk-sim", "zk-explore", &flags, "the explorer")
 }
 
-/// Runs zk-sim's binary `bin` in release with `flags`; `what` names it in the error.
-fn run_sim_binary(bin: &str, flags: &[String], what: &str) -> Result {
+/// Runs package `package`'s binary `bin` in release with `flags` (`zk-sim`'s explorer, or the
+/// simulator's command in `zk-sim-layer`, which runs both layers); `what` names it in the
+/// error.
+fn run_sim_binary(package: &str, bin: &str, flags: &[String], what: &str) -> Result {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = std::process::Command::new(cargo)
         .args([
@@ -138,7 +140,7 @@ fn run_sim_binary(bin: &str, flags: &[String], what: &str) -> Result {
             "--quiet",
             "--release",
             "-p",
-            "zk-sim",
+            package,
             "--bin",
             bin,
             "--",

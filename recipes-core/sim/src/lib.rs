@@ -15,8 +15,10 @@
 //!
 //! Beside it, and apart from it, [`wire`] is a ZooKeeper *wire* server in memory: the real
 //! `zk_client::Client` connects to it over `tokio::io::duplex` streams, so the async lock
-//! crates run on tokio's paused clock against a seeded server with faults on command. It is
-//! the one module here that uses tokio (its tasks and clock); the rest stays free of it.
+//! crates run on tokio's paused clock against a seeded server with faults on command (the
+//! async layer that runs them is `zk-sim-layer`, above the recipe crates: this crate depends on
+//! none). It is the one module here that uses tokio (its tasks and clock); the rest stays free
+//! of it.
 //!
 //! # Examples
 //!
@@ -32,7 +34,7 @@
 
 pub mod check;
 pub mod explore;
-pub mod layer;
+
 pub mod net;
 pub mod recipe;
 pub mod rng;

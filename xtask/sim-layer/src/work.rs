@@ -20,9 +20,9 @@ use tokio::time::Instant;
 use zk_client::Client;
 
 use super::ledger::{Claim, Ledger, Mode};
-use crate::Recipe;
-use crate::rng::Rng;
-use crate::wire::SimServer;
+use zk_sim::Recipe;
+use zk_sim::rng::Rng;
+use zk_sim::wire::SimServer;
 
 /// How far past deadline + grace a timed acquire may return (the clock's millisecond
 /// rounding, on tokio's paused clock where nothing else can delay it).

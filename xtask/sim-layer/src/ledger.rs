@@ -25,7 +25,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::wire::SimServer;
+use zk_sim::wire::SimServer;
 
 /// How a hold may share its thing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

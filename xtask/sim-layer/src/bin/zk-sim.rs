@@ -12,8 +12,8 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use zk_sim::layer::{self, LayerConfig};
 use zk_sim::{Config, Faults, Recipe, sweep};
+use zk_sim_layer::{self as layer, LayerConfig};
 
 fn main() -> ExitCode {
     let mut recipes: Option<Vec<Recipe>> = None;

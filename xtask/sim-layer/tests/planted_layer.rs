@@ -18,14 +18,14 @@
 
 use recipe_mutex::plant::{self, Plant};
 use zk_sim::Recipe;
-use zk_sim::layer::{LayerConfig, run, sweep};
+use zk_sim_layer::{LayerConfig, run, sweep};
 
 /// How many schedules from its kept seed a planted defect may take to be caught.
 const BOUND: u64 = 400;
 
 /// Each planted defect, the recipe it was planted under and the seed that caught it first in a
 /// sweep from seed 1. A seed fixes the schedule bit for bit but for tokio's own generator
-/// (which `watch` shard a waiter waits in: see `zk_sim::layer`), so a sweep starts at the kept
+/// (which `watch` shard a waiter waits in: see `zk_sim_layer`), so a sweep starts at the kept
 /// seed: it catches the defect there almost always, and within [`BOUND`] schedules always.
 const KEPT: [(Plant, Recipe, u64); 13] = [
     (Plant::NoRuntimeRetry, Recipe::Mutex, 1),

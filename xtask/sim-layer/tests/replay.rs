@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use zk_sim::Recipe;
-use zk_sim::layer::{LayerConfig, run_traced};
+use zk_sim_layer::{LayerConfig, run_traced};
 
 /// A handful of seeds per recipe (the cohorts' too).
 const SEEDS: [u64; 4] = [1, 7, 42, 1009];
@@ -16,7 +16,7 @@ fn every_kept_seed_replays_the_same_trace() {
 }
 
 /// The same over many seeds (`ZK_SIM_REPLAY_SEEDS`, 200 by default), in release:
-/// `cargo test --release -p zk-sim --test replay -- --ignored`.
+/// `cargo test --release -p zk-sim-layer --test replay -- --ignored`.
 #[test]
 #[ignore = "minutes; run by hand"]
 fn many_seeds_replay_the_same_trace() {

@@ -1,7 +1,7 @@
 //! The async layer in the simulator: the real recipe crates (`lock()`, `try_lock_for`,
 //! downgrades, leases, multi-locks, guards released, dropped, dropped on plain threads and
 //! released from other tasks, acquires cancelled at random points, sections joined in one
-//! task) over real `zk_client` sessions to the in-memory [`wire`](crate::wire) server, on
+//! task) over real `zk_client` sessions to the in-memory [`wire`](zk_sim::wire) server, on
 //! tokio's paused clock, under a seeded nemesis: connections cut and stalled, the server
 //! unreachable for a while, the server stopped past the session timeout and started again (the
 //! client says `Lost`, the session survives), sessions expired at once, and sessions expired
@@ -38,11 +38,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zk_client::Client;
 
-use crate::Recipe;
-use crate::rng::Rng;
-use crate::wire::{SimServer, WireConfig};
 use ledger::Ledger;
 use work::Scene;
+use zk_sim::Recipe;
+use zk_sim::rng::Rng;
+use zk_sim::wire::{SimServer, WireConfig};
 
 /// What a schedule runs.
 #[derive(Debug, Clone, Copy)]

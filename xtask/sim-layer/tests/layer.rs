@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use recipe_mutex::InterProcessMutex;
 use zk_client::{Client, CreateMode, CreateOptions};
-use zk_sim::layer::ledger::{Claim, Ledger, Mode};
 use zk_sim::wire::{SimServer, WireConfig};
+use zk_sim_layer::ledger::{Claim, Ledger, Mode};
 
 async fn client(server: &SimServer, seed: u64) -> Client {
     let builder = Client::builder().session_timeout(Duration::from_secs(6));
