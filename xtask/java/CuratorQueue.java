@@ -39,6 +39,7 @@ import java.util.concurrent.TimeoutException;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.ZooKeeper;
 
 public final class CuratorQueue {
@@ -96,7 +97,17 @@ public final class CuratorQueue {
         long pauseMs = 1;
         int nodes;
         while (true) {
-            nodes = zk.getEphemerals(path).size();
+            try {
+                nodes = zk.getEphemerals(path).size();
+            } catch (KeeperException.ConnectionLossException e) {
+                // A server busy sending N listings of N names can miss the client's pings:
+                // the question is asked again (as ours does).
+                if (System.nanoTime() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(pauseMs);
+                continue;
+            }
             if (nodes >= started) {
                 break;
             }

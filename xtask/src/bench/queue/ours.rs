@@ -193,15 +193,24 @@ where
 
 /// Waits until the session has `waiters` ephemeral nodes under `path` (one per waiter in the
 /// queue), asking the server again after each answer; returns the count. An answer that
-/// shows no progress waits a little before the next question.
+/// shows no progress waits a little before the next question; a question lost with the
+/// connection (a server busy sending N listings of N names can miss the client's pings) is
+/// asked again.
 async fn queued(client: &Client, path: &str, waiters: usize, deadline: Instant) -> Result<usize> {
     let mut seen = 0;
     let mut pause = Duration::from_millis(1);
     loop {
-        let nodes = tokio::time::timeout_at(deadline, client.get_ephemerals(path))
+        let asked = tokio::time::timeout_at(deadline, client.get_ephemerals(path))
             .await
-            .map_err(|_| format!("only {seen} of {waiters} waiters queued within the budget"))??
-            .len();
+            .map_err(|_| format!("only {seen} of {waiters} waiters queued within the budget"))?;
+        let nodes = match asked {
+            Ok(nodes) => nodes.len(),
+            Err(zk_client::Error::ConnectionLoss) => {
+                tokio::time::sleep(pause).await;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
         if nodes >= waiters {
             return Ok(nodes);
         }

@@ -194,8 +194,20 @@ fn targets(rows: &[Row], opts: &Options) -> String {
                     .filter_map(|&n| Some((n as f64, figures(rows, lib, n, processes)?.p50_ms)))
                     .collect();
                 let slope = slope(&points)?;
+                // Said with the N it stands on when a case failed.
+                let over = match points.len() == opts.waiters.len() {
+                    true => String::new(),
+                    false => format!(
+                        " (N={} only)",
+                        points
+                            .iter()
+                            .map(|p| thousands(p.0 as usize))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
                 Some(format!(
-                    "{} {:+.3} ms per 1,000 waiters",
+                    "{} {:+.3} ms per 1,000 waiters{over}",
                     lib.name(),
                     slope * 1_000.0
                 ))
