@@ -304,3 +304,29 @@ async fn no_reader_joins_a_node_that_may_be_lost() {
     drop((first, r));
     wait_children(&observer, path, 0).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_reads_joined_in_one_task_wait_on_one_node_and_hold_together() {
+    let path = "/t/rw-cohort/joined";
+    let c = client().await;
+    let lock = cohort(&c, path, wide());
+    let other = InterProcessReadWriteLock::new(client().await, path).unwrap();
+    let w = other.write_lock().lock().await.unwrap();
+    let (a, b, ()) = tokio::join!(lock.read_lock().lock(), lock.read_lock().lock(), async {
+        // Once both wait (one attempt, one node behind the other process's writer), the
+        // writer goes.
+        until(|| lock.read_lock().waiting() == 2).await;
+        wait_children(&c, path, 2).await; // one node for both reads
+        w.release().await.unwrap();
+    });
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(nodes(&c, path).await.len(), 1, "one node for both reads");
+    assert_eq!(
+        a.fencing_token(),
+        b.fencing_token(),
+        "two nodes for two reads of one process"
+    );
+    assert_ne!(a.local_sequence(), b.local_sequence());
+    drop((a, b));
+    wait_children(&c, path, 0).await;
+}
