@@ -330,3 +330,41 @@ async fn two_reads_joined_in_one_task_wait_on_one_node_and_hold_together() {
     drop((a, b));
     wait_children(&c, path, 0).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_node_deleted_by_another_client_refuses_every_local_readers_fenced_write() {
+    let path = "/t/rw-cohort/meddled";
+    let data = "/rw-cohort-meddled-data";
+    let c = client().await;
+    let other = client().await;
+    let persistent = zk_client::CreateOptions::new(zk_client::CreateMode::Persistent);
+    match other.create(data, b"0", &persistent).await {
+        Ok(_) | Err(zk_client::Error::NodeExists) => {}
+        Err(e) => panic!("{e}"),
+    }
+    let lock = cohort(&c, path, wide());
+    let first = lock.read_lock().lock().await.unwrap();
+    let set = |v: &'static str| [zk_client::Op::set_data(data, v, None)];
+    first.fenced_multi(&set("1")).await.unwrap();
+    // Another client deletes the process's read node: the session is connected, so a reader
+    // arriving now still joins it (as a plain guard would not notice either), and its fenced
+    // write is refused as the first reader's is.
+    other.delete(first.node_path(), None).await.unwrap();
+    let joined = lock.read_lock().lock().await.unwrap();
+    assert_eq!(joined.node_path(), first.node_path());
+    for reader in [&first, &joined] {
+        let refused = reader.fenced_multi(&set("2")).await.unwrap_err();
+        assert!(
+            matches!(refused, recipe_rwlock::Error::LockLost { .. }),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(&other.get_data(data).await.unwrap().0[..], b"1");
+    drop((first, joined));
+    // The next batch takes a node of its own.
+    let fresh = lock.read_lock().lock().await.unwrap();
+    assert_eq!(fresh.local_sequence(), 1);
+    fresh.fenced_multi(&set("3")).await.unwrap();
+    drop(fresh);
+    wait_children(&c, path, 0).await;
+}
