@@ -235,6 +235,11 @@ fn count(args: &[String]) -> Result<String> {
             spent.allocations, spent.bytes
         ));
     }
+    // `<workload>-drop`: each guard dropped (the delete goes out in the background).
+    let (workload, release) = match workload.strip_suffix("-drop") {
+        Some(w) => (w, Release::Drop),
+        None => (workload.as_str(), Release::Await),
+    };
     let workload: Workload = workload.parse()?;
     let spent = rt.block_on(async {
         let client = Client::builder()
@@ -244,11 +249,11 @@ fn count(args: &[String]) -> Result<String> {
             .await?;
         let mut taker = Taker::new(workload, &client, path, 0)?;
         for _ in 0..warmup {
-            taker.cycle(Release::Await).await?;
+            taker.cycle(release).await?;
         }
         let before = count_alloc::counts();
         for _ in 0..cycles {
-            taker.cycle(Release::Await).await?;
+            taker.cycle(release).await?;
         }
         let spent = count_alloc::counts().since(before);
         client.close().await?;

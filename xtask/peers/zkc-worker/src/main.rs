@@ -2,6 +2,12 @@
 //! 0.11's `Client::lock` as a side of `cargo xtask bench mutex`, speaking the other workers'
 //! protocol (`xtask/python/kazoo_lock_bench.py` says it in full).
 //!
+//! `zkc-worker count <connect> mutex <path> <warm-up cycles> <cycles>`: as `zk-worker count`
+//! (`cargo xtask bench footprint`): one session, its uncontended lock → drop cycles back to
+//! back, the counted ones' allocations from a counting global allocator (xtask's
+//! `count-alloc`), printed as `COUNT cycles=N allocations=A bytes=B`; instructions are counted
+//! from outside, by callgrind.
+//!
 //! `<sessions>` contenders, each with its own `Client` (its own session, 10 s session timeout)
 //! on one current-thread tokio runtime (as ours), each looping `lock()` on a Curator-named
 //! prefix (`{path}/_c_{uuid}-lock-`, as Curator's `InterProcessMutex`) → drop: its lock is
@@ -32,13 +38,28 @@ use histogram::Histogram;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
+#[global_allocator]
+static ALLOCATOR: count_alloc::Counting = count_alloc::Counting;
+
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|a| a == "count") {
+        // Bounded by its cycle count: no watch on stdin (callgrind runs it with none).
+        match count(args.get(1..).unwrap_or_default()) {
+            Ok(line) => println!("{line}"),
+            Err(e) => {
+                println!("ERROR {e}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
     std::thread::spawn(|| {
         let mut buf = [0u8; 64];
         while matches!(std::io::stdin().read(&mut buf), Ok(n) if n > 0) {}
         std::process::exit(3);
     });
-    if let Err(e) = run(std::env::args().skip(1).collect()) {
+    if let Err(e) = run(args) {
         println!("ERROR {e}");
         std::process::exit(1);
     }
@@ -99,6 +120,48 @@ fn run(args: Vec<String>) -> Result<()> {
             })
             .await
     })
+}
+
+fn count(args: &[String]) -> Result<String> {
+    let [connect, workload, path, warmup, cycles] = args else {
+        return Err(
+            "usage: zkc-worker count <connect> mutex <path> <warm-up cycles> <cycles>".into(),
+        );
+    };
+    if workload != "mutex" {
+        return Err(format!("zookeeper-client has no lock for workload {workload}").into());
+    }
+    let (warmup, cycles): (u64, u64) = (warmup.parse()?, cycles.parse()?);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let spent = rt.block_on(async {
+        let client = zk::Client::connector()
+            .with_session_timeout(Duration::from_secs(10))
+            .connect(connect)
+            .await?;
+        let options = zk::LockOptions::new(zk::Acls::anyone_all())
+            .with_ancestor_options(zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()))?;
+        for _ in 0..warmup {
+            one_cycle(&client, path, &options).await?;
+        }
+        let before = count_alloc::counts();
+        for _ in 0..cycles {
+            one_cycle(&client, path, &options).await?;
+        }
+        Ok::<_, Box<dyn std::error::Error>>(count_alloc::counts().since(before))
+    })?;
+    Ok(format!(
+        "COUNT cycles={cycles} allocations={} bytes={}",
+        spent.allocations, spent.bytes
+    ))
+}
+
+/// One lock → drop cycle.
+async fn one_cycle(client: &zk::Client, path: &str, options: &zk::LockOptions<'_>) -> Result<()> {
+    let prefix = zk::LockPrefix::new_curator(path, "lock-")?;
+    drop(client.lock(prefix, b"", options.clone()).await?);
+    Ok(())
 }
 
 /// One contender's lock → drop cycles until the window ends.

@@ -36,6 +36,11 @@ pub const WORKLOADS: [(&str, &str); 8] = [
     (FLOOR_TWO_TASKS, "floor-two-tasks"),
 ];
 
+/// Ours dropped, beside the Rust peer whose lock only drops.
+pub const MUTEX_DROPPED: &str = "mutex, guard dropped";
+/// The Rust peer's row: zookeeper-client 0.11's `Client::lock`, dropped (`zkc-worker count`).
+pub const PEER: &str = "zookeeper-client 0.11 mutex, dropped";
+
 /// The floor's row: the mutex cycle's three requests with tokio and zk-proto alone.
 pub const FLOOR: &str = "floor: the mutex cycle's 3 requests, tokio + zk-proto alone";
 /// The same through a connection task (a channel in, a oneshot out): DESIGN.md's shape.
@@ -67,6 +72,21 @@ pub fn measure_all() -> Result<Vec<Cost>> {
     for (case, workload) in WORKLOADS {
         eprintln!("footprint: counting {case} ({workload}) ...");
         costs.push(measure(&worker, &connect, case, workload, valgrind)?);
+    }
+    // Like with like against the Rust peer: both dropped (its worker speaks `count` too).
+    costs.push(measure(
+        &worker,
+        &connect,
+        MUTEX_DROPPED,
+        "mutex-drop",
+        valgrind,
+    )?);
+    match crate::bench::worker::build_peer_worker("bench footprint") {
+        Ok(peer) => {
+            eprintln!("footprint: counting {PEER} ...");
+            costs.push(measure(&peer, &connect, PEER, "mutex", valgrind)?);
+        }
+        Err(e) => eprintln!("footprint: zookeeper-client's row is left out: {e}"),
     }
     Ok(costs)
 }
@@ -146,7 +166,8 @@ fn run_worker(
     match stdout.lines().find(|l| l.starts_with("COUNT ")) {
         Some(line) if out.status.success() => Ok(line.to_owned()),
         _ => Err(format!(
-            "zk-worker count {workload} failed ({}): {}",
+            "{} count {workload} failed ({}): {}",
+            worker.display(),
             out.status,
             stdout.trim()
         )
