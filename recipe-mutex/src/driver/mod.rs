@@ -290,43 +290,44 @@ fn log_outcome<O: std::fmt::Debug + 'static>(
     waited: bool,
 ) {
     use recipes_core::Held;
-    let session = format!("{:#x}", client.session_id());
+    // Formatted only where an event is recorded (nothing is allocated on a cycle otherwise).
+    let session = client.session_id();
     match outcome {
         Ok(output) => {
             let any: &dyn std::any::Any = output;
-            let held: Vec<&Held> =
-                match (any.downcast_ref::<Held>(), any.downcast_ref::<Vec<Held>>()) {
-                    (Some(one), _) => vec![one],
-                    (None, Some(many)) => many.iter().collect(),
-                    (None, None) => Vec::new(),
-                };
+            let held: &[Held] = match (any.downcast_ref::<Held>(), any.downcast_ref::<Vec<Held>>())
+            {
+                (Some(one), _) => std::slice::from_ref(one),
+                (None, Some(many)) => many,
+                (None, None) => &[],
+            };
             for h in held {
                 let (lock, node) = h.path.rsplit_once('/').unwrap_or(("", h.path.as_str()));
                 crate::log::info!(
                     lock,
                     node,
-                    session = %session,
+                    session = %format_args!("{session:#x}"),
                     fencing_token = h.czxid,
                     handed_over = waited,
                     "lock held"
                 );
             }
             if !any.is::<Held>() && !any.is::<Vec<Held>>() {
-                crate::log::debug!(session = %session, output = ?output, "done");
+                crate::log::debug!(session = %format_args!("{session:#x}"), output = ?output, "done");
             }
         }
         Err(Ended::TimedOut) => {
-            crate::log::info!(session = %session, "timed out: giving up the attempt")
+            crate::log::info!(session = %format_args!("{session:#x}"), "timed out: giving up the attempt")
         }
         Err(Ended::Unavailable(outage)) => {
             crate::log::warning!(
-                session = %session,
+                session = %format_args!("{session:#x}"),
                 outage = %outage,
                 "deadline passed with no server: giving up the attempt (an outage, not a busy lock)"
             )
         }
         Err(ended) => crate::log::warning!(
-            session = %session,
+            session = %format_args!("{session:#x}"),
             ended = ?ended,
             error = ?error,
             "attempt failed"

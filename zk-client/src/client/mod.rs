@@ -104,31 +104,32 @@ impl Client {
 
     /// The server this session is connected to now, if any.
     pub fn server_addr(&self) -> Option<SocketAddr> {
-        self.link().server
+        self.link(|l| l.server)
     }
 
     /// The session's id.
     pub fn session_id(&self) -> i64 {
-        self.link().session_id
+        self.link(|l| l.session_id)
     }
 
     /// The session timeout the server granted.
     pub fn session_timeout(&self) -> Duration {
-        self.link().timeout
+        self.link(|l| l.timeout)
     }
 
     /// The session's password: with [`Client::session_id`], what another client needs to
     /// resume this session ([`ClientBuilder::resume_session`]). Keep it secret.
     pub fn session_password(&self) -> Bytes {
-        self.link().passwd
+        self.link(|l| l.passwd.clone())
     }
 
-    fn link(&self) -> Link {
-        self.inner
-            .link
-            .lock()
-            .map(|l| l.clone())
-            .unwrap_or_default()
+    /// Reads what `read` needs of the link under its lock (the getters are on every lock
+    /// cycle's path: nothing else of it is copied).
+    fn link<T>(&self, read: impl FnOnce(&Link) -> T) -> T {
+        match self.inner.link.lock() {
+            Ok(link) => read(&link),
+            Err(_) => read(&Link::default()),
+        }
     }
 
     /// `None` while a server is connected; otherwise how long none has been, the servers,
@@ -139,13 +140,14 @@ impl Client {
             return None;
         }
         let now = tokio::time::Instant::now();
-        let outage = self.link().down.at(now);
         // Not connected, and the task has not recorded the loss yet (or the session ended):
         // an outage of no measured length.
-        Some(outage.unwrap_or_else(|| crate::Outage {
-            lasted: Duration::ZERO,
-            servers: self.link().down.servers,
-            attempts: Vec::new(),
+        Some(self.link(|l| {
+            l.down.at(now).unwrap_or_else(|| crate::Outage {
+                lasted: Duration::ZERO,
+                servers: l.down.servers.clone(),
+                attempts: Vec::new(),
+            })
         }))
     }
 

@@ -218,7 +218,7 @@ async fn find_rw_server<C: Connect>(
 }
 
 /// The connection and session as `Client` getters report them.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub(crate) struct Link {
     /// The session's password.
     pub passwd: Bytes,
