@@ -53,6 +53,55 @@ pub enum Budget {
     Runs(u64),
 }
 
+/// How the targets are instrumented.
+#[derive(Debug, Clone, Copy)]
+pub struct Instrumentation {
+    /// AddressSanitizer (cargo-fuzz's default). Every crate here forbids unsafe code, so it
+    /// watches only our dependencies' unsafe code; off, a target runs about twice as fast.
+    pub address_sanitizer: bool,
+    /// LLVM's `sanitizer-coverage-trace-compares` (cargo-fuzz's default): libFuzzer sees the
+    /// operands of comparisons and steers inputs towards them. Off, `session_bytes` runs about
+    /// five times as fast (its scripts compare a lot per byte); a long run started from a
+    /// corpus grown with it keeps that corpus and spends its budget on executions.
+    pub trace_compares: bool,
+}
+
+impl Instrumentation {
+    /// cargo-fuzz's defaults: AddressSanitizer and comparison tracing.
+    pub const FULL: Self = Self {
+        address_sanitizer: true,
+        trace_compares: true,
+    };
+
+    /// The flags `cargo fuzz build` and `cargo fuzz run` take for it.
+    fn cargo_fuzz_args(self) -> Vec<&'static str> {
+        let mut args = vec![
+            "--sanitizer",
+            if self.address_sanitizer {
+                "address"
+            } else {
+                "none"
+            },
+        ];
+        if !self.trace_compares {
+            args.push("--no-trace-compares");
+        }
+        args
+    }
+
+    fn describe(self) -> String {
+        format!(
+            "sanitizer: {}, comparison tracing: {}",
+            if self.address_sanitizer {
+                "address"
+            } else {
+                "none"
+            },
+            if self.trace_compares { "on" } else { "off" }
+        )
+    }
+}
+
 /// What libFuzzer reported at the end of one target's run.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Report {
@@ -132,9 +181,9 @@ pub fn run(
     root: &Path,
     names: &[String],
     budget: Budget,
-    address_sanitizer: bool,
+    instrumentation: Instrumentation,
 ) -> Result<Vec<(Target, Report)>, Box<dyn std::error::Error>> {
-    let sanitizer = if address_sanitizer { "address" } else { "none" };
+    let flags = instrumentation.cargo_fuzz_args();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     ensure_cargo_fuzz(&cargo)?;
     let targets: Vec<Target> = TARGETS
@@ -160,7 +209,9 @@ pub fn run(
         let built = Command::new(&cargo)
             .current_dir(&dir)
             .env("RUSTC_BOOTSTRAP", "1")
-            .args(["fuzz", "build", "--sanitizer", sanitizer, target.name])
+            .args(["fuzz", "build"])
+            .args(&flags)
+            .arg(target.name)
             .status()?;
         if !built.success() {
             return Err(format!("cargo fuzz build {} failed ({built})", target.name).into());
@@ -169,7 +220,9 @@ pub fn run(
         let output = Command::new(&cargo)
             .current_dir(&dir)
             .env("RUSTC_BOOTSTRAP", "1")
-            .args(["fuzz", "run", "--sanitizer", sanitizer, target.name])
+            .args(["fuzz", "run"])
+            .args(&flags)
+            .arg(target.name)
             .arg(&corpus)
             .arg(&seeds)
             .args([
@@ -219,7 +272,7 @@ pub fn run(
         reports.len() + failed.len(),
         failed.len()
     );
-    write_report(&reports, budget, sanitizer)?;
+    write_report(&reports, budget, instrumentation)?;
     if failed.is_empty() {
         Ok(reports)
     } else {
@@ -230,7 +283,7 @@ pub fn run(
 fn write_report(
     reports: &[(Target, Report)],
     budget: Budget,
-    sanitizer: &str,
+    instrumentation: Instrumentation,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let mut page = String::from("# Fuzzing\n\n");
     let budget = match budget {
@@ -239,8 +292,8 @@ fn write_report(
     };
     writeln!(
         page,
-        "`cargo xtask fuzz`, {budget}, cargo-fuzz (libFuzzer, sanitizer: {sanitizer}), corpus \
-         carried over.\n"
+        "`cargo xtask fuzz`, {budget}, cargo-fuzz (libFuzzer, {}), corpus carried over.\n",
+        instrumentation.describe()
     )?;
     writeln!(
         page,

@@ -48,6 +48,7 @@ fn run(command: Command) -> Result {
             seconds,
             runs,
             no_sanitizer,
+            no_trace_compares,
             targets,
         }) => {
             let budget = match runs {
@@ -55,7 +56,11 @@ fn run(command: Command) -> Result {
                 None => xtask::fuzz::Budget::Seconds(seconds),
             };
             let root = xtask::paths::workspace_root();
-            xtask::fuzz::run(&root, &targets, budget, !no_sanitizer).map(drop)
+            let instrumentation = xtask::fuzz::Instrumentation {
+                address_sanitizer: !no_sanitizer,
+                trace_compares: !no_trace_compares,
+            };
+            xtask::fuzz::run(&root, &targets, budget, instrumentation).map(drop)
         }
         Command::Txnlog {
             judge: false,
