@@ -13,12 +13,8 @@
 //! Not a ZooKeeper for tests of the client: there is one server, and what it models is what
 //! the recipes' machines can observe.
 //!
-//! Beside it, and apart from it, [`wire`] is a ZooKeeper *wire* server in memory: the real
-//! `zk_client::Client` connects to it over `tokio::io::duplex` streams, so the async lock
-//! crates run on tokio's paused clock against a seeded server with faults on command (the
-//! async layer that runs them is `zk-sim-layer`, above the recipe crates: this crate depends on
-//! none). It is the one module here that uses tokio (its tasks and clock); the rest stays free
-//! of it.
+//! Its async counterpart, in which the real lock crates run over real zk-client sessions, is
+//! `zk-sim-layer` (above the recipe crates), against `zk-mem-server`'s in-memory ZooKeeper.
 //!
 //! # Examples
 //!
@@ -39,7 +35,6 @@ pub mod net;
 pub mod recipe;
 pub mod rng;
 pub mod tree;
-pub mod wire;
 pub mod world;
 
 pub use check::Violation;

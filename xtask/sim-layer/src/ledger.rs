@@ -25,7 +25,7 @@
 
 use std::collections::BTreeMap;
 
-use zk_sim::wire::SimServer;
+use zk_mem_server::MemServer;
 
 /// How a hold may share its thing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,7 +131,7 @@ enum Verdict {
     Not(String),
 }
 
-fn judge(server: &SimServer, mode: Mode, node: Option<&str>, session: i64) -> Verdict {
+fn judge(server: &MemServer, mode: Mode, node: Option<&str>, session: i64) -> Verdict {
     if !server.sessions().iter().any(|s| s.id == session) {
         return Verdict::Stale;
     }
@@ -182,7 +182,7 @@ fn compatible(a: &Hold, b: &Hold) -> bool {
 impl Ledger {
     /// Records a hold that begins now, judged from `server`'s tree, and judges again every
     /// live hold of its thing. Returns its id (for [`Ledger::end`]).
-    pub fn begin(&mut self, server: &SimServer, claim: Claim<'_>) -> u64 {
+    pub fn begin(&mut self, server: &MemServer, claim: Claim<'_>) -> u64 {
         let Claim {
             thing,
             mode,
@@ -283,7 +283,7 @@ impl Ledger {
 
     /// The hold ends now (its release is about to start, or its guard to be dropped): while
     /// its session lives, its node must still be there, owned and granted.
-    pub fn end(&mut self, server: &SimServer, id: u64) {
+    pub fn end(&mut self, server: &MemServer, id: u64) {
         let Some(hold) = self.live.remove(&id).filter(|h| h.counted) else {
             return;
         };

@@ -1,7 +1,7 @@
 //! The async layer in the simulator: the real recipe crates (`lock()`, `try_lock_for`,
 //! downgrades, leases, multi-locks, guards released, dropped, dropped on plain threads and
 //! released from other tasks, acquires cancelled at random points, sections joined in one
-//! task) over real `zk_client` sessions to the in-memory [`wire`](zk_sim::wire) server, on
+//! task) over real `zk_client` sessions to `zk_mem_server`'s in-memory ZooKeeper, on
 //! tokio's paused clock, under a seeded nemesis: connections cut and stalled, the server
 //! unreachable for a while, the server stopped past the session timeout and started again (the
 //! client says `Lost`, the session survives), sessions expired at once, and sessions expired
@@ -40,9 +40,9 @@ use zk_client::Client;
 
 use ledger::Ledger;
 use work::Scene;
+use zk_mem_server::{MemServer, ServerConfig};
 use zk_sim::Recipe;
 use zk_sim::rng::Rng;
-use zk_sim::wire::{SimServer, WireConfig};
 
 /// What a schedule runs.
 #[derive(Debug, Clone, Copy)]
@@ -126,7 +126,7 @@ pub fn run(seed: u64, config: LayerConfig) -> Result<LayerStats, LayerFailure> {
     run_inner(seed, config, false).0
 }
 
-/// Runs the schedule of `seed` keeping its trace ([`SimServer::record`]: every frame the
+/// Runs the schedule of `seed` keeping its trace ([`MemServer::record`]: every frame the
 /// server read and wrote, every connection, fault and hold, in order): the outcome and the
 /// trace. Two runs of one seed give the same trace.
 pub fn run_traced(
@@ -193,9 +193,9 @@ async fn schedule(
     // Requests take up to a few milliseconds to arrive, so that cancellations and faults
     // find them on their way.
     let latency = Duration::from_millis(rng.below(12));
-    let server = SimServer::new(WireConfig {
+    let server = MemServer::new(ServerConfig {
         latency,
-        ..WireConfig::new(seed)
+        ..ServerConfig::new(seed)
     });
     if trace {
         server.record();
@@ -206,7 +206,7 @@ async fn schedule(
 
 /// The schedule's clients, tasks and nemesis on `server`, then the checks.
 async fn play(
-    server: &SimServer,
+    server: &MemServer,
     rng: &mut Rng,
     config: LayerConfig,
 ) -> Result<LayerStats, String> {
@@ -375,7 +375,7 @@ async fn nemesis(scene: &Scene, spare: i64, rng: &mut Rng) -> (u64, u64) {
 }
 
 /// Cuts `session` off from the server, lets the server expire it while it is cut off (at its
-/// deadline, or sooner by [`SimServer::expire`]), then heals the partition.
+/// deadline, or sooner by [`MemServer::expire`]), then heals the partition.
 async fn silent_expiry(scene: &Scene, session: i64, rng: &mut Rng) {
     let server = &scene.server;
     let since = Instant::now();

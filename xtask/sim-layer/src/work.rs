@@ -20,9 +20,9 @@ use tokio::time::Instant;
 use zk_client::Client;
 
 use super::ledger::{Claim, Ledger, Mode};
+use zk_mem_server::MemServer;
 use zk_sim::Recipe;
 use zk_sim::rng::Rng;
-use zk_sim::wire::SimServer;
 
 /// How far past deadline + grace a timed acquire may return (the clock's millisecond
 /// rounding, on tokio's paused clock where nothing else can delay it).
@@ -39,7 +39,7 @@ pub const FENCE: &str = "/fence";
 #[derive(Clone)]
 pub struct Scene {
     /// The server.
-    pub server: SimServer,
+    pub server: MemServer,
     /// The holds and violations.
     pub ledger: Arc<Mutex<Ledger>>,
     /// The recipe.

@@ -9,17 +9,17 @@ use std::time::Duration;
 
 use recipe_mutex::InterProcessMutex;
 use zk_client::{Client, CreateMode, CreateOptions};
-use zk_sim::wire::{SimServer, WireConfig};
+use zk_mem_server::{MemServer, ServerConfig};
 use zk_sim_layer::ledger::{Claim, Ledger, Mode};
 
-async fn client(server: &SimServer, seed: u64) -> Client {
+async fn client(server: &MemServer, seed: u64) -> Client {
     let builder = Client::builder().session_timeout(Duration::from_secs(6));
     server.client(builder, seed).await.unwrap()
 }
 
 #[tokio::test(start_paused = true)]
 async fn the_ledger_judges_holds_from_the_tree_and_nothing_else() {
-    let server = SimServer::new(WireConfig::new(3));
+    let server = MemServer::new(ServerConfig::new(3));
     let c = client(&server, 1).await;
     let other = client(&server, 2).await;
     let me = c.session_id();
@@ -145,7 +145,7 @@ async fn the_ledger_judges_holds_from_the_tree_and_nothing_else() {
 
 #[tokio::test(start_paused = true)]
 async fn joined_sections_in_one_task_never_hold_at_once() {
-    let server = SimServer::new(WireConfig::new(4));
+    let server = MemServer::new(ServerConfig::new(4));
     let c = client(&server, 2).await;
     let m = InterProcessMutex::new(c.clone(), "/locks/joined").unwrap();
     let inside = AtomicUsize::new(0);

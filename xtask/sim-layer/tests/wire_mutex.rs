@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use recipe_mutex::InterProcessMutex;
 use zk_client::Client;
-use zk_sim::wire::{SimServer, WireConfig};
+use zk_mem_server::{MemServer, ServerConfig};
 
 /// Holds the lock `rounds` times, checking on each hold that nobody else holds it.
 async fn contend(
@@ -37,7 +37,7 @@ async fn contend(
 
 #[tokio::test(start_paused = true)]
 async fn two_clients_contending_never_hold_the_mutex_at_once() {
-    let server = SimServer::new(WireConfig::new(11));
+    let server = MemServer::new(ServerConfig::new(11));
     let builder = Client::builder().session_timeout(Duration::from_secs(6));
     let a = server.client(builder.clone(), 1).await.unwrap();
     let b = server.client(builder, 2).await.unwrap();
@@ -67,7 +67,7 @@ async fn two_clients_contending_never_hold_the_mutex_at_once() {
 /// round completes.
 #[tokio::test(start_paused = true)]
 async fn exclusion_holds_through_cut_connections() {
-    let server = SimServer::new(WireConfig::new(12));
+    let server = MemServer::new(ServerConfig::new(12));
     let builder = Client::builder().session_timeout(Duration::from_secs(6));
     let a = server.client(builder.clone(), 3).await.unwrap();
     let b = server.client(builder, 4).await.unwrap();

@@ -241,7 +241,7 @@ impl ClientBuilder {
     ///
     /// # Examples
     ///
-    /// A server in memory is `zk_sim::wire::SimServer` (its `client` method calls this).
+    /// A server in memory is `zk_mem_server::MemServer` (its `client` method calls this).
     /// With a dial that refuses, the first connect fails after one attempt per host, and
     /// says what each did:
     ///

@@ -1,22 +1,22 @@
-//! [`Fault`]: the faults [`super::SimServer`] can be told to make, and a seeded pick of one.
+//! [`Fault`]: the faults [`super::MemServer`] can be told to make, and a seeded pick of one.
 
-use crate::rng::Rng;
+use crate::seeded::Seeded;
 
-/// A fault to apply with [`super::SimServer::apply`].
+/// A fault to apply with [`super::MemServer::apply`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
-    /// Drop the session's connection ([`super::SimServer::cut`]).
+    /// Drop the session's connection ([`super::MemServer::cut`]).
     Cut(i64),
     /// Stall (`true`) or restart (`false`) the session's connection
-    /// ([`super::SimServer::stall`]).
+    /// ([`super::MemServer::stall`]).
     Stall(i64, bool),
-    /// Expire the session ([`super::SimServer::expire`]).
+    /// Expire the session ([`super::MemServer::expire`]).
     Expire(i64),
-    /// Refuse new connections, or accept them again ([`super::SimServer::refuse`]).
+    /// Refuse new connections, or accept them again ([`super::MemServer::refuse`]).
     Refuse(bool),
-    /// Cut everything and refuse ([`super::SimServer::down`]).
+    /// Cut everything and refuse ([`super::MemServer::down`]).
     Down,
-    /// Accept again ([`super::SimServer::up`]).
+    /// Accept again ([`super::MemServer::up`]).
     Up,
 }
 
@@ -25,11 +25,11 @@ impl Fault {
     /// or lifted (1 in 4, evenly), or an expiry (1 in 20). `None` without sessions. Stalls
     /// picked here are lifted only by a later pick (or the caller); refusals and outages are
     /// left to the caller, who knows how long they should last.
-    pub fn pick(rng: &mut Rng, sessions: &[i64]) -> Option<Fault> {
+    pub(crate) fn pick(rng: &mut Seeded, sessions: &[i64]) -> Option<Fault> {
         let session = *sessions.get(rng.index(sessions.len()))?;
         Some(match rng.below(20) {
             0..=13 => Fault::Cut(session),
-            14..=18 => Fault::Stall(session, rng.chance(500)),
+            14..=18 => Fault::Stall(session, rng.below(2) == 0),
             _ => Fault::Expire(session),
         })
     }

@@ -1,6 +1,6 @@
 //! [`ServerMachine`]: the wire server's whole protocol as plain data — connections, the
 //! handshake, sessions and their expiry deadlines, request dispatch, watches and
-//! notifications — with no IO and no clock. [`super::SimServer`] drives it over tokio.
+//! notifications — with no IO and no clock. [`super::MemServer`] drives it over tokio.
 //!
 //! # Calling contract
 //!
@@ -31,7 +31,7 @@ use zk_proto::{
 
 use super::data_tree::{Change, DataTree};
 use super::watches::{Notification, WatchKind, WatchTable};
-use crate::rng::Rng;
+use crate::seeded::Seeded;
 
 /// A connection's number, given by [`ServerMachine::handle_accept`].
 pub type ConnId = u64;
@@ -40,9 +40,9 @@ pub type ConnId = u64;
 /// `mtime` are this plus the time since the server started.
 pub const EPOCH_MS: i64 = 1_700_000_000_000;
 
-/// What the wire server does and how. [`WireConfig::new`] gives a 3.8 server's defaults.
+/// What the wire server does and how. [`ServerConfig::new`] gives a 3.8 server's defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WireConfig {
+pub struct ServerConfig {
     /// Seeds session ids, passwords and (when asked) the order of listed children.
     pub seed: u64,
     /// The shortest session timeout granted (ZooKeeper: two ticks, 4 s).
@@ -63,7 +63,7 @@ pub struct WireConfig {
     pub latency: Duration,
 }
 
-impl WireConfig {
+impl ServerConfig {
     /// A 3.8 server's defaults (2 s tick), with `seed`.
     pub fn new(seed: u64) -> Self {
         Self {
@@ -128,13 +128,13 @@ fn body(record: impl Encode + 'static) -> Result<Body, ErrorCode> {
 /// The ZooKeeper server, single and in memory. See the module docs for its calling contract.
 #[derive(Debug)]
 pub struct ServerMachine {
-    config: WireConfig,
+    config: ServerConfig,
     tree: DataTree,
     watches: WatchTable,
     sessions: BTreeMap<i64, Session>,
     conns: BTreeMap<ConnId, Conn>,
     zxid: i64,
-    rng: Rng,
+    rng: Seeded,
     next_session: i64,
     next_conn: ConnId,
     start: Instant,
@@ -143,8 +143,8 @@ pub struct ServerMachine {
 
 impl ServerMachine {
     /// A server with an empty tree, started at `now`.
-    pub fn new(config: WireConfig, now: Instant) -> Self {
-        let mut rng = Rng::new(config.seed);
+    pub fn new(config: ServerConfig, now: Instant) -> Self {
+        let mut rng = Seeded::new(config.seed);
         // Server id 1 in the top byte and seeded bits below, as ZooKeeper's
         // `initializeNextSessionId` mixes its id with the clock.
         let next_session = (1 << 56) | ((rng.next_u64() & 0xff_ffff) << 24) as i64;
@@ -166,7 +166,7 @@ impl ServerMachine {
     // ---- getters -------------------------------------------------------------------------
 
     /// The configuration.
-    pub fn config(&self) -> &WireConfig {
+    pub fn config(&self) -> &ServerConfig {
         &self.config
     }
 
@@ -785,7 +785,7 @@ mod tests {
 
     /// A machine and a connected session on connection 1 (timeout 6 s), at `t0`.
     fn connected(t0: Instant) -> (ServerMachine, ConnId, i64, Bytes) {
-        let mut m = ServerMachine::new(WireConfig::new(1), t0);
+        let mut m = ServerMachine::new(ServerConfig::new(1), t0);
         let (conn, id, passwd) = handshake(&mut m, t0, 0, None, 6000);
         let (id, passwd) = (id.unwrap(), passwd);
         (m, conn, id, passwd)
@@ -862,7 +862,7 @@ mod tests {
     #[test]
     fn timeouts_are_clamped_and_a_wrong_password_is_refused_then_closed() {
         let t0 = Instant::now();
-        let mut m = ServerMachine::new(WireConfig::new(1), t0);
+        let mut m = ServerMachine::new(ServerConfig::new(1), t0);
         let (_, id, passwd) = handshake(&mut m, t0, 0, None, 100);
         assert_eq!(m.sessions()[0].timeout, secs(4), "raised to the minimum");
         let id = id.unwrap();

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use zk_client::{Client, CreateMode, CreateOptions, Error, EventType, Op, OpResult, SessionState};
-use zk_sim::wire::{SimServer, WireConfig};
+use zk_mem_server::{MemServer, ServerConfig};
 
 /// The bound on every wait: far beyond any deadline here, and free on the paused clock.
 const BOUND: Duration = Duration::from_secs(120);
@@ -16,7 +16,7 @@ fn opts(mode: CreateMode) -> CreateOptions {
     CreateOptions::new(mode)
 }
 
-async fn client(server: &SimServer, seed: u64) -> Client {
+async fn client(server: &MemServer, seed: u64) -> Client {
     let builder = Client::builder().session_timeout(Duration::from_secs(6));
     tokio::time::timeout(BOUND, server.client(builder, seed))
         .await
@@ -34,7 +34,7 @@ async fn wait_state(c: &Client, want: SessionState) {
 
 #[tokio::test(start_paused = true)]
 async fn operations_answer_with_zookeepers_results_and_errors() {
-    let server = SimServer::new(WireConfig::new(1));
+    let server = MemServer::new(ServerConfig::new(1));
     let c = client(&server, 1).await;
     assert_eq!(c.session_timeout(), Duration::from_secs(6));
     let p = opts(CreateMode::Persistent);
@@ -144,7 +144,7 @@ async fn operations_answer_with_zookeepers_results_and_errors() {
 
 #[tokio::test(start_paused = true)]
 async fn one_shot_watches_fire_once_for_the_other_clients_changes() {
-    let server = SimServer::new(WireConfig::new(2));
+    let server = MemServer::new(ServerConfig::new(2));
     let a = client(&server, 1).await;
     let b = client(&server, 2).await;
     let p = opts(CreateMode::Persistent);
@@ -183,7 +183,7 @@ async fn one_shot_watches_fire_once_for_the_other_clients_changes() {
 
 #[tokio::test(start_paused = true)]
 async fn sequential_names_count_every_child_change_of_the_parent() {
-    let server = SimServer::new(WireConfig::new(3));
+    let server = MemServer::new(ServerConfig::new(3));
     let c = client(&server, 1).await;
     c.create("/l", b"", &opts(CreateMode::Persistent))
         .await
@@ -211,9 +211,9 @@ async fn sequential_names_count_every_child_change_of_the_parent() {
     assert_eq!(c.create("/l/", b"", &ps).await.unwrap(), "/l/0000000005");
 
     // Near i32::MAX they wrap, as Java's %010d prints them.
-    let mut config = WireConfig::new(3);
+    let mut config = ServerConfig::new(3);
     config.first_cversion = i32::MAX;
-    let wrapping = SimServer::new(config);
+    let wrapping = MemServer::new(config);
     let c = client(&wrapping, 1).await;
     c.create("/l", b"", &opts(CreateMode::Persistent))
         .await
@@ -230,7 +230,7 @@ async fn sequential_names_count_every_child_change_of_the_parent() {
 
 #[tokio::test(start_paused = true)]
 async fn containers_go_with_their_last_child() {
-    let server = SimServer::new(WireConfig::new(4));
+    let server = MemServer::new(ServerConfig::new(4));
     let c = client(&server, 1).await;
     c.create("/c", b"", &opts(CreateMode::Container))
         .await
@@ -251,7 +251,7 @@ async fn containers_go_with_their_last_child() {
 
 #[tokio::test(start_paused = true)]
 async fn a_cut_connection_comes_back_to_the_same_session_and_its_watch_fires() {
-    let server = SimServer::new(WireConfig::new(5));
+    let server = MemServer::new(ServerConfig::new(5));
     let a = client(&server, 1).await;
     let b = client(&server, 2).await;
     let session = a.session_id();
@@ -294,7 +294,7 @@ async fn a_cut_connection_comes_back_to_the_same_session_and_its_watch_fires() {
 
 #[tokio::test(start_paused = true)]
 async fn a_server_down_past_the_session_timeout_expires_the_session() {
-    let server = SimServer::new(WireConfig::new(6));
+    let server = MemServer::new(ServerConfig::new(6));
     let a = client(&server, 1).await;
     let b = client(&server, 2).await;
     a.create("/gone", b"", &opts(CreateMode::Ephemeral))
@@ -323,7 +323,7 @@ async fn a_server_down_past_the_session_timeout_expires_the_session() {
 
 #[tokio::test(start_paused = true)]
 async fn a_stalled_connection_is_left_at_the_read_deadline_and_the_session_resumes() {
-    let server = SimServer::new(WireConfig::new(7));
+    let server = MemServer::new(ServerConfig::new(7));
     let a = client(&server, 1).await;
     let session = a.session_id();
     a.create("/eph", b"", &opts(CreateMode::Ephemeral))
@@ -359,7 +359,7 @@ async fn a_stalled_connection_is_left_at_the_read_deadline_and_the_session_resum
 
 #[tokio::test(start_paused = true)]
 async fn a_refused_first_connect_fails_and_an_expired_resume_is_told_so() {
-    let server = SimServer::new(WireConfig::new(8));
+    let server = MemServer::new(ServerConfig::new(8));
     server.refuse(true);
     let err = server
         .client(Client::builder(), 1)
@@ -380,8 +380,8 @@ async fn a_refused_first_connect_fails_and_an_expired_resume_is_told_so() {
 
 /// A client writing while seeded chaos strikes (cuts, stalls, expiry): everything the client
 /// saw, every fault and the server's last zxid.
-async fn chaos_run(seed: u64) -> (Vec<zk_sim::wire::Fault>, Vec<String>, i64) {
-    let server = SimServer::new(WireConfig::new(seed));
+async fn chaos_run(seed: u64) -> (Vec<zk_mem_server::Fault>, Vec<String>, i64) {
+    let server = MemServer::new(ServerConfig::new(seed));
     let c = client(&server, seed).await;
     c.create("/n", b"", &opts(CreateMode::Persistent))
         .await
@@ -398,11 +398,15 @@ async fn chaos_run(seed: u64) -> (Vec<zk_sim::wire::Fault>, Vec<String>, i64) {
             seen
         })
     };
-    let mut rng = zk_sim::rng::Rng::new(seed);
     let mut faults = Vec::new();
-    for _ in 0..6 {
-        tokio::time::sleep(Duration::from_millis(rng.below(400))).await;
-        faults.extend(server.chaos(&mut rng));
+    for i in 0..6u64 {
+        // Pauses of their own, fixed by the seed (the faults come from the server's).
+        let pause = seed
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(7 * i as u32)
+            % 400;
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+        faults.extend(server.chaos());
     }
     for session in server.sessions() {
         server.stall(session.id, false);

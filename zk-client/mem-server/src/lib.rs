@@ -1,0 +1,115 @@
+//! An in-memory ZooKeeper server for your tests: no Java, no Docker, no ports unless you ask.
+//!
+//! [`MemServer`] speaks ZooKeeper's real wire protocol (the same jute frames a 3.8 server
+//! reads and writes), so the code under test runs unchanged: the real `zk_client::Client`,
+//! the lock crates on it, your functions that take either. Add it as a dev-dependency:
+//!
+//! ```toml
+//! [dev-dependencies]
+//! zk-mem-server = "0.1"
+//! tokio = { version = "1", features = ["macros", "rt", "test-util"] }
+//! ```
+//!
+//! - **In the test's process, on tokio's clock.** [`MemServer::client`] connects a client
+//!   over in-memory streams (`tokio::io::duplex`): no socket, no thread, every deadline on
+//!   tokio's clock, so `#[tokio::test(start_paused = true)]` runs hours of session time in
+//!   no wall time. A server starts in microseconds (the test kit's Java ZooKeeper: seconds).
+//! - **Over loopback TCP**, for code that takes a connect string and for other processes:
+//!   [`MemServer::listen`] (several calls, several ports on one tree: a connect string that
+//!   looks like an ensemble), on the real clock.
+//! - **Seeded.** Session ids, passwords, the faults of [`MemServer::chaos`] and request
+//!   latencies ([`ServerConfig::latency`]) come from [`ServerConfig::seed`]: a seed replays a
+//!   run, and [`MemServer::record`] keeps a trace of every frame to compare two.
+//! - **Faults on command**, each what a real ensemble does to a client:
+//!
+//! | call | what a real ensemble would be doing | what the client sees |
+//! | --- | --- | --- |
+//! | [`cut`](MemServer::cut) | the client's server closed its connection (a restart, a network blip) | `Disconnected`, then a reconnect to the same session; requests in flight fail with `ConnectionLoss` (applied or not) |
+//! | [`stall`](MemServer::stall) | a network that stops moving bytes but keeps the connection (a partition of one link, a GC pause of the server) | nothing, until the client's own read deadline (two thirds of its session timeout) drops the link and it reconnects |
+//! | [`partition`](MemServer::partition) | the client cut off from every server, new connections included | `Disconnected`, then `Lost` on its own clock; on the heal, `Expired` if the session timed out meanwhile |
+//! | [`expire`](MemServer::expire) | the ensemble expiring the session (its client was away past its timeout) | `Expired`; its ephemerals deleted and others' watches fired at once |
+//! | [`partition`](MemServer::partition) then [`expire`](MemServer::expire) | a session expired while its client hears nothing (the silent expiry behind a partition) | nothing from the server; `Lost` on its own clock; `Expired` once the partition heals |
+//! | [`down`](MemServer::down) / [`up`](MemServer::up) | every server unreachable (sessions keep expiring meanwhile) | `Disconnected`, refused reconnects, `Expired` if it lasted past the timeout |
+//! | [`stop`](MemServer::stop) / [`start`](MemServer::start) | the whole ensemble restarted: sessions survive, each given its whole timeout again from the start | `Disconnected` (`Lost` if long), then the same session |
+//! | [`refuse`](MemServer::refuse) | no server accepting new connections; open ones untouched | only a reconnect fails |
+//! | [`ServerConfig::latency`] | a slow network: each request takes a seeded time to arrive, in order | slower replies; a request still on its way when its connection drops never arrives |
+//!
+//! Inspect the server directly, outside the protocol: [`MemServer::children`],
+//! [`MemServer::exists`], [`MemServer::data`], [`MemServer::ephemerals`],
+//! [`MemServer::sessions`], [`MemServer::zxid`].
+//!
+//! # What it serves
+//!
+//! The handshake (new sessions; resuming one with its id and password; `timeOut` 0 for an
+//! expired, unknown or wrongly-passworded session, then close), `ping`, `closeSession`,
+//! `create`/`create2`/`createContainer` in every non-TTL mode (`%010d` sequence numbers from
+//! the parent's `cversion`), `delete`, `exists`, `getData`, `setData`, `getChildren`,
+//! `getChildren2`, `getACL`/`setACL` (kept, not enforced), `sync`, `check`, `multi`
+//! (all-or-nothing, per-op results as ZooKeeper gives them), `multiRead`, `getEphemerals`,
+//! `getAllChildrenNumber`, `addAuth` (accepted, ignored), one-shot watches with ZooKeeper's
+//! firing rules, and `setWatches`/`setWatches2` after a reconnect (what changed since the
+//! client's zxid fires at once). Replies carry the zxid of the last transaction; every write,
+//! failed or not, and every session start and end is a transaction.
+//!
+//! # What it does not (known differences from ZooKeeper 3.8)
+//!
+//! - Answered `Unimplemented`: TTL nodes, persistent and recursive watches (`addWatch`),
+//!   watch removal, `reconfig`, SASL, `whoAmI`. None of our lock crates uses them.
+//! - ACLs are kept but not enforced, and `addAuth` is accepted without a check.
+//! - One server behind every port: no read-only mode, no `SessionMoved`, no stale reads from
+//!   a lagging follower, no leader election. A test of what a client does while its server
+//!   lags behind the leader needs a real ensemble (the test kit's).
+//! - Containers are removed right after the write that took their last child (each removal
+//!   its own transaction), not by the container manager's timer.
+//! - Sessions expire exactly at their deadline (no tick rounding), when no frame has come
+//!   from their client for their negotiated timeout, connected or not.
+//! - Nothing is written to disk: a [`MemServer::stop`] keeps the tree and the sessions, as a
+//!   restarted ensemble does from its snapshot and log.
+//!
+//! # Not for
+//!
+//! Production, or a benchmark: it is one mutex around one tree, built to be exact and
+//! inspectable, not fast. The protocol lives in [`ServerMachine`] (plain data, no IO; see its
+//! calling contract); the rest of the crate only moves bytes between it and the streams and
+//! sleeps until its next session deadline.
+//!
+//! # Examples
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() -> Result<(), zk_client::Error> {
+//! use zk_client::{Client, CreateMode, CreateOptions, SessionState};
+//! use zk_mem_server::{MemServer, ServerConfig};
+//!
+//! let server = MemServer::new(ServerConfig::new(7));
+//! let client = server.client(Client::builder(), 1).await?;
+//! client.create("/a", b"x", &CreateOptions::new(CreateMode::Ephemeral)).await?;
+//! assert!(server.exists("/a").is_some());
+//!
+//! // The server expires the session: the ephemeral goes, and the client hears so.
+//! server.expire(client.session_id());
+//! assert!(server.exists("/a").is_none());
+//! let mut states = client.state_watch();
+//! states.wait_for(|s| *s == SessionState::Expired).await.ok();
+//! # Ok(()) }
+//! ```
+//!
+//! A lock under test, with its session expired behind its back, is in recipe-mutex's
+//! `tests/mem_server.rs`; the README's "Testing your code without Java" walks through it.
+
+mod chaos;
+mod conn;
+mod data_tree;
+mod machine;
+mod seeded;
+mod server;
+mod shared;
+mod tcp;
+mod trace;
+mod watches;
+
+pub use chaos::Fault;
+pub use data_tree::{Change, DataTree, Node};
+pub use machine::{ConnId, EPOCH_MS, Output, ServerConfig, ServerMachine, SessionInfo};
+pub use server::{ADDR, MemServer};
+pub use watches::{Notification, WatchKind, WatchTable};

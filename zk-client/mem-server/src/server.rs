@@ -1,0 +1,393 @@
+//! [`MemServer`]: the handle a test holds: connections in, faults on command, the tree to
+//! inspect.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use tokio::io::DuplexStream;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use zk_proto::records::Stat;
+
+use crate::chaos::Fault;
+use crate::conn::open;
+use crate::machine::{ConnId, ServerConfig, ServerMachine, SessionInfo};
+use crate::seeded::Seeded;
+use crate::shared::{Shared, State, expire_sessions};
+use crate::tcp::accept_loop;
+
+/// The bytes a connection buffers each way before the writer waits.
+const STREAM_BUFFER: usize = 64 * 1024;
+
+/// The address [`MemServer::connect_string`] names (any address dials the same server).
+pub const ADDR: &str = "127.0.0.1:2181";
+
+/// A handle on the simulated server; clones share it. Create it inside a tokio runtime: it
+/// spawns its session-expiry task there, and each connection's task on [`MemServer::dial`].
+#[derive(Debug, Clone)]
+pub struct MemServer {
+    shared: Arc<Shared>,
+}
+
+impl MemServer {
+    /// A server with an empty tree (`/` and `/zookeeper` only), accepting connections.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    pub fn new(config: ServerConfig) -> Self {
+        let now = Instant::now().into_std();
+        let seed = config.seed;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                machine: ServerMachine::new(config, now),
+                links: BTreeMap::new(),
+                refuse: false,
+                down: false,
+                partitioned: Default::default(),
+                tags: BTreeMap::new(),
+                silenced: BTreeMap::new(),
+                next_tag: 1,
+                trace: None,
+                started: Instant::now(),
+                chaos: Seeded::new(seed ^ 0xc4a0_5eed_c4a0_5eed),
+                listeners: Vec::new(),
+            }),
+            timer: Arc::new(Notify::new()),
+        });
+        tokio::spawn(expire_sessions(
+            Arc::downgrade(&shared),
+            shared.timer.clone(),
+        ));
+        Self { shared }
+    }
+
+    /// The connect string to give a client: `127.0.0.1:2181`.
+    pub fn connect_string(&self) -> &'static str {
+        ADDR
+    }
+
+    /// Listens on a free loopback TCP port and gives its address (`127.0.0.1:port`): for
+    /// code that takes a connect string, and for other processes. Every port it listens on
+    /// reaches the same server and tree, so a connect string of several (`a,b,c`) looks like
+    /// an ensemble to a client, which spreads its connections over them; faults strike the
+    /// server, whatever port a client came through. The ports close when the server is gone
+    /// (its last handle and connection dropped).
+    ///
+    /// Over TCP the bytes move in real time, so use the real clock (tokio's paused clock
+    /// would jump ahead while a socket waits): the in-memory streams of
+    /// [`MemServer::client`] and [`MemServer::dial`] are for the paused clock.
+    ///
+    /// # Errors
+    ///
+    /// When no loopback port can be bound.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    pub fn listen(&self) -> std::io::Result<SocketAddr> {
+        let std_listener =
+            std::net::TcpListener::bind(SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)))?;
+        std_listener.set_nonblocking(true)?;
+        let addr = std_listener.local_addr()?;
+        let listener = tokio::net::TcpListener::from_std(std_listener)?;
+        let task = tokio::spawn(accept_loop(Arc::downgrade(&self.shared), listener));
+        self.shared.with(|s| {
+            s.note(|| format!("listening on {addr}"));
+            s.listeners.push(task.abort_handle());
+        });
+        Ok(addr)
+    }
+
+    /// Opens a connection to the server, as a TCP connect would: the client's end of a new
+    /// in-memory stream, or `ConnectionRefused` while [`MemServer::refuse`] or
+    /// [`MemServer::down`] is on. Every address reaches the same server. Give it to
+    /// `ClientBuilder::connect_over`: `move |addr| server.dial(addr)`.
+    pub fn dial(&self, _addr: SocketAddr) -> std::future::Ready<std::io::Result<DuplexStream>> {
+        std::future::ready(self.accept(None))
+    }
+
+    fn accept(&self, tag: Option<u64>) -> std::io::Result<DuplexStream> {
+        let (client, server) = tokio::io::duplex(STREAM_BUFFER);
+        open(&self.shared, tag, server)?;
+        Ok(client)
+    }
+
+    /// Connects a client built by `builder` (its hosts replaced by this server's), the order
+    /// of servers and its reconnect pauses fixed by `seed`.
+    ///
+    /// The client's connections carry a tag, so that [`MemServer::partition`] can cut it off
+    /// from the server, new connections included.
+    #[cfg(feature = "client")]
+    pub async fn client(
+        &self,
+        builder: zk_client::ClientBuilder,
+        seed: u64,
+    ) -> Result<zk_client::Client, zk_client::Error> {
+        let server = self.clone();
+        let tag = self.shared.with(|s| {
+            s.next_tag += 1;
+            s.next_tag - 1
+        });
+        let client = builder
+            .hosts(ADDR)
+            .connect_over(
+                move |_addr| std::future::ready(server.accept(Some(tag))),
+                seed,
+            )
+            .await?;
+        let session = client.session_id();
+        self.shared.with(|s| s.tags.insert(session, tag));
+        Ok(client)
+    }
+
+    // ---- faults --------------------------------------------------------------------------
+
+    /// Drops `session`'s connection now: requests already applied stay applied, replies not
+    /// yet written are lost, the session stays. Whether it had a connection.
+    pub fn cut(&self, session: i64) -> bool {
+        self.shared.with(|s| {
+            s.note(|| format!("fault: cut {session:#x}"));
+            s.machine.cut(session)
+        })
+    }
+
+    /// Stops (`true`) or restarts (`false`) the bytes of `session`'s current connection,
+    /// both ways, without closing it: what the client sends waits unread, and what the
+    /// server has for it waits unwritten. Whether it had a connection.
+    pub fn stall(&self, session: i64, on: bool) -> bool {
+        self.shared.with(|s| {
+            s.note(|| format!("fault: stall {session:#x} {on}"));
+            let link = s
+                .machine
+                .conn_of(session)
+                .and_then(|conn| s.links.get(&conn));
+            link.map(|l| l.switches.send_modify(|sw| sw.stalled = on))
+                .is_some()
+        })
+    }
+
+    /// Cuts `session`'s client off from the server (`true`), as a network partition does, or
+    /// heals it (`false`). While cut off, no bytes move either way on its connections, new
+    /// ones included, and nothing tells the client: the server expires the session at its
+    /// deadline (or on [`MemServer::expire`]) and the client can learn it only from its own
+    /// clock (no server heard for its session timeout: `Lost`). On the heal a connection the
+    /// server cut meanwhile is cut (the client reconnects and hears `Expired`); the others
+    /// move again. Whether the session has a tagged client ([`MemServer::client`]).
+    pub fn partition(&self, session: i64, on: bool) -> bool {
+        self.shared.with(|s| {
+            let Some(&tag) = s.tags.get(&session) else {
+                return false;
+            };
+            s.note(|| format!("partition t{tag} {on}"));
+            if on {
+                s.partitioned.insert(tag);
+                for (&conn, link) in &s.links {
+                    if link.tag == Some(tag) {
+                        link.switches.send_modify(|sw| sw.stalled = true);
+                        s.silenced.entry(conn).or_insert((tag, false));
+                    }
+                }
+            } else {
+                s.partitioned.remove(&tag);
+                let healed: Vec<(ConnId, bool)> = s
+                    .silenced
+                    .iter()
+                    .filter(|(_, (t, _))| *t == tag)
+                    .map(|(&conn, &(_, cut))| (conn, cut))
+                    .collect();
+                for (conn, cut) in healed {
+                    s.silenced.remove(&conn);
+                    if let Some(link) = s.links.get(&conn) {
+                        link.switches.send_modify(|sw| match cut {
+                            true => sw.cut = true,
+                            false => sw.stalled = false,
+                        });
+                    }
+                }
+            }
+            true
+        })
+    }
+
+    /// Whether `session`'s client is cut off ([`MemServer::partition`]).
+    pub fn is_partitioned(&self, session: i64) -> bool {
+        self.shared.with(|s| {
+            s.tags
+                .get(&session)
+                .is_some_and(|t| s.partitioned.contains(t))
+        })
+    }
+
+    /// Starts keeping a trace: every frame the server reads and writes (requests decoded,
+    /// replies by header and digest), every connection, fault and session end, in order, with
+    /// the time since the server started. Two runs of one seed must give the same trace.
+    pub fn record(&self) {
+        self.shared.with(|s| s.trace = Some(Vec::new()));
+    }
+
+    /// Appends `line` to the trace (the harness's own events: holds, faults), if one is kept.
+    pub fn note(&self, line: impl FnOnce() -> String) {
+        self.shared.with(|s| s.note(line));
+    }
+
+    /// The trace kept since [`MemServer::record`] (empty without it).
+    pub fn trace(&self) -> Vec<String> {
+        self.shared.with(|s| s.trace.clone().unwrap_or_default())
+    }
+
+    /// Refuses (`true`) or accepts (`false`) new connections; open ones are untouched.
+    pub fn refuse(&self, on: bool) {
+        self.shared.with(|s| {
+            s.note(|| format!("fault: refuse {on}"));
+            s.refuse = on;
+        });
+    }
+
+    /// Expires `session` now: its ephemerals go, others' watches fire, its connection is
+    /// dropped, and its client is told `Expired` when it reconnects. Whether it was live.
+    pub fn expire(&self, session: i64) -> bool {
+        let now = Instant::now().into_std();
+        self.shared.with(|s| {
+            s.note(|| format!("fault: expire {session:#x}"));
+            s.machine.expire(now, session)
+        })
+    }
+
+    /// The server becomes unreachable: every connection is dropped and new ones are refused
+    /// until [`MemServer::up`]. Sessions keep their deadlines, so a session whose client
+    /// cannot come back within its timeout expires.
+    pub fn down(&self) {
+        self.shared.with(|s| {
+            s.note(|| "fault: down".to_owned());
+            s.down = true;
+            for session in s.machine.sessions() {
+                s.machine.cut(session.id);
+            }
+            // Connections still in their handshake have no session to cut through.
+            for link in s.links.values() {
+                link.switches.send_modify(|sw| sw.cut = true);
+            }
+        });
+    }
+
+    /// The server is reachable again (unless [`MemServer::refuse`] is on).
+    pub fn up(&self) {
+        self.shared.with(|s| {
+            s.note(|| "fault: up".to_owned());
+            s.down = false;
+        });
+    }
+
+    /// The server process stops: as [`MemServer::down`], but no session expires while it is
+    /// stopped (there is no server to expire it); [`MemServer::start`] gives every session
+    /// its whole timeout again, as a restarted ZooKeeper does with the sessions it loads. A
+    /// client whose session timeout runs out meanwhile says `Lost`, yet its session survives
+    /// if it reconnects within that timeout of the start.
+    pub fn stop(&self) {
+        self.down();
+        let now = Instant::now().into_std();
+        let far = now.checked_add(std::time::Duration::from_secs(365 * 24 * 3600));
+        self.shared.with(|s| {
+            s.note(|| "fault: stop".to_owned());
+            s.machine.set_deadlines(now, far.or(Some(now)));
+        });
+        self.shared.timer.notify_one();
+    }
+
+    /// The stopped server starts again: every session gets its whole timeout from now.
+    pub fn start(&self) {
+        let now = Instant::now().into_std();
+        self.shared.with(|s| {
+            s.note(|| "fault: start".to_owned());
+            s.machine.set_deadlines(now, None);
+            s.down = false;
+        });
+        self.shared.timer.notify_one();
+    }
+
+    /// Picks a fault against one of the live sessions and applies it: a cut (7 in 10), a
+    /// stall started or lifted (1 in 4), or an expiry (1 in 20); `None` without sessions.
+    /// Drawn from the server's seed (a stream of its own), so a seeded test calling it at the
+    /// same points replays the same faults. Stalls are lifted only by a later pick or by
+    /// [`MemServer::stall`]; refusals and outages are left to the test, which knows how long
+    /// they should last.
+    pub fn chaos(&self) -> Option<Fault> {
+        let fault = self.shared.with(|s| {
+            let sessions: Vec<i64> = s.machine.sessions().iter().map(|s| s.id).collect();
+            Fault::pick(&mut s.chaos, &sessions)
+        })?;
+        self.apply(&fault);
+        Some(fault)
+    }
+
+    /// Applies `fault` (see [`Fault`]).
+    pub fn apply(&self, fault: &Fault) {
+        match *fault {
+            Fault::Cut(session) => {
+                self.cut(session);
+            }
+            Fault::Stall(session, on) => {
+                self.stall(session, on);
+            }
+            Fault::Expire(session) => {
+                self.expire(session);
+            }
+            Fault::Refuse(on) => self.refuse(on),
+            Fault::Down => self.down(),
+            Fault::Up => self.up(),
+        }
+    }
+
+    // ---- inspection ----------------------------------------------------------------------
+
+    /// The children of `path` (names, sorted), or `None` if it does not exist.
+    pub fn children(&self, path: &str) -> Option<Vec<String>> {
+        self.shared.with(|s| {
+            s.machine
+                .tree()
+                .get(path)
+                .map(|n| n.children.iter().cloned().collect())
+        })
+    }
+
+    /// The stat of `path`, if it exists.
+    pub fn exists(&self, path: &str) -> Option<Stat> {
+        self.shared
+            .with(|s| s.machine.tree().get(path).map(|n| n.stat.clone()))
+    }
+
+    /// The data of `path`, if it exists (`None` inside for null data).
+    pub fn data(&self, path: &str) -> Option<Option<Bytes>> {
+        self.shared
+            .with(|s| s.machine.tree().get(path).map(|n| n.data.clone()))
+    }
+
+    /// Every ephemeral node with its owner, by path.
+    pub fn ephemerals(&self) -> Vec<(String, i64)> {
+        self.shared.with(|s| {
+            s.machine
+                .tree()
+                .ephemerals()
+                .map(|(p, o)| (p.to_owned(), o))
+                .collect()
+        })
+    }
+
+    /// The live sessions, by id.
+    pub fn sessions(&self) -> Vec<SessionInfo> {
+        self.shared.with(|s| s.machine.sessions())
+    }
+
+    /// The last zxid.
+    pub fn zxid(&self) -> i64 {
+        self.shared.with(|s| s.machine.zxid())
+    }
+
+    /// The number of watches set on the server.
+    pub fn watch_count(&self) -> usize {
+        self.shared.with(|s| s.machine.watch_count())
+    }
+}
