@@ -56,6 +56,10 @@ pub enum Command {
     /// Every reachable state of recipes-core's machines to a depth, against the explorer's
     /// own model of the server and link (release build).
     Explore(Explore),
+    /// zk-mem-server against a real ZooKeeper: seeded op sequences over several sessions on
+    /// both, every reply, stat and watch event compared (zxids and sessions mapped); fails on
+    /// a difference (with `--negative-control`, on finding none).
+    Differential(Differential),
     /// The fuzz targets under cargo-fuzz (installed when missing), counted: executions,
     /// coverage and corpus per target; fails on a crash.
     Fuzz(Fuzz),
@@ -427,6 +431,24 @@ pub struct Explore {
     /// Stop each exploration after this many seconds (reporting the depth reached).
     #[arg(long)]
     pub seconds: Option<u64>,
+}
+
+/// `differential [--seeds N] [--steps N] [--seed S] [--negative-control]`.
+#[derive(Debug, Args)]
+pub struct Differential {
+    /// The first seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Seeds to run.
+    #[arg(long, default_value_t = 20)]
+    pub seeds: u64,
+    /// Steps per seed.
+    #[arg(long, default_value_t = 200)]
+    pub steps: usize,
+    /// Start the in-memory server's sequence numbers one off: the run must find a difference
+    /// (and fails if it finds none).
+    #[arg(long)]
+    pub negative_control: bool,
 }
 
 /// `fuzz [--seconds N | --runs N] [TARGET ...]`.

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod conformance;
 pub mod curator;
 pub mod demo;
+pub mod differential;
 pub mod fuzz;
 pub mod interop;
 pub mod line;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use xtask::cli::{Cli, Command, Explore, Fuzz, Sim, Zk};
+use xtask::cli::{Cli, Command, Differential, Explore, Fuzz, Sim, Zk};
 use xtask::deps::{self, Need};
 use xtask::zk::{DetachedEnsemble, Ensemble, Stopped, ZkOptions};
 
@@ -44,6 +44,7 @@ fn run(command: Command) -> Result {
         Command::Chaos(chaos) => xtask::chaos::run(&chaos),
         Command::Sim(sim_args) => sim(&sim_args),
         Command::Explore(explore_args) => explore(&explore_args),
+        Command::Differential(d) => differential(&d),
         Command::Fuzz(Fuzz {
             seconds,
             runs,
@@ -266,5 +267,34 @@ fn mode_text(mode: std::io::Result<Option<xtask::Mode>>) -> String {
         Ok(Some(mode)) => mode.to_string(),
         Ok(None) => "not serving".to_owned(),
         Err(_) => "down".to_owned(),
+    }
+}
+
+/// `cargo xtask differential`: prints the summary; fails on a difference, or, as the negative
+/// control, on finding none.
+fn differential(d: &Differential) -> Result<()> {
+    deps::ensure(&[Need::Java, Need::ZooKeeper])?;
+    let summary = xtask::differential::run(&xtask::differential::Options {
+        seed: d.seed,
+        seeds: d.seeds,
+        steps: d.steps,
+        negative_control: d.negative_control,
+    })?;
+    println!(
+        "differential{}: {} seeds, {} steps compared, {} differences, {:.1} s",
+        if d.negative_control {
+            " (negative control)"
+        } else {
+            ""
+        },
+        summary.seeds,
+        summary.steps,
+        summary.differences.len(),
+        summary.seconds
+    );
+    match (d.negative_control, summary.differences.is_empty()) {
+        (false, true) | (true, false) => Ok(()),
+        (false, false) => Err("the in-memory server differs from ZooKeeper (see above)".into()),
+        (true, true) => Err("negative control: the misconfigured server was not caught".into()),
     }
 }

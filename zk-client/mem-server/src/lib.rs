@@ -42,8 +42,9 @@
 //!
 //! The handshake (new sessions; resuming one with its id and password; `timeOut` 0 for an
 //! expired, unknown or wrongly-passworded session, then close), `ping`, `closeSession`,
-//! `create`/`create2`/`createContainer` in every non-TTL mode (`%010d` sequence numbers from
-//! the parent's `cversion`), `delete`, `exists`, `getData`, `setData`, `getChildren`,
+//! `create`/`create2`/`createContainer`/`createTTL` in every mode (`%010d` sequence numbers
+//! from the parent's `cversion`; containers and TTL nodes with ZooKeeper's `ephemeralOwner`
+//! encodings, removed as its container manager removes them), `delete`, `exists`, `getData`, `setData`, `getChildren`,
 //! `getChildren2`, `getACL`/`setACL` (kept, not enforced), `sync`, `check`, `multi`
 //! (all-or-nothing, per-op results as ZooKeeper gives them), `multiRead`, `getEphemerals`,
 //! `getAllChildrenNumber`, `addAuth` (accepted, ignored), one-shot watches with ZooKeeper's
@@ -53,14 +54,16 @@
 //!
 //! # What it does not (known differences from ZooKeeper 3.8)
 //!
-//! - Answered `Unimplemented`: TTL nodes, persistent and recursive watches (`addWatch`),
-//!   watch removal, `reconfig`, SASL, `whoAmI`. None of our lock crates uses them.
+//! - Answered `Unimplemented`: persistent and recursive watches (`addWatch`), watch removal,
+//!   `reconfig`, SASL, `whoAmI`. None of our lock crates uses them.
 //! - ACLs are kept but not enforced, and `addAuth` is accepted without a check.
 //! - One server behind every port: no read-only mode, no `SessionMoved`, no stale reads from
 //!   a lagging follower, no leader election. A test of what a client does while its server
 //!   lags behind the leader needs a real ensemble (the test kit's).
-//! - Containers are removed right after the write that took their last child (each removal
-//!   its own transaction), not by the container manager's timer.
+//! - Containers are removed right after the write that took their last child, and TTL nodes
+//!   at the first request after their TTL passed (each removal its own transaction), not by
+//!   the container manager's timer (every 60 s by default): a test sees them go sooner.
+//!   [`ServerConfig::container_manager`] turns both off.
 //! - Sessions expire exactly at their deadline (no tick rounding), when no frame has come
 //!   from their client for their negotiated timeout, connected or not.
 //! - Nothing is written to disk: a [`MemServer::stop`] keeps the tree and the sessions, as a

@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 use bytes::{BufMut, Bytes, BytesMut};
 use zk_proto::records::{
     ConnectRequest, ConnectResponse, Create2Response, CreateRequest, CreateResponse,
-    ExistsResponse, GetAclResponse, GetAllChildrenNumberResponse, GetChildren2Response,
-    GetChildrenResponse, GetDataResponse, GetEphemeralsResponse, SetAclResponse, SetDataResponse,
-    SyncResponse, WatcherEvent,
+    CreateTtlRequest, ExistsResponse, GetAclResponse, GetAllChildrenNumberResponse,
+    GetChildren2Response, GetChildrenResponse, GetDataResponse, GetEphemeralsResponse,
+    SetAclResponse, SetDataResponse, SyncResponse, WatcherEvent,
 };
 use zk_proto::{
     Decode, Encode, ErrorCode, KeeperState, MultiOp, MultiRequest, MultiResponse, MultiResult,
@@ -61,6 +61,13 @@ pub struct ServerConfig {
     /// `0..=latency`, in order per connection); zero: at once. A request still on its way
     /// when its connection drops never arrives.
     pub latency: Duration,
+    /// Run the container manager: remove a container once its last child is gone, right
+    /// after the write that took it, and a TTL node at the first request after its TTL
+    /// passed with no children and no change (the default). ZooKeeper's container manager
+    /// does both on a timer (`znode.container.checkIntervalMs`, 60 s by default); `false`
+    /// removes neither, as a server whose check interval is longer than the test (the
+    /// differential run compares with such a server).
+    pub container_manager: bool,
 }
 
 impl ServerConfig {
@@ -74,6 +81,7 @@ impl ServerConfig {
             shuffle_children: false,
             max_frame_len: zk_proto::DEFAULT_MAX_FRAME_LEN,
             latency: Duration::ZERO,
+            container_manager: true,
         }
     }
 }
@@ -461,7 +469,7 @@ impl ServerMachine {
             R::GetAcl(r) => match self.tree.get(&r.path) {
                 Some(n) => body(GetAclResponse {
                     acl: n.acl.clone(),
-                    stat: n.stat.clone(),
+                    stat: n.stat(),
                 }),
                 None => Err(ErrorCode::NoNode),
             },
@@ -494,6 +502,11 @@ impl ServerMachine {
                     create(t, &r, session, zxid, time, ch)
                 })
                 .and_then(|(path, stat)| body(Create2Response { path, stat })),
+            R::CreateTtl(r) => self
+                .write(now, |t, zxid, time, ch| {
+                    create_ttl(t, &r, session, zxid, time, ch)
+                })
+                .and_then(|(path, stat)| body(Create2Response { path, stat })),
             R::Delete(r) => self
                 .write(now, |t, zxid, _, ch| t.delete(&r.path, r.version, zxid, ch))
                 .map(|()| None),
@@ -509,7 +522,7 @@ impl ServerMachine {
                 .write(now, |t, _, _, _| t.check(&r.path, r.version))
                 .and_then(|stat| body(SetDataResponse { stat })),
             R::Multi(m) => self.multi(now, session, &m),
-            // createTTL, reconfig, persistent watches, watch removal, SASL, whoAmI.
+            // reconfig, persistent watches, watch removal, SASL, whoAmI.
             _ => Err(ErrorCode::Unimplemented),
         };
         let zxid = self.zxid;
@@ -538,9 +551,7 @@ impl ServerMachine {
             self.watches.add(WatchKind::Data, path, session);
         }
         match self.tree.get(path) {
-            Some(n) => body(ExistsResponse {
-                stat: n.stat.clone(),
-            }),
+            Some(n) => body(ExistsResponse { stat: n.stat() }),
             None => Err(ErrorCode::NoNode),
         }
     }
@@ -549,7 +560,7 @@ impl ServerMachine {
         let n = self.tree.get(path).ok_or(ErrorCode::NoNode)?;
         let reply = GetDataResponse {
             data: n.data.clone(),
-            stat: n.stat.clone(),
+            stat: n.stat(),
         };
         if watch {
             self.watches.add(WatchKind::Data, path, session);
@@ -565,7 +576,7 @@ impl ServerMachine {
     ) -> Result<(Vec<String>, zk_proto::records::Stat), ErrorCode> {
         let n = self.tree.get(path).ok_or(ErrorCode::NoNode)?;
         let mut children: Vec<String> = n.children.iter().cloned().collect();
-        let stat = n.stat.clone();
+        let stat = n.stat();
         if self.config.shuffle_children {
             for i in (1..children.len()).rev() {
                 let j = self.rng.index(i + 1);
@@ -600,7 +611,7 @@ impl ServerMachine {
                     Some(n) => {
                         let data = GetDataResponse {
                             data: n.data.clone(),
-                            stat: n.stat.clone(),
+                            stat: n.stat(),
                         };
                         if r.watch {
                             self.watches.add(WatchKind::Data, &r.path, session);
@@ -644,7 +655,8 @@ impl ServerMachine {
                 MultiOp::Check(r) => scratch
                     .check(&r.path, r.version)
                     .map(|_| MultiResult::Check),
-                MultiOp::CreateTtl(_) => Err(ErrorCode::Unimplemented),
+                MultiOp::CreateTtl(r) => create_ttl(&mut scratch, r, session, zxid, time, ch)
+                    .map(|(path, stat)| MultiResult::Create2(Create2Response { path, stat })),
                 MultiOp::GetChildren(_) | MultiOp::GetData(_) => Err(ErrorCode::BadArguments),
             };
             match result {
@@ -674,19 +686,24 @@ impl ServerMachine {
         body(MultiResponse { results })
     }
 
-    /// Removes every container that had a child and has none now, each in its own
-    /// transaction (ZooKeeper's container manager sends `deleteContainer` for each). Done
-    /// right after the write that emptied it, not on a timer.
-    fn sweep_containers(&mut self, _now: Instant) {
+    /// Removes every container that had a child and has none now, and every TTL node past
+    /// its TTL with no children, each in its own transaction (ZooKeeper's container manager
+    /// sends `deleteContainer` for each). Done after every request, not on a timer.
+    fn sweep_containers(&mut self, now: Instant) {
+        if !self.config.container_manager {
+            return;
+        }
+        let now_ms = self.wall_ms(now);
         loop {
-            let due = self.tree.empty_containers();
+            let due = self.tree.due_for_removal(now_ms);
             if due.is_empty() {
                 return;
             }
             for path in due {
                 let zxid = self.next_zxid();
                 let mut changes = Vec::new();
-                self.tree.delete_container(&path, zxid, &mut changes);
+                self.tree
+                    .delete_container(&path, now_ms, zxid, &mut changes);
                 self.notify(zxid, &changes);
             }
         }
@@ -762,6 +779,28 @@ fn create(
         r.data.clone(),
         &r.acl,
         r.mode,
+        -1,
+        session,
+        zxid,
+        time,
+        changes,
+    )
+}
+
+fn create_ttl(
+    tree: &mut DataTree,
+    r: &CreateTtlRequest,
+    session: i64,
+    zxid: i64,
+    time: i64,
+    changes: &mut Vec<Change>,
+) -> Result<(String, zk_proto::records::Stat), ErrorCode> {
+    tree.create(
+        &r.path,
+        r.data.clone(),
+        &r.acl,
+        r.mode,
+        r.ttl,
         session,
         zxid,
         time,

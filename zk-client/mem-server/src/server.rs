@@ -356,7 +356,7 @@ impl MemServer {
     /// The stat of `path`, if it exists.
     pub fn exists(&self, path: &str) -> Option<Stat> {
         self.shared
-            .with(|s| s.machine.tree().get(path).map(|n| n.stat.clone()))
+            .with(|s| s.machine.tree().get(path).map(|n| n.stat()))
     }
 
     /// The data of `path`, if it exists (`None` inside for null data).

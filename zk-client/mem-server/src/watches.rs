@@ -110,7 +110,9 @@ impl WatchTable {
         for path in data {
             match tree.get(path) {
                 None => notify(EventType::NodeDeleted, path),
-                Some(n) if n.stat.mzxid > relative_zxid => notify(EventType::NodeDataChanged, path),
+                Some(n) if n.persisted.mzxid > relative_zxid => {
+                    notify(EventType::NodeDataChanged, path)
+                }
                 Some(_) => self.add(WatchKind::Data, path, session),
             }
         }
@@ -123,7 +125,7 @@ impl WatchTable {
         for path in child {
             match tree.get(path) {
                 None => notify(EventType::NodeDeleted, path),
-                Some(n) if n.stat.pzxid > relative_zxid => {
+                Some(n) if n.persisted.pzxid > relative_zxid => {
                     notify(EventType::NodeChildrenChanged, path);
                 }
                 Some(_) => self.add(WatchKind::Child, path, session),
