@@ -13,7 +13,7 @@
 //! at its first difference, which is printed with the steps before it.
 //!
 //! The real server runs with `znode.container.checkIntervalMs` at an hour and the in-memory
-//! one keeps empty containers (`container_manager: false`): the container manager's
+//! one keeps empty containers (`container_manager: None`): the container manager's
 //! timer is the one difference listed rather than compared. `--negative-control` starts the
 //! in-memory server's sequence numbers one off (`first_cversion: 1`): the run must find a
 //! difference, and fails if it does not.
@@ -320,7 +320,7 @@ async fn run_seed(
     opts: &Options,
 ) -> Result<(u64, Option<String>), Box<dyn std::error::Error>> {
     let mem_server = MemServer::new(ServerConfig {
-        container_manager: false,
+        container_manager: None,
         first_cversion: i32::from(opts.negative_control),
         ..ServerConfig::new(seed)
     });

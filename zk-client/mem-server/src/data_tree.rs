@@ -178,6 +178,24 @@ impl DataTree {
         self.nodes.insert(path.to_owned(), node);
     }
 
+    /// The number of nodes, `/` and `/zookeeper`'s included.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the tree is empty (never: `/` is always there).
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The bytes of every node's path and data (`mntr`'s `zk_approximate_data_size`).
+    pub fn data_size(&self) -> usize {
+        self.nodes
+            .iter()
+            .map(|(path, n)| path.len() + n.data.as_ref().map_or(0, |d| d.len()))
+            .sum()
+    }
+
     /// The node at `path`.
     pub fn get(&self, path: &str) -> Option<&Node> {
         self.nodes.get(path)

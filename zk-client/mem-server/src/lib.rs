@@ -60,10 +60,12 @@
 //! - One server behind every port: no read-only mode, no `SessionMoved`, no stale reads from
 //!   a lagging follower, no leader election. A test of what a client does while its server
 //!   lags behind the leader needs a real ensemble (the test kit's).
-//! - Containers are removed right after the write that took their last child, and TTL nodes
-//!   at the first request after their TTL passed (each removal its own transaction), not by
-//!   the container manager's timer (every 60 s by default): a test sees them go sooner.
-//!   [`ServerConfig::container_manager`] turns both off.
+//! - By default containers are removed right after the write that took their last child, and
+//!   TTL nodes at the first request after their TTL passed (each removal its own
+//!   transaction), not by the container manager's timer (every 60 s by default): a test sees
+//!   them go sooner, and code that assumes an empty container lingers fails here first.
+//!   [`ServerConfig::container_manager`] sets an interval instead (the `zk-mem-server`
+//!   binary's default is ZooKeeper's 60 s), or turns removal off.
 //! - Sessions expire exactly at their deadline (no tick rounding), when no frame has come
 //!   from their client for their negotiated timeout, connected or not.
 //! - Nothing is written to disk: a [`MemServer::stop`] keeps the tree and the sessions, as a
@@ -103,6 +105,7 @@
 mod chaos;
 mod conn;
 mod data_tree;
+mod four_letter;
 mod machine;
 mod seeded;
 mod server;

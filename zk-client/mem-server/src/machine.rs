@@ -20,13 +20,13 @@ use std::time::{Duration, Instant};
 use bytes::{BufMut, Bytes, BytesMut};
 use zk_proto::records::{
     ConnectRequest, ConnectResponse, Create2Response, CreateRequest, CreateResponse,
-    CreateTtlRequest, ExistsResponse, GetAclResponse, GetAllChildrenNumberResponse,
+    CreateTtlRequest, ErrorResponse, ExistsResponse, GetAclResponse, GetAllChildrenNumberResponse,
     GetChildren2Response, GetChildrenResponse, GetDataResponse, GetEphemeralsResponse,
     SetAclResponse, SetDataResponse, SyncResponse, WatcherEvent,
 };
 use zk_proto::{
-    Decode, Encode, ErrorCode, KeeperState, MultiOp, MultiRequest, MultiResponse, MultiResult,
-    ReplyHeader, Request, xid,
+    AddWatchMode, Decode, Encode, ErrorCode, KeeperState, MultiOp, MultiRequest, MultiResponse,
+    MultiResult, ReplyHeader, Request, xid,
 };
 
 use super::data_tree::{Change, DataTree};
@@ -61,13 +61,15 @@ pub struct ServerConfig {
     /// `0..=latency`, in order per connection); zero: at once. A request still on its way
     /// when its connection drops never arrives.
     pub latency: Duration,
-    /// Run the container manager: remove a container once its last child is gone, right
-    /// after the write that took it, and a TTL node at the first request after its TTL
-    /// passed with no children and no change (the default). ZooKeeper's container manager
-    /// does both on a timer (`znode.container.checkIntervalMs`, 60 s by default); `false`
-    /// removes neither, as a server whose check interval is longer than the test (the
-    /// differential run compares with such a server).
-    pub container_manager: bool,
+    /// How often the container manager runs: it removes each container whose last child is
+    /// gone and each TTL node whose TTL passed with no children and no change. `Some(ZERO)`
+    /// (the default) runs it after every request, so a container goes right after the write
+    /// that took its last child; `Some(d)` runs it at the first request or timeout at least
+    /// `d` after its last run, as ZooKeeper's timer (`znode.container.checkIntervalMs`, 60 s
+    /// by default: what the `zk-mem-server` binary uses); `None` removes nothing, as a server
+    /// whose interval is longer than the test (the differential run compares with such a
+    /// server).
+    pub container_manager: Option<Duration>,
 }
 
 impl ServerConfig {
@@ -81,7 +83,7 @@ impl ServerConfig {
             shuffle_children: false,
             max_frame_len: zk_proto::DEFAULT_MAX_FRAME_LEN,
             latency: Duration::ZERO,
-            container_manager: true,
+            container_manager: Some(Duration::ZERO),
         }
     }
 }
@@ -147,6 +149,10 @@ pub struct ServerMachine {
     next_conn: ConnId,
     start: Instant,
     out: VecDeque<Output>,
+    /// Frames read and written (`mntr`'s `zk_packets_received` and `zk_packets_sent`).
+    packets: (u64, u64),
+    /// When the container manager last ran.
+    last_sweep: Instant,
 }
 
 impl ServerMachine {
@@ -168,6 +174,8 @@ impl ServerMachine {
             next_conn: 1,
             start: now,
             out: VecDeque::new(),
+            packets: (0, 0),
+            last_sweep: now,
         }
     }
 
@@ -206,6 +214,21 @@ impl ServerMachine {
             .collect()
     }
 
+    /// The watches, for the four-letter words.
+    pub(crate) fn watches(&self) -> &WatchTable {
+        &self.watches
+    }
+
+    /// Frames read from clients and written to them so far.
+    pub fn packets(&self) -> (u64, u64) {
+        self.packets
+    }
+
+    /// The connections open (handshaken or not).
+    pub fn connection_count(&self) -> usize {
+        self.conns.len()
+    }
+
     /// The connection serving `session`, if any.
     pub fn conn_of(&self, session: i64) -> Option<ConnId> {
         self.sessions.get(&session).and_then(|s| s.conn)
@@ -225,6 +248,7 @@ impl ServerMachine {
     /// already closed or cut are ignored; a frame that does not decode cuts the connection,
     /// as ZooKeeper closes it.
     pub fn handle_frame(&mut self, now: Instant, conn: ConnId, frame: &[u8]) {
+        self.packets.0 += 1;
         match self.conns.get(&conn).copied() {
             None => {}
             Some(Conn::Handshake) => match ConnectRequest::decode_exact(frame, "ConnectRequest") {
@@ -260,6 +284,7 @@ impl ServerMachine {
         for id in due {
             self.end_session(now, id, None);
         }
+        self.sweep_containers(now);
     }
 
     /// The earliest session deadline.
@@ -443,21 +468,50 @@ impl ServerMachine {
                     &w.data_watches[..],
                     &w.exist_watches[..],
                     &w.child_watches[..],
+                    &[],
+                    &[],
                 ];
                 self.set_watches(session, w.relative_zxid, lists);
                 Ok(None)
             }
             R::SetWatches2(w) => {
-                // Persistent watches are not served (`addWatch` answers Unimplemented), so
-                // only the one-shot lists can hold paths.
                 let lists = [
                     &w.data_watches[..],
                     &w.exist_watches[..],
                     &w.child_watches[..],
+                    &w.persistent_watches[..],
+                    &w.persistent_recursive_watches[..],
                 ];
                 self.set_watches(session, w.relative_zxid, lists);
                 Ok(None)
             }
+            R::AddWatch(r) => {
+                let kind = match r.mode {
+                    AddWatchMode::Persistent => WatchKind::Persistent,
+                    AddWatchMode::PersistentRecursive => WatchKind::PersistentRecursive,
+                };
+                zk_proto::validate_path(&r.path, false)
+                    .map_err(|_| ErrorCode::BadArguments)
+                    .and_then(|()| {
+                        self.watches.add(kind, &r.path, session);
+                        // ZooKeeper answers addWatch with an ErrorResponse body saying Ok.
+                        body(ErrorResponse { err: ErrorCode::Ok })
+                    })
+            }
+            R::CheckWatches(r) => WatchKind::named_by(r.watcher_type).and_then(|kinds| {
+                if self.watches.contains(kinds, &r.path, session) {
+                    Ok(None)
+                } else {
+                    Err(ErrorCode::NoWatcher)
+                }
+            }),
+            R::RemoveWatches(r) => WatchKind::named_by(r.watcher_type).and_then(|kinds| {
+                if self.watches.remove(kinds, &r.path, session) {
+                    Ok(None)
+                } else {
+                    Err(ErrorCode::NoWatcher)
+                }
+            }),
             R::Exists(r) => self.exists(session, &r.path, r.watch),
             R::GetData(r) => self.get_data(session, &r.path, r.watch),
             R::GetChildren(r) => self
@@ -522,7 +576,7 @@ impl ServerMachine {
                 .write(now, |t, _, _, _| t.check(&r.path, r.version))
                 .and_then(|stat| body(SetDataResponse { stat })),
             R::Multi(m) => self.multi(now, session, &m),
-            // reconfig, persistent watches, watch removal, SASL, whoAmI.
+            // reconfig, SASL, whoAmI.
             _ => Err(ErrorCode::Unimplemented),
         };
         let zxid = self.zxid;
@@ -589,7 +643,7 @@ impl ServerMachine {
         Ok((children, stat))
     }
 
-    fn set_watches(&mut self, session: i64, relative_zxid: i64, lists: [&[String]; 3]) {
+    fn set_watches(&mut self, session: i64, relative_zxid: i64, lists: [&[String]; 5]) {
         let mut fired = Vec::new();
         self.watches
             .set_watches(&self.tree, session, relative_zxid, lists, &mut fired);
@@ -688,11 +742,16 @@ impl ServerMachine {
 
     /// Removes every container that had a child and has none now, and every TTL node past
     /// its TTL with no children, each in its own transaction (ZooKeeper's container manager
-    /// sends `deleteContainer` for each). Done after every request, not on a timer.
+    /// sends `deleteContainer` for each), when [`ServerConfig::container_manager`] says it is
+    /// time.
     fn sweep_containers(&mut self, now: Instant) {
-        if !self.config.container_manager {
+        let Some(interval) = self.config.container_manager else {
+            return;
+        };
+        if now.saturating_duration_since(self.last_sweep) < interval {
             return;
         }
+        self.last_sweep = now;
         let now_ms = self.wall_ms(now);
         loop {
             let due = self.tree.due_for_removal(now_ms);
@@ -760,7 +819,10 @@ impl ServerMachine {
             tail.map_or(Ok(()), |t| t.encode(&mut frame)).ok()
         });
         match encoded {
-            Some(()) => self.out.push_back(Output::Send(conn, frame.freeze())),
+            Some(()) => {
+                self.packets.1 += 1;
+                self.out.push_back(Output::Send(conn, frame.freeze()));
+            }
             None => self.drop_conn(conn, Some(Output::Cut(conn))),
         }
     }

@@ -88,8 +88,22 @@ impl MemServer {
     ///
     /// Outside a tokio runtime.
     pub fn listen(&self) -> std::io::Result<SocketAddr> {
-        let std_listener =
-            std::net::TcpListener::bind(SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)))?;
+        self.listen_on(SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)))
+    }
+
+    /// Listens on `addr` (port 0: a free one) and gives the address bound: as
+    /// [`MemServer::listen`], for a port chosen by the caller (the `zk-mem-server` binary's
+    /// `--port`).
+    ///
+    /// # Errors
+    ///
+    /// When `addr` cannot be bound (taken, or not local).
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    pub fn listen_on(&self, addr: SocketAddr) -> std::io::Result<SocketAddr> {
+        let std_listener = std::net::TcpListener::bind(addr)?;
         std_listener.set_nonblocking(true)?;
         let addr = std_listener.local_addr()?;
         let listener = tokio::net::TcpListener::from_std(std_listener)?;
