@@ -181,27 +181,54 @@ pub(super) fn op_future(client: Client, op: Op) -> OpFuture {
 /// Creates `path` and its missing ancestors as container nodes, top-down, as Curator's
 /// `creatingParentContainersIfNeeded` (`ZKPaths.mkdirs`) does: each one's existence is checked
 /// first, so a client that may not create in `/` works when the ancestors exist.
+///
+/// An empty container may be removed by the server's container manager at any moment, so an
+/// ancestor made (or seen) a step ago can be gone when its child is created: that `NoNode`
+/// starts again from the top, up to [`PARENT_PASSES`] times. `NoNode` for the topmost one
+/// means what is above it (a chroot) is missing, and is returned at once.
 pub async fn create_parents(client: &Client, path: &str) -> Result<(), zk_client::Error> {
     let opts = CreateOptions::new(CreateMode::Container);
-    let mut end = 0;
-    loop {
-        let next = path
-            .get(end + 1..)
-            .and_then(|rest| rest.find('/'))
-            .map(|i| end + 1 + i);
-        let prefix = match next {
-            Some(n) => path.get(..n).unwrap_or(path),
-            None => path,
-        };
-        if client.exists(prefix).await?.is_none() {
+    let mut passes = 0;
+    'pass: loop {
+        passes += 1;
+        for (depth, prefix) in ancestors(path).enumerate() {
+            if client.exists(prefix).await?.is_some() {
+                continue;
+            }
             match client.create(prefix, b"", &opts).await {
                 Ok(_) | Err(zk_client::Error::NodeExists) => {}
+                Err(zk_client::Error::NoNode) if depth > 0 && passes < PARENT_PASSES => {
+                    continue 'pass;
+                }
                 Err(e) => return Err(e),
             }
         }
-        match next {
-            Some(n) => end = n,
-            None => return Ok(()),
-        }
+        return Ok(());
+    }
+}
+
+/// How many times [`create_parents`] starts again when an ancestor vanishes under it.
+pub const PARENT_PASSES: u32 = 4;
+
+/// `/a`, `/a/b`, `/a/b/c` for `/a/b/c`, top-down (nothing for `/`).
+fn ancestors(path: &str) -> impl Iterator<Item = &str> {
+    path.match_indices('/')
+        .map(|(i, _)| i)
+        .skip(1)
+        .chain(std::iter::once(path.len()))
+        .filter_map(move |end| path.get(..end))
+        .filter(|prefix| prefix.len() > 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ancestors;
+
+    #[test]
+    fn ancestors_run_top_down_and_end_with_the_path() {
+        let all = |p| ancestors(p).collect::<Vec<_>>();
+        assert_eq!(all("/a/b/c"), ["/a", "/a/b", "/a/b/c"]);
+        assert_eq!(all("/a"), ["/a"]);
+        assert!(all("/").is_empty());
     }
 }
