@@ -20,6 +20,7 @@ pub mod four_letter;
 mod options;
 pub mod ports;
 mod process;
+pub mod program;
 pub mod secure;
 mod server;
 
@@ -28,6 +29,7 @@ pub use detached::{DetachedEnsemble, DetachedMember, Stopped};
 pub use ensemble::Ensemble;
 pub use four_letter::{Mode, four_letter, parse_mntr, parse_mode};
 pub use options::ZkOptions;
+pub use program::Program;
 pub use secure::{ClientAuth, SaslOptions, TestPki, TlsOptions};
 pub use server::ZkServer;
 

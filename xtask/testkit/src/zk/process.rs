@@ -8,7 +8,9 @@ use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 
+use super::ZkOptions;
 use super::config::MemberPorts;
+use super::program::Program;
 use crate::java::jar;
 
 /// Whether a member's JVM dies with the process that started it.
@@ -31,6 +33,10 @@ pub(crate) struct Jvm {
     pub heap_mb: u32,
     /// More `-Dkey=value` system properties.
     pub system_properties: Vec<(String, String)>,
+    /// The program members run: this JVM, or the in-memory server instead.
+    pub program: Program,
+    /// The options the members were started with (the in-memory server's session limits).
+    pub opts: ZkOptions,
 }
 
 /// A running JVM and, when watched, the stdin pipe that keeps it alive.
@@ -105,31 +111,20 @@ impl Member {
                 format!("member in {} is already running", self.dir.display()),
             ));
         }
-        let mut cmd = Command::new("java");
-        cmd.arg(format!("-Xmx{}m", jvm.heap_mb))
-            .args([
-                "-XX:+UseSerialGC",
-                "-XX:-UsePerfData",
-                "-Djava.net.preferIPv4Stack=true",
-                "-Dzookeeper.extendedTypesEnabled=true",
-                "-Dzookeeper.admin.enableServer=false",
-                "-Dzookeeper.4lw.commands.whitelist=*",
-                "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
-                "-Dorg.slf4j.simpleLogger.showDateTime=true",
-                "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
-            ])
-            .args(
-                jvm.system_properties
-                    .iter()
-                    .map(|(k, v)| format!("-D{k}={v}")),
-            )
-            .arg("-cp")
-            .arg(classpath(&jvm.launcher_dir))
-            .arg("ZkLauncher");
+        let mut cmd = match &jvm.program {
+            Program::Java => java_command(jvm),
+            Program::Mem(bin) => {
+                let mut cmd = Command::new(bin);
+                cmd.args(Program::mem_args(&jvm.opts, self.ports.client));
+                cmd
+            }
+        };
         if launch == Launch::Watched {
             cmd.arg("--watch-stdin");
         }
-        cmd.arg(jvm.main_class).arg(self.cfg_path());
+        if jvm.program == Program::Java {
+            cmd.arg(jvm.main_class).arg(self.cfg_path());
+        }
 
         let mut log = OpenOptions::new()
             .create(true)
@@ -145,9 +140,9 @@ impl Member {
                 cmd.stdin(Stdio::null()).process_group(0);
             }
         }
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| io::Error::new(e.kind(), format!("starting java: {e}")))?;
+        let mut child = cmd.spawn().map_err(|e| {
+            io::Error::new(e.kind(), format!("starting {:?}: {e}", cmd.get_program()))
+        })?;
         let stdin = child.stdin.take();
         self.running = Some(Running {
             child,
@@ -310,4 +305,30 @@ pub(crate) fn cmdline(pid: u32) -> Option<String> {
         .map(|arg| String::from_utf8_lossy(arg).into_owned())
         .collect();
     Some(args.join(" "))
+}
+
+/// The JVM's command line up to the launcher's own arguments.
+fn java_command(jvm: &Jvm) -> Command {
+    let mut cmd = Command::new("java");
+    cmd.arg(format!("-Xmx{}m", jvm.heap_mb))
+        .args([
+            "-XX:+UseSerialGC",
+            "-XX:-UsePerfData",
+            "-Djava.net.preferIPv4Stack=true",
+            "-Dzookeeper.extendedTypesEnabled=true",
+            "-Dzookeeper.admin.enableServer=false",
+            "-Dzookeeper.4lw.commands.whitelist=*",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+            "-Dorg.slf4j.simpleLogger.showDateTime=true",
+            "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+        ])
+        .args(
+            jvm.system_properties
+                .iter()
+                .map(|(k, v)| format!("-D{k}={v}")),
+        )
+        .arg("-cp")
+        .arg(classpath(&jvm.launcher_dir))
+        .arg("ZkLauncher");
+    cmd
 }

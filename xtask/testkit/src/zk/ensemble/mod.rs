@@ -16,6 +16,7 @@ use super::detached::{DetachedEnsemble, DetachedMember};
 use super::four_letter::{Mode, four_letter, parse_mntr, parse_mode};
 use super::ports::free_ports;
 use super::process::{Jvm, Launch, Member};
+use super::program::Program;
 use super::secure::{self, TestPki};
 use super::{ZkOptions, connect_string_of};
 use crate::deps::{self, Need};
@@ -157,17 +158,26 @@ impl Ensemble {
                 "a partitionable ensemble cannot be detached: the proxies between its members live in this process",
             ));
         }
-        ensure_deps()?;
-        let launcher_dir = java::compile(
-            "zk-launcher",
-            &[java::java_dir().join("ZkLauncher.java")],
-            "",
-        )?;
+        let program = Program::from_env()?;
+        program.check(n, &opts)?;
+        // The in-memory server needs neither Java nor ZooKeeper's jars.
+        let launcher_dir = if program.is_mem() {
+            PathBuf::new()
+        } else {
+            ensure_deps()?;
+            java::compile(
+                "zk-launcher",
+                &[java::java_dir().join("ZkLauncher.java")],
+                "",
+            )?
+        };
         let mut jvm = Jvm {
             launcher_dir,
             main_class: if n == 1 { STANDALONE_MAIN } else { QUORUM_MAIN },
             heap_mb: opts.jvm_heap_mb,
             system_properties: opts.system_properties.clone(),
+            program,
+            opts: opts.clone(),
         };
         let (key, value) = partition::MAX_NOTIFICATION_INTERVAL;
         if opts.partitionable && !jvm.system_properties.iter().any(|(k, _)| k == key) {
@@ -530,6 +540,8 @@ mod tests {
             main_class: STANDALONE_MAIN,
             heap_mb: opts.jvm_heap_mb,
             system_properties: Vec::new(),
+            program: Program::Java,
+            opts: opts.clone(),
         };
         let err = Ensemble::create(1, opts, jvm, Launch::Detached)
             .err()
