@@ -4,8 +4,11 @@
 //! `cargo test --workspace --all-features --no-fail-fast` (so the optional `tls` and
 //! `sasl-digest` code is tested too, and one failing test binary does not hide the others;
 //! extra arguments are passed on to it), then the jute conformance check, one record type
-//! counting as one test. It ends by naming the ignored and the failed tests, and with one line
-//! counting everything: `suite: N passed (of which N conformance records), N failed, N ignored`.
+//! counting as one test, then (with no extra arguments) the client's and the recipes'
+//! real-server tests again on zk-mem-server ([`mem`]). It ends by naming the ignored and the
+//! failed tests, with one line counting the first two parts, `suite: N passed (of which N
+//! conformance records), N failed, N ignored`, and one the last: `suite on zk-mem-server: N
+//! passed, N failed, N ignored; N left out, needing ...`.
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read};
@@ -14,6 +17,8 @@ use std::sync::mpsc;
 use std::thread;
 
 use crate::conformance::Checked;
+
+pub mod mem;
 use crate::deps::{self, Need};
 
 /// What cargo test's output said, line by line: counts from the `test result:` lines, names
@@ -170,17 +175,10 @@ fn forward(
     })
 }
 
-/// Runs the suite.
-pub fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
-    deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator, Need::Kazoo])?;
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut child = Command::new(cargo)
-        .args(["test", "--workspace", "--all-features", "--no-fail-fast"])
-        .args(args)
-        .current_dir(crate::paths::workspace_root())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
+/// Runs `cmd` (a `cargo test`), re-printing its output, and returns what it said and whether
+/// it succeeded.
+fn cargo_test(mut cmd: Command) -> std::io::Result<(Tally, bool)> {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
     // Cargo's `Running` lines come on stderr, the tests' lines on stdout. The two are read
     // apart; a binary's first `test` line comes well after the `Running` line cargo printed
     // before starting it, so the names get the right binary.
@@ -200,7 +198,19 @@ pub fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     for reader in readers {
         let _ = reader.join();
     }
-    let tests_ok = child.wait()?.success();
+    let ok = child.wait()?.success();
+    Ok((tally, ok))
+}
+
+/// Runs the suite.
+pub fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    deps::ensure(&[Need::Java, Need::ZooKeeper, Need::Curator, Need::Kazoo])?;
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(&cargo);
+    cmd.args(["test", "--workspace", "--all-features", "--no-fail-fast"])
+        .args(args)
+        .current_dir(crate::paths::workspace_root());
+    let (mut tally, tests_ok) = cargo_test(cmd)?;
 
     println!("\n== jute conformance against ZooKeeper's Java classes");
     let conformance_ok = match crate::conformance::check_all() {
@@ -214,11 +224,41 @@ pub fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
             false
         }
     };
+
+    // The second pass runs with the whole suite only: arguments meant for the first (a
+    // package, a filter) would not fit it.
+    let mem = if args.is_empty() {
+        println!("\n== the real-server tests again, on zk-mem-server (ZK_TESTKIT_SERVER=mem)");
+        Some(mem::run()?)
+    } else {
+        None
+    };
+
     println!("\n{}", tally.summary());
+    if let Some((mem_tally, _)) = &mem {
+        if !mem_tally.failures.is_empty() {
+            println!("failed on zk-mem-server ({}):", mem_tally.failures.len());
+            for name in &mem_tally.failures {
+                println!("  {name}");
+            }
+        }
+        println!("{}", mem::summary(mem_tally));
+    } else {
+        println!("suite on zk-mem-server: not run (arguments were given)");
+    }
     if !tests_ok && tally.failures.is_empty() {
         return Err("cargo test failed before any test failed (see its errors above)".into());
     }
-    if !tests_ok || !conformance_ok {
+    if let Some((mem_tally, mem_ok)) = &mem {
+        if !mem_ok && mem_tally.failures.is_empty() {
+            return Err(
+                "cargo test on zk-mem-server failed before any test failed (see its errors above)"
+                    .into(),
+            );
+        }
+    }
+    let mem_ok = mem.as_ref().is_none_or(|(_, ok)| *ok);
+    if !tests_ok || !conformance_ok || !mem_ok {
         return Err("the suite failed".into());
     }
     Ok(())
