@@ -48,15 +48,28 @@
 //! `getChildren2`, `getACL`/`setACL` (kept, not enforced), `sync`, `check`, `multi`
 //! (all-or-nothing, per-op results as ZooKeeper gives them), `multiRead`, `getEphemerals`,
 //! `getAllChildrenNumber`, `addAuth` (accepted, ignored), one-shot watches with ZooKeeper's
-//! firing rules, and `setWatches`/`setWatches2` after a reconnect (what changed since the
-//! client's zxid fires at once). Replies carry the zxid of the last transaction; every write,
-//! failed or not, and every session start and end is a transaction.
+//! firing rules, persistent and recursive watches (`addWatch`; a recursive one fires for its
+//! node and every descendant, never `NodeChildrenChanged`), `checkWatches`/`removeWatches`,
+//! and `setWatches`/`setWatches2` after a reconnect (what changed since the client's zxid
+//! fires at once for one-shot watches; persistent ones are re-added). Replies carry the zxid
+//! of the last transaction; every write, failed or not, and every session start and end is a
+//! transaction. Over TCP it answers the four-letter words `ruok`, `srvr`, `mntr`, `wchs`,
+//! `wchp` and `wchc`.
+//!
+//! The `zk-mem-server` binary serves it on a loopback port as a process of its own (for code
+//! that takes a connect string, in any language); `ZK_TESTKIT_SERVER=mem` makes this
+//! workspace's test kit start it where a test asks for a ZooKeeper, and `cargo xtask test`
+//! runs the client's and the recipes' real-server tests on it that way (those needing an
+//! ensemble, a restart that keeps data, TLS, SASL or ACL enforcement left out by name).
 //!
 //! # What it does not (known differences from ZooKeeper 3.8)
 //!
-//! - Answered `Unimplemented`: persistent and recursive watches (`addWatch`), watch removal,
-//!   `reconfig`, SASL, `whoAmI`. None of our lock crates uses them.
+//! - Answered `Unimplemented`: `reconfig`, SASL, `whoAmI`. None of our lock crates uses them.
 //! - ACLs are kept but not enforced, and `addAuth` is accepted without a check.
+//! - `removeWatches`/`checkWatches` of type `Data` or `Children` name one-shot watches only
+//!   (3.8 keeps a persistent watch in both its data and its child table and would take that
+//!   table's half of it); `Any` names every kind, as in 3.8. 3.9's `Persistent` and
+//!   `PersistentRecursive` types are `MarshallingError`, as 3.8 answers.
 //! - One server behind every port: no read-only mode, no `SessionMoved`, no stale reads from
 //!   a lagging follower, no leader election. A test of what a client does while its server
 //!   lags behind the leader needs a real ensemble (the test kit's).
@@ -69,7 +82,8 @@
 //! - Sessions expire exactly at their deadline (no tick rounding), when no frame has come
 //!   from their client for their negotiated timeout, connected or not.
 //! - Nothing is written to disk: a [`MemServer::stop`] keeps the tree and the sessions, as a
-//!   restarted ensemble does from its snapshot and log.
+//!   restarted ensemble does from its snapshot and log; the binary, killed and started again,
+//!   starts empty (as a server whose disk was wiped).
 //!
 //! # Not for
 //!
