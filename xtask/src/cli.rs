@@ -433,7 +433,7 @@ pub struct Explore {
     pub seconds: Option<u64>,
 }
 
-/// `differential [--seeds N] [--steps N] [--seed S] [--negative-control]`.
+/// `differential [--seeds N] [--steps N] [--seed S] [--negative-control sequence|skip-acl]`.
 #[derive(Debug, Args)]
 pub struct Differential {
     /// The first seed.
@@ -445,10 +445,19 @@ pub struct Differential {
     /// Steps per seed.
     #[arg(long, default_value_t = 200)]
     pub steps: usize,
-    /// Start the in-memory server's sequence numbers one off: the run must find a difference
-    /// (and fails if it finds none).
-    #[arg(long)]
-    pub negative_control: bool,
+    /// Run a negative control instead: the in-memory server misconfigured, which the run must
+    /// find (and fails if it finds no difference).
+    #[arg(long, value_enum)]
+    pub negative_control: Option<DifferentialPlant>,
+}
+
+/// How `differential --negative-control` misconfigures the in-memory server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DifferentialPlant {
+    /// Sequence numbers start one off.
+    Sequence,
+    /// No ACL is checked (`skip_acl`, ZooKeeper's `zookeeper.skipACL`).
+    SkipAcl,
 }
 
 /// `fuzz [--seconds N | --runs N] [TARGET ...]`.

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use xtask::cli::{Cli, Command, Differential, Explore, Fuzz, Sim, Zk};
+use xtask::cli::{Cli, Command, Differential, DifferentialPlant, Explore, Fuzz, Sim, Zk};
 use xtask::deps::{self, Need};
 use xtask::zk::{DetachedEnsemble, Ensemble, Stopped, ZkOptions};
 
@@ -278,21 +278,23 @@ fn differential(d: &Differential) -> Result<()> {
         seed: d.seed,
         seeds: d.seeds,
         steps: d.steps,
-        negative_control: d.negative_control,
+        negative_control: d.negative_control.map(|plant| match plant {
+            DifferentialPlant::Sequence => xtask::differential::Plant::Sequence,
+            DifferentialPlant::SkipAcl => xtask::differential::Plant::SkipAcl,
+        }),
     })?;
     println!(
         "differential{}: {} seeds, {} steps compared, {} differences, {:.1} s",
-        if d.negative_control {
-            " (negative control)"
-        } else {
-            ""
+        match d.negative_control {
+            Some(plant) => format!(" (negative control {plant:?})"),
+            None => String::new(),
         },
         summary.seeds,
         summary.steps,
         summary.differences.len(),
         summary.seconds
     );
-    match (d.negative_control, summary.differences.is_empty()) {
+    match (d.negative_control.is_some(), summary.differences.is_empty()) {
         (false, true) | (true, false) => Ok(()),
         (false, false) => Err("the in-memory server differs from ZooKeeper (see above)".into()),
         (true, true) => Err("negative control: the misconfigured server was not caught".into()),

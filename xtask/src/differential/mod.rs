@@ -14,21 +14,24 @@
 //!
 //! The real server runs with `znode.container.checkIntervalMs` at an hour and the in-memory
 //! one keeps empty containers (`container_manager: None`): the container manager's
-//! timer is the one difference listed rather than compared. `--negative-control` starts the
-//! in-memory server's sequence numbers one off (`first_cversion: 1`): the run must find a
-//! difference, and fails if it does not.
+//! timer is the one difference listed rather than compared. `--negative-control sequence`
+//! starts the in-memory server's sequence numbers one off (`first_cversion: 1`), and
+//! `--negative-control skip-acl` checks no ACL (`skip_acl`, as ZooKeeper's
+//! `zookeeper.skipACL`): the run must find a difference, and fails if it does not.
 
 pub mod outcome;
 pub mod script;
 
 use std::time::{Duration, Instant};
 
-use zk_client::{Acl, Client, CreateMode, CreateOptions, Error, OneshotWatcher, OpResult};
+use zk_client::{
+    Acl, Client, CreateMode, CreateOptions, Error, Id, OneshotWatcher, OpResult, Perms,
+};
 use zk_mem_server::{MemServer, ServerConfig};
 use zk_testkit::{ZkOptions, ZkServer};
 
 use outcome::{Comparer, Events, MultiReply, Outcome, Reply};
-use script::{MultiStep, Op, SESSIONS, Script, Step};
+use script::{AclChoice, MultiStep, Op, SESSIONS, Script, Step};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -39,8 +42,17 @@ pub struct Options {
     pub seeds: u64,
     /// Steps per seed.
     pub steps: usize,
-    /// Run the negative control instead (the in-memory server misconfigured).
-    pub negative_control: bool,
+    /// Run a negative control instead (the in-memory server misconfigured).
+    pub negative_control: Option<Plant>,
+}
+
+/// How a negative control misconfigures the in-memory server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plant {
+    /// Sequence numbers start one off (every node's first `cversion` 1).
+    Sequence,
+    /// No ACL is checked ([`ServerConfig::skip_acl`]).
+    SkipAcl,
 }
 
 /// What a run found.
@@ -236,8 +248,14 @@ async fn run_op(
                 .collect();
             Reply::Acl(acl, stat)
         }
-        Op::SetAcl(path, version) => {
-            Reply::Stat(client.set_acl(path, Acl::open_unsafe(), *version).await?)
+        Op::SetAcl(path, choice, version) => {
+            Reply::Stat(client.set_acl(path, acl_of(*choice), *version).await?)
+        }
+        Op::AddAuth(user) => {
+            client
+                .add_auth("digest", format!("user{user}:pw").into_bytes())
+                .await?;
+            Reply::Done
         }
         Op::Sync(path) => {
             client.sync(path.as_str()).await?;
@@ -266,6 +284,39 @@ async fn run_op(
         Op::AllChildrenNumber(path) => Reply::Count(client.get_all_children_number(path).await?),
         Op::Reopen => Reply::Done,
     })
+}
+
+/// The digest ids of `user0:pw` and `user1:pw` (`user:base64(sha1(user:password))`, worked
+/// out apart from either server).
+const DIGEST_IDS: [&str; 2] = [
+    "user0:j3MYF0WublnN7y8kL1YzJ8D4+Jk=",
+    "user1:UwFvtt99nn7zVDmU1KK5F5q3Zg4=",
+];
+
+fn acl_of(choice: AclChoice) -> Vec<Acl> {
+    let all = |scheme: &'static str, id: &'static str| {
+        vec![Acl {
+            perms: Perms::ALL,
+            id: Id {
+                scheme: scheme.into(),
+                id: id.into(),
+            },
+        }]
+    };
+    match choice {
+        AclChoice::Open => Acl::open_unsafe(),
+        AclChoice::ReadOnly => Acl::read_unsafe(),
+        AclChoice::CreatorAll => Acl::creator_all(),
+        AclChoice::Digest(user) => all(
+            "digest",
+            DIGEST_IDS
+                .get(usize::from(user))
+                .copied()
+                .unwrap_or_default(),
+        ),
+        AclChoice::Ip => all("ip", "127.0.0.1"),
+        AclChoice::Invalid => all("world", "someone"),
+    }
 }
 
 fn options(mode: CreateMode) -> CreateOptions {
@@ -321,7 +372,8 @@ async fn run_seed(
 ) -> Result<(u64, Option<String>), Box<dyn std::error::Error>> {
     let mem_server = MemServer::new(ServerConfig {
         container_manager: None,
-        first_cversion: i32::from(opts.negative_control),
+        first_cversion: i32::from(opts.negative_control == Some(Plant::Sequence)),
+        skip_acl: opts.negative_control == Some(Plant::SkipAcl),
         ..ServerConfig::new(seed)
     });
     let mem_addr = mem_server.listen()?;

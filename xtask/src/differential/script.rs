@@ -44,10 +44,11 @@ pub enum Op {
     },
     /// `getACL`.
     GetAcl(String),
-    /// `setACL` (to the open ACL every node here has: the in-memory server keeps ACLs but
-    /// does not enforce them, so a restrictive one is a listed difference, not compared), at
-    /// a version if given.
-    SetAcl(String, Option<i32>),
+    /// `setACL` to one of [`AclChoice`]'s, at a version if given: later steps of the
+    /// sessions without the right identity meet `NoAuth`.
+    SetAcl(String, AclChoice, Option<i32>),
+    /// `addAuth` with the digest scheme, as user `0` or `1` (`user<n>:pw`).
+    AddAuth(u8),
     /// `sync`.
     Sync(String),
     /// `multi` of these.
@@ -58,6 +59,24 @@ pub enum Op {
     AllChildrenNumber(String),
     /// Close the session and open a new one in its place (its ephemerals go).
     Reopen,
+}
+
+/// The ACL a `setACL` step asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AclChoice {
+    /// `world:anyone`, every permission.
+    Open,
+    /// `world:anyone` may read.
+    ReadOnly,
+    /// `auth`: every permission for the session's own authenticated identities
+    /// (`InvalidACL` for a session that has none).
+    CreatorAll,
+    /// Every permission for digest user `0` or `1`.
+    Digest(u8),
+    /// Every permission for `ip:127.0.0.1`.
+    Ip,
+    /// `world:someone`: no provider reads it (`InvalidACL`).
+    Invalid,
 }
 
 /// One step: a session and what it does.
@@ -208,7 +227,20 @@ impl Script {
                 with_stat: self.below(2) == 0,
             },
             72..=74 => Op::GetAcl(self.path()),
-            75..=76 => Op::SetAcl(self.path(), self.version()),
+            75..=76 => {
+                let acl = match self.below(10) {
+                    0..=3 => AclChoice::Open,
+                    4 => AclChoice::ReadOnly,
+                    5 => AclChoice::CreatorAll,
+                    6 => AclChoice::Digest(0),
+                    7 => AclChoice::Digest(1),
+                    8 => AclChoice::Ip,
+                    _ => AclChoice::Invalid,
+                };
+                Op::SetAcl(self.path(), acl, self.version())
+            }
+            // Rarely: an identity stays with its connection for the rest of the seed.
+            97 if self.below(4) == 0 => Op::AddAuth(u8::from(self.below(2) == 1)),
             77..=78 => Op::Sync(self.path()),
             79..=90 => {
                 let n = 1 + self.below(3);
@@ -239,7 +271,7 @@ mod tests {
         let kind = |op: &Op| std::mem::discriminant(op);
         let kinds: std::collections::BTreeSet<String> =
             a.iter().map(|s| format!("{:?}", kind(&s.op))).collect();
-        assert_eq!(kinds.len(), 13, "every op kind drawn");
+        assert_eq!(kinds.len(), 14, "every op kind drawn");
         assert!(a.iter().all(|s| s.session < SESSIONS));
         let paths = a.iter().filter_map(|s| match &s.op {
             Op::Create(p, ..) | Op::Delete(p, _) | Op::Exists(p, _) => Some(p.clone()),

@@ -5,8 +5,7 @@
 //!
 //! What it cannot be is left out by name, each with the reason: ensembles (member kills,
 //! leader changes, read-only members, reconfig), a restart that keeps the data and the
-//! sessions (the binary keeps nothing across a kill), TLS and SASL, and ACL enforcement with
-//! authenticated identities (ACLs are stored and returned, not enforced). The table is checked
+//! sessions (the binary keeps nothing across a kill), TLS and SASL. The table is checked
 //! against the test files: every name it leaves out is one test function there, found once
 //! across the five crates (cargo's `--skip` applies to every binary of the run).
 
@@ -34,8 +33,6 @@ pub enum Needs {
     Restart,
     /// A TLS port or SASL.
     Secure,
-    /// ACLs enforced against authenticated identities (`auth`, `digest`, `whoAmI`).
-    Acl,
 }
 
 impl Needs {
@@ -45,7 +42,6 @@ impl Needs {
             Needs::Ensemble => "an ensemble",
             Needs::Restart => "a restart that keeps data and sessions",
             Needs::Secure => "TLS or SASL",
-            Needs::Acl => "ACL enforcement",
         }
     }
 }
@@ -66,12 +62,10 @@ const fn out(file: &'static str, test: &'static str, needs: Needs) -> LeftOut {
 }
 
 const FAULTS: &str = "zk-client/tests/faults.rs";
-const OPERATIONS: &str = "zk-client/tests/operations.rs";
 const SECURE: &str = "zk-client/tests/secure.rs";
-const INTEROP: &str = "zk-client/tests/java_interop.rs";
 
 /// Every test the pass leaves out.
-pub const LEFT_OUT: [LeftOut; 27] = [
+pub const LEFT_OUT: [LeftOut; 22] = [
     out(
         FAULTS,
         "killing_the_connected_member_moves_the_session_and_restores_its_watches",
@@ -170,19 +164,6 @@ pub const LEFT_OUT: [LeftOut; 27] = [
         "a_stalled_tls_server_cannot_hang_the_session_or_its_close",
         Needs::Secure,
     ),
-    out(OPERATIONS, "children_acl_sync_and_counts", Needs::Acl),
-    out(
-        OPERATIONS,
-        "digest_auth_and_acls_deny_other_sessions",
-        Needs::Acl,
-    ),
-    out(
-        OPERATIONS,
-        "who_am_i_lists_the_session_identities",
-        Needs::Acl,
-    ),
-    out(INTEROP, "java_writes_we_read", Needs::Acl),
-    out(INTEROP, "we_write_java_reads", Needs::Acl),
 ];
 
 /// The test binary's arguments that leave [`LEFT_OUT`] out: `--skip <name>` each, matched
@@ -319,7 +300,7 @@ mod tests {
         };
         let line = summary(&tally);
         assert!(
-            line.starts_with("suite on zk-mem-server: 7 passed, 0 failed, 0 ignored; 27 left out, needing an ensemble 9, a restart that keeps data and sessions 3, TLS or SASL 10, ACL enforcement 5"),
+            line.starts_with("suite on zk-mem-server: 7 passed, 0 failed, 0 ignored; 22 left out, needing an ensemble 9, a restart that keeps data and sessions 3, TLS or SASL 10"),
             "{line}"
         );
     }

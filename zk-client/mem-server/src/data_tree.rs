@@ -61,6 +61,20 @@ impl Node {
     }
 }
 
+/// A create's first checks, ZooKeeper's `validateCreateRequest` and path validation: a TTL
+/// in `1..=MAX_TTL_MS` for a TTL mode and none for the others, a valid path (`BadArguments`).
+pub fn validate_create(path: &str, mode: CreateMode, ttl: i64) -> Result<(), ErrorCode> {
+    let ttl_ok = if mode.is_ttl() {
+        (1..=MAX_TTL_MS).contains(&ttl)
+    } else {
+        ttl < 0
+    };
+    if !ttl_ok {
+        return Err(ErrorCode::BadArguments);
+    }
+    zk_proto::validate_path(path, mode.is_sequential()).map_err(|_| ErrorCode::BadArguments)
+}
+
 /// The parent path and the last segment; `None` for `/`.
 pub fn split_path(path: &str) -> Option<(&str, &str)> {
     let (parent, name) = path.rsplit_once('/')?;
@@ -241,15 +255,7 @@ impl DataTree {
         time: i64,
         changes: &mut Vec<Change>,
     ) -> Result<(String, Stat), ErrorCode> {
-        let ttl_ok = if mode.is_ttl() {
-            (1..=MAX_TTL_MS).contains(&ttl)
-        } else {
-            ttl < 0
-        };
-        if !ttl_ok {
-            return Err(ErrorCode::BadArguments);
-        }
-        zk_proto::validate_path(path, mode.is_sequential()).map_err(|_| ErrorCode::BadArguments)?;
+        validate_create(path, mode, ttl)?;
         if acl.is_empty() {
             return Err(ErrorCode::InvalidAcl);
         }

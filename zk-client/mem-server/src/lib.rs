@@ -45,9 +45,9 @@
 //! `create`/`create2`/`createContainer`/`createTTL` in every mode (`%010d` sequence numbers
 //! from the parent's `cversion`; containers and TTL nodes with ZooKeeper's `ephemeralOwner`
 //! encodings, removed as its container manager removes them), `delete`, `exists`, `getData`, `setData`, `getChildren`,
-//! `getChildren2`, `getACL`/`setACL` (kept, not enforced), `sync`, `check`, `multi`
+//! `getChildren2`, `getACL`/`setACL`, `sync`, `check`, `multi`
 //! (all-or-nothing, per-op results as ZooKeeper gives them), `multiRead`, `getEphemerals`,
-//! `getAllChildrenNumber`, `addAuth` (accepted, ignored), one-shot watches with ZooKeeper's
+//! `getAllChildrenNumber`, `addAuth` and `whoAmI`, one-shot watches with ZooKeeper's
 //! firing rules, persistent and recursive watches (`addWatch`; a recursive one fires for its
 //! node and every descendant, never `NodeChildrenChanged`), `checkWatches`/`removeWatches`,
 //! and `setWatches`/`setWatches2` after a reconnect (what changed since the client's zxid
@@ -55,6 +55,16 @@
 //! of the last transaction; every write, failed or not, and every session start and end is a
 //! transaction. Over TCP it answers the four-letter words `ruok`, `srvr`, `mntr`, `wchs`,
 //! `wchp` and `wchc`.
+//!
+//! ACLs are enforced as a 3.8 server with its default providers does: each connection is
+//! known as `ip:127.0.0.1` and by the `digest` identities `addAuth` gave it (another scheme is
+//! `AuthFailed` and the connection closed); a new ACL is fixed up (`auth` expanded to the
+//! connection's digest identities, duplicates dropped, ids each provider cannot read
+//! `InvalidACL`); `CREATE`/`DELETE` are checked on the parent, `WRITE` by `setData`, `ADMIN`
+//! by `setACL`, `READ` by `getData`, `getChildren`, `getAllChildrenNumber` and `check`,
+//! `READ` or `ADMIN` by `getACL` (digest ids shown as `user:x` without `ADMIN`), each after
+//! the node's `NoNode` and before its version's `BadVersion`, as ZooKeeper orders them;
+//! `exists` checks nothing (3.8.0).
 //!
 //! The `zk-mem-server` binary serves it on a loopback port as a process of its own (for code
 //! that takes a connect string, in any language); `ZK_TESTKIT_SERVER=mem` makes this
@@ -64,8 +74,9 @@
 //!
 //! # What it does not (known differences from ZooKeeper 3.8)
 //!
-//! - Answered `Unimplemented`: `reconfig`, SASL, `whoAmI`. None of our lock crates uses them.
-//! - ACLs are kept but not enforced, and `addAuth` is accepted without a check.
+//! - Answered `Unimplemented`: `reconfig`, SASL. None of our lock crates uses them.
+//! - Only the `ip` and `digest` providers: no super user, no `x509` or `sasl` identities;
+//!   every connection's IP is `127.0.0.1`.
 //! - `removeWatches`/`checkWatches` of type `Data` or `Children` name one-shot watches only
 //!   (3.8 keeps a persistent watch in both its data and its child table and would take that
 //!   table's half of it); `Any` names every kind, as in 3.8. 3.9's `Persistent` and
@@ -116,6 +127,7 @@
 //! A lock under test, with its session expired behind its back, is in recipe-mutex's
 //! `tests/mem_server.rs`; the README's "Testing your code without Java" walks through it.
 
+mod acl;
 mod chaos;
 mod conn;
 mod data_tree;

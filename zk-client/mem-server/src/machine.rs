@@ -19,17 +19,18 @@ use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use zk_proto::records::{
-    ConnectRequest, ConnectResponse, Create2Response, CreateRequest, CreateResponse,
+    Acl, Buffer, ConnectRequest, ConnectResponse, Create2Response, CreateRequest, CreateResponse,
     CreateTtlRequest, ErrorResponse, ExistsResponse, GetAclResponse, GetAllChildrenNumberResponse,
-    GetChildren2Response, GetChildrenResponse, GetDataResponse, GetEphemeralsResponse,
-    SetAclResponse, SetDataResponse, SyncResponse, WatcherEvent,
+    GetChildren2Response, GetChildrenResponse, GetDataResponse, GetEphemeralsResponse, Id, Perms,
+    SetAclResponse, SetDataResponse, SyncResponse, WatcherEvent, WhoAmIResponse,
 };
 use zk_proto::{
-    AddWatchMode, Decode, Encode, ErrorCode, KeeperState, MultiOp, MultiRequest, MultiResponse,
-    MultiResult, ReplyHeader, Request, xid,
+    AddWatchMode, CreateMode, Decode, Encode, ErrorCode, KeeperState, MultiOp, MultiRequest,
+    MultiResponse, MultiResult, ReplyHeader, Request, xid,
 };
 
-use super::data_tree::{Change, DataTree};
+use super::acl;
+use super::data_tree::{Change, DataTree, split_path, validate_create};
 use super::watches::{Notification, WatchKind, WatchTable};
 use crate::seeded::Seeded;
 
@@ -70,6 +71,9 @@ pub struct ServerConfig {
     /// whose interval is longer than the test (the differential run compares with such a
     /// server).
     pub container_manager: Option<Duration>,
+    /// ZooKeeper's `zookeeper.skipACL`: no ACL is checked (a new one is still fixed up, so
+    /// `auth` without an identity is still `InvalidACL`). Off by default.
+    pub skip_acl: bool,
 }
 
 impl ServerConfig {
@@ -84,6 +88,7 @@ impl ServerConfig {
             max_frame_len: zk_proto::DEFAULT_MAX_FRAME_LEN,
             latency: Duration::ZERO,
             container_manager: Some(Duration::ZERO),
+            skip_acl: false,
         }
     }
 }
@@ -143,6 +148,10 @@ pub struct ServerMachine {
     watches: WatchTable,
     sessions: BTreeMap<i64, Session>,
     conns: BTreeMap<ConnId, Conn>,
+    /// Each open connection's identities (ACL checks, `whoAmI`): its IP, and what `addAuth`
+    /// added. Per connection, as in ZooKeeper: a client adds its credentials again after a
+    /// reconnect.
+    idents: BTreeMap<ConnId, Vec<Id>>,
     zxid: i64,
     rng: Seeded,
     next_session: i64,
@@ -168,6 +177,7 @@ impl ServerMachine {
             watches: WatchTable::default(),
             sessions: BTreeMap::new(),
             conns: BTreeMap::new(),
+            idents: BTreeMap::new(),
             zxid: 0,
             rng,
             next_session,
@@ -343,6 +353,7 @@ impl ServerMachine {
 
     /// Forgets `conn` (detaching it from its session, whose watches go), then emits `how`.
     fn drop_conn(&mut self, conn: ConnId, how: Option<Output>) {
+        self.idents.remove(&conn);
         if let Some(Conn::Open(session)) = self.conns.remove(&conn) {
             let attached = self
                 .sessions
@@ -442,6 +453,7 @@ impl ServerMachine {
         self.notify(zxid, &changes);
         if let Some(conn) = self.sessions.remove(&session).and_then(|s| s.conn) {
             self.conns.remove(&conn);
+            self.idents.remove(&conn);
             match reply {
                 Some(xid) => {
                     self.send_reply(conn, xid, zxid, Ok(None));
@@ -457,8 +469,23 @@ impl ServerMachine {
 
     fn request(&mut self, now: Instant, conn: ConnId, session: i64, xid: i32, request: Request) {
         use Request as R;
+        let mut ids = self
+            .idents
+            .get(&conn)
+            .cloned()
+            .unwrap_or_else(acl::new_connection);
+        if self.config.skip_acl {
+            ids.push(acl::superuser());
+        }
         let answer = match request {
-            R::Ping | R::Auth(_) => Ok(None),
+            R::Ping => Ok(None),
+            R::Auth(a) => {
+                self.add_auth(conn, xid, &a.scheme, &a.auth);
+                return;
+            }
+            R::WhoAmI => body(WhoAmIResponse {
+                client_info: acl::client_infos(&ids),
+            }),
             R::CloseSession => {
                 self.end_session(now, session, Some(xid));
                 return;
@@ -513,18 +540,28 @@ impl ServerMachine {
                 }
             }),
             R::Exists(r) => self.exists(session, &r.path, r.watch),
-            R::GetData(r) => self.get_data(session, &r.path, r.watch),
+            R::GetData(r) => self.get_data(session, &ids, &r.path, r.watch),
             R::GetChildren(r) => self
-                .children(session, &r.path, r.watch)
+                .children(session, &ids, &r.path, r.watch)
                 .and_then(|(children, _)| body(GetChildrenResponse { children })),
             R::GetChildren2(r) => self
-                .children(session, &r.path, r.watch)
+                .children(session, &ids, &r.path, r.watch)
                 .and_then(|(children, stat)| body(GetChildren2Response { children, stat })),
             R::GetAcl(r) => match self.tree.get(&r.path) {
-                Some(n) => body(GetAclResponse {
-                    acl: n.acl.clone(),
-                    stat: n.stat(),
-                }),
+                Some(n) => {
+                    let both = Perms(Perms::READ.0 | Perms::ADMIN.0);
+                    acl::check(&n.acl, both, &ids).and_then(|()| {
+                        // Without ADMIN, digest ids are shown as `user:x`.
+                        let acl = match acl::check(&n.acl, Perms::ADMIN, &ids) {
+                            Ok(()) => n.acl.clone(),
+                            Err(_) => acl::redacted(&n.acl),
+                        };
+                        body(GetAclResponse {
+                            acl,
+                            stat: n.stat(),
+                        })
+                    })
+                }
                 None => Err(ErrorCode::NoNode),
             },
             R::Sync(r) => body(SyncResponse { path: r.path }),
@@ -540,48 +577,78 @@ impl ServerMachine {
                 body(GetEphemeralsResponse { ephemerals })
             }
             R::GetAllChildrenNumber(r) => match self.tree.get(&r.path) {
-                Some(_) => body(GetAllChildrenNumberResponse {
-                    total_number: i32::try_from(self.tree.descendants(&r.path)).unwrap_or(i32::MAX),
+                Some(n) => acl::check(&n.acl, Perms::READ, &ids).and_then(|()| {
+                    body(GetAllChildrenNumberResponse {
+                        total_number: i32::try_from(self.tree.descendants(&r.path))
+                            .unwrap_or(i32::MAX),
+                    })
                 }),
                 None => Err(ErrorCode::NoNode),
             },
-            R::MultiRead(m) => self.multi_read(session, &m),
+            R::MultiRead(m) => self.multi_read(session, &ids, &m),
             R::Create(r) => self
                 .write(now, |t, zxid, time, ch| {
-                    create(t, &r, session, zxid, time, ch)
+                    create(t, &r, &ids, session, zxid, time, ch)
                 })
                 .and_then(|(path, _)| body(CreateResponse { path })),
             R::Create2(r) | R::CreateContainer(r) => self
                 .write(now, |t, zxid, time, ch| {
-                    create(t, &r, session, zxid, time, ch)
+                    create(t, &r, &ids, session, zxid, time, ch)
                 })
                 .and_then(|(path, stat)| body(Create2Response { path, stat })),
             R::CreateTtl(r) => self
                 .write(now, |t, zxid, time, ch| {
-                    create_ttl(t, &r, session, zxid, time, ch)
+                    create_ttl(t, &r, &ids, session, zxid, time, ch)
                 })
                 .and_then(|(path, stat)| body(Create2Response { path, stat })),
             R::Delete(r) => self
-                .write(now, |t, zxid, _, ch| t.delete(&r.path, r.version, zxid, ch))
+                .write(now, |t, zxid, _, ch| {
+                    delete(t, &r.path, r.version, &ids, zxid, ch)
+                })
                 .map(|()| None),
             R::SetData(r) => self
                 .write(now, |t, zxid, time, ch| {
+                    permitted(t, &r.path, Perms::WRITE, &ids)?;
                     t.set_data(&r.path, r.data.clone(), r.version, zxid, time, ch)
                 })
                 .and_then(|stat| body(SetDataResponse { stat })),
             R::SetAcl(r) => self
-                .write(now, |t, _, _, _| t.set_acl(&r.path, &r.acl, r.version))
+                .write(now, |t, _, _, _| {
+                    set_acl(t, &r.path, &r.acl, r.version, &ids)
+                })
                 .and_then(|stat| body(SetAclResponse { stat })),
             R::Check(r) => self
-                .write(now, |t, _, _, _| t.check(&r.path, r.version))
+                .write(now, |t, _, _, _| {
+                    permitted(t, &r.path, Perms::READ, &ids)?;
+                    t.check(&r.path, r.version)
+                })
                 .and_then(|stat| body(SetDataResponse { stat })),
-            R::Multi(m) => self.multi(now, session, &m),
-            // reconfig, SASL, whoAmI.
+            R::Multi(m) => self.multi(now, session, &ids, &m),
+            // reconfig, SASL.
             _ => Err(ErrorCode::Unimplemented),
         };
         let zxid = self.zxid;
         self.send_reply(conn, xid, zxid, answer);
         self.sweep_containers(now);
+    }
+
+    /// `addAuth`: answered at once with zxid 0, as ZooKeeper does (not a transaction). A
+    /// scheme no provider serves is `AuthFailed`, and the connection is closed after the reply.
+    fn add_auth(&mut self, conn: ConnId, xid: i32, scheme: &str, auth: &Buffer) {
+        let auth = auth.as_deref().unwrap_or_default();
+        match acl::authenticate(scheme, auth) {
+            Ok(id) => {
+                let ids = self.idents.entry(conn).or_insert_with(acl::new_connection);
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+                self.send_reply(conn, xid, 0, Ok(None));
+            }
+            Err(code) => {
+                self.send_reply(conn, xid, 0, Err(code));
+                self.drop_conn(conn, Some(Output::Close(conn)));
+            }
+        }
     }
 
     /// Runs one write as a transaction: a zxid (taken even when it fails, as ZooKeeper logs
@@ -610,8 +677,15 @@ impl ServerMachine {
         }
     }
 
-    fn get_data(&mut self, session: i64, path: &str, watch: bool) -> Result<Body, ErrorCode> {
+    fn get_data(
+        &mut self,
+        session: i64,
+        ids: &[Id],
+        path: &str,
+        watch: bool,
+    ) -> Result<Body, ErrorCode> {
         let n = self.tree.get(path).ok_or(ErrorCode::NoNode)?;
+        acl::check(&n.acl, Perms::READ, ids)?;
         let reply = GetDataResponse {
             data: n.data.clone(),
             stat: n.stat(),
@@ -625,10 +699,12 @@ impl ServerMachine {
     fn children(
         &mut self,
         session: i64,
+        ids: &[Id],
         path: &str,
         watch: bool,
     ) -> Result<(Vec<String>, zk_proto::records::Stat), ErrorCode> {
         let n = self.tree.get(path).ok_or(ErrorCode::NoNode)?;
+        acl::check(&n.acl, Perms::READ, ids)?;
         let mut children: Vec<String> = n.children.iter().cloned().collect();
         let stat = n.stat();
         if self.config.shuffle_children {
@@ -651,17 +727,25 @@ impl ServerMachine {
         self.send_notifications(zxid, &fired);
     }
 
-    fn multi_read(&mut self, session: i64, m: &MultiRequest) -> Result<Body, ErrorCode> {
+    fn multi_read(
+        &mut self,
+        session: i64,
+        ids: &[Id],
+        m: &MultiRequest,
+    ) -> Result<Body, ErrorCode> {
         let mut results = Vec::with_capacity(m.ops.len());
         for op in &m.ops {
             let result = match op {
                 MultiOp::GetChildren(r) => {
-                    self.children(session, &r.path, r.watch)
+                    self.children(session, ids, &r.path, r.watch)
                         .map(|(children, _)| {
                             MultiResult::GetChildren(GetChildrenResponse { children })
                         })
                 }
                 MultiOp::GetData(r) => match self.tree.get(&r.path) {
+                    Some(n) if acl::check(&n.acl, Perms::READ, ids).is_err() => {
+                        Err(ErrorCode::NoAuth)
+                    }
                     Some(n) => {
                         let data = GetDataResponse {
                             data: n.data.clone(),
@@ -684,7 +768,13 @@ impl ServerMachine {
     /// A transaction: every op applies, under one zxid, or none does. On failure the ops
     /// before the failing one answer `Ok`, it answers its code, the later ones
     /// `RuntimeInconsistency` (ZooKeeper's `DataTree.processTxn`).
-    fn multi(&mut self, now: Instant, session: i64, m: &MultiRequest) -> Result<Body, ErrorCode> {
+    fn multi(
+        &mut self,
+        now: Instant,
+        session: i64,
+        ids: &[Id],
+        m: &MultiRequest,
+    ) -> Result<Body, ErrorCode> {
         let zxid = self.next_zxid();
         let time = self.wall_ms(now);
         let mut scratch = self.tree.clone();
@@ -694,22 +784,23 @@ impl ServerMachine {
         for (i, op) in m.ops.iter().enumerate() {
             let ch = &mut changes;
             let result = match op {
-                MultiOp::Create(r) => create(&mut scratch, r, session, zxid, time, ch)
+                MultiOp::Create(r) => create(&mut scratch, r, ids, session, zxid, time, ch)
                     .map(|(path, _)| MultiResult::Create(CreateResponse { path })),
                 MultiOp::Create2(r) | MultiOp::CreateContainer(r) => {
-                    create(&mut scratch, r, session, zxid, time, ch)
+                    create(&mut scratch, r, ids, session, zxid, time, ch)
                         .map(|(path, stat)| MultiResult::Create2(Create2Response { path, stat }))
                 }
-                MultiOp::Delete(r) => scratch
-                    .delete(&r.path, r.version, zxid, ch)
+                MultiOp::Delete(r) => delete(&mut scratch, &r.path, r.version, ids, zxid, ch)
                     .map(|()| MultiResult::Delete),
-                MultiOp::SetData(r) => scratch
-                    .set_data(&r.path, r.data.clone(), r.version, zxid, time, ch)
+                MultiOp::SetData(r) => permitted(&scratch, &r.path, Perms::WRITE, ids)
+                    .and_then(|()| {
+                        scratch.set_data(&r.path, r.data.clone(), r.version, zxid, time, ch)
+                    })
                     .map(|stat| MultiResult::SetData(SetDataResponse { stat })),
-                MultiOp::Check(r) => scratch
-                    .check(&r.path, r.version)
+                MultiOp::Check(r) => permitted(&scratch, &r.path, Perms::READ, ids)
+                    .and_then(|()| scratch.check(&r.path, r.version))
                     .map(|_| MultiResult::Check),
-                MultiOp::CreateTtl(r) => create_ttl(&mut scratch, r, session, zxid, time, ch)
+                MultiOp::CreateTtl(r) => create_ttl(&mut scratch, r, ids, session, zxid, time, ch)
                     .map(|(path, stat)| MultiResult::Create2(Create2Response { path, stat })),
                 MultiOp::GetChildren(_) | MultiOp::GetData(_) => Err(ErrorCode::BadArguments),
             };
@@ -831,43 +922,111 @@ impl ServerMachine {
 fn create(
     tree: &mut DataTree,
     r: &CreateRequest,
+    ids: &[Id],
     session: i64,
     zxid: i64,
     time: i64,
     changes: &mut Vec<Change>,
 ) -> Result<(String, zk_proto::records::Stat), ErrorCode> {
-    tree.create(
-        &r.path,
-        r.data.clone(),
-        &r.acl,
-        r.mode,
-        -1,
-        session,
-        zxid,
-        time,
-        changes,
-    )
+    let new = NewNode {
+        path: &r.path,
+        acl: &r.acl,
+        mode: r.mode,
+        ttl: -1,
+    };
+    create_checked(tree, new, r.data.clone(), ids, session, zxid, time, changes)
 }
 
 fn create_ttl(
     tree: &mut DataTree,
     r: &CreateTtlRequest,
+    ids: &[Id],
     session: i64,
     zxid: i64,
     time: i64,
     changes: &mut Vec<Change>,
 ) -> Result<(String, zk_proto::records::Stat), ErrorCode> {
+    let new = NewNode {
+        path: &r.path,
+        acl: &r.acl,
+        mode: r.mode,
+        ttl: r.ttl,
+    };
+    create_checked(tree, new, r.data.clone(), ids, session, zxid, time, changes)
+}
+
+/// What a create asks for.
+struct NewNode<'a> {
+    path: &'a str,
+    acl: &'a [Acl],
+    mode: CreateMode,
+    ttl: i64,
+}
+
+/// A create with its ACL checks in ZooKeeper's order (`PrepRequestProcessor`): the TTL and
+/// the path, the new ACL's fix-up (`InvalidAcl`), the parent (`NoNode`), `CREATE` on the
+/// parent (`NoAuth`), then the tree's own checks (`NodeExists`, ...).
+#[allow(clippy::too_many_arguments)]
+fn create_checked(
+    tree: &mut DataTree,
+    new: NewNode<'_>,
+    data: Buffer,
+    ids: &[Id],
+    session: i64,
+    zxid: i64,
+    time: i64,
+    changes: &mut Vec<Change>,
+) -> Result<(String, zk_proto::records::Stat), ErrorCode> {
+    validate_create(new.path, new.mode, new.ttl)?;
+    let fixed = acl::fixup(new.acl, ids)?;
+    if let Some(parent) = split_path(new.path).and_then(|(parent, _)| tree.get(parent)) {
+        acl::check(&parent.acl, Perms::CREATE, ids)?;
+    }
     tree.create(
-        &r.path,
-        r.data.clone(),
-        &r.acl,
-        r.mode,
-        r.ttl,
-        session,
-        zxid,
-        time,
-        changes,
+        new.path, data, &fixed, new.mode, new.ttl, session, zxid, time, changes,
     )
+}
+
+/// `delete` with `DELETE` checked on the parent, after the parent's `NoNode` and before the
+/// node's.
+fn delete(
+    tree: &mut DataTree,
+    path: &str,
+    version: i32,
+    ids: &[Id],
+    zxid: i64,
+    changes: &mut Vec<Change>,
+) -> Result<(), ErrorCode> {
+    if zk_proto::validate_path(path, false).is_ok() {
+        if let Some(parent) = split_path(path).and_then(|(parent, _)| tree.get(parent)) {
+            acl::check(&parent.acl, Perms::DELETE, ids)?;
+        }
+    }
+    tree.delete(path, version, zxid, changes)
+}
+
+/// `setACL`: the new ACL's fix-up (`InvalidAcl`), then the node (`NoNode`), `ADMIN` on it
+/// (`NoAuth`), its `aversion` (`BadVersion`).
+fn set_acl(
+    tree: &mut DataTree,
+    path: &str,
+    new: &[Acl],
+    version: i32,
+    ids: &[Id],
+) -> Result<zk_proto::records::Stat, ErrorCode> {
+    zk_proto::validate_path(path, false).map_err(|_| ErrorCode::BadArguments)?;
+    let fixed = acl::fixup(new, ids)?;
+    permitted(tree, path, Perms::ADMIN, ids)?;
+    tree.set_acl(path, &fixed, version)
+}
+
+/// `perm` on the node at `path` for `ids`; a missing node passes (its `NoNode` comes from the
+/// operation itself, before `NoAuth` as in ZooKeeper).
+fn permitted(tree: &DataTree, path: &str, perm: Perms, ids: &[Id]) -> Result<(), ErrorCode> {
+    match tree.get(path) {
+        Some(node) => acl::check(&node.acl, perm, ids),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]
