@@ -4,8 +4,7 @@
 //! same tests as the real one.
 //!
 //! What it cannot be is left out by name, each with the reason: ensembles (member kills,
-//! leader changes, read-only members, reconfig), a restart that keeps the data and the
-//! sessions (the binary keeps nothing across a kill), TLS and SASL. The table is checked
+//! leader changes, read-only members, reconfig), TLS and SASL. The table is checked
 //! against the test files: every name it leaves out is one test function there, found once
 //! across the five crates (cargo's `--skip` applies to every binary of the run).
 
@@ -29,8 +28,6 @@ pub const PACKAGES: [&str; 5] = [
 pub enum Needs {
     /// More than one member: kills of a member or the leader, read-only members, reconfig.
     Ensemble,
-    /// A restart that keeps the data and the sessions.
-    Restart,
     /// A TLS port or SASL.
     Secure,
 }
@@ -40,7 +37,6 @@ impl Needs {
     pub fn describe(self) -> &'static str {
         match self {
             Needs::Ensemble => "an ensemble",
-            Needs::Restart => "a restart that keeps data and sessions",
             Needs::Secure => "TLS or SASL",
         }
     }
@@ -65,7 +61,7 @@ const FAULTS: &str = "zk-client/tests/faults.rs";
 const SECURE: &str = "zk-client/tests/secure.rs";
 
 /// Every test the pass leaves out.
-pub const LEFT_OUT: [LeftOut; 22] = [
+pub const LEFT_OUT: [LeftOut; 19] = [
     out(
         FAULTS,
         "killing_the_connected_member_moves_the_session_and_restores_its_watches",
@@ -102,21 +98,6 @@ pub const LEFT_OUT: [LeftOut; 22] = [
         "recipe-multilock/tests/multilock.rs",
         "bank_transfers_conserve_the_total_across_a_leader_kill",
         Needs::Ensemble,
-    ),
-    out(
-        FAULTS,
-        "a_restarted_server_resumes_the_session",
-        Needs::Restart,
-    ),
-    out(
-        "recipe-mutex/tests/mutex.rs",
-        "a_waiter_survives_a_server_bounce",
-        Needs::Restart,
-    ),
-    out(
-        "recipe-mutex/tests/outage.rs",
-        "an_outage_is_an_error_for_a_timed_acquire_and_a_wait_for_an_untimed_one",
-        Needs::Restart,
     ),
     out(SECURE, "tls_with_server_authentication", Needs::Secure),
     out(
@@ -300,7 +281,7 @@ mod tests {
         };
         let line = summary(&tally);
         assert!(
-            line.starts_with("suite on zk-mem-server: 7 passed, 0 failed, 0 ignored; 22 left out, needing an ensemble 9, a restart that keeps data and sessions 3, TLS or SASL 10"),
+            line.starts_with("suite on zk-mem-server: 7 passed, 0 failed, 0 ignored; 19 left out, needing an ensemble 9, TLS or SASL 10"),
             "{line}"
         );
     }

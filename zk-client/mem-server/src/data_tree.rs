@@ -192,6 +192,46 @@ impl DataTree {
         self.nodes.insert(path.to_owned(), node);
     }
 
+    /// Every node with its path, parents before their children: what a snapshot keeps.
+    pub fn nodes(&self) -> impl Iterator<Item = (&str, &Node)> {
+        self.nodes.iter().map(|(path, node)| (path.as_str(), node))
+    }
+
+    /// The tree of `nodes` as [`DataTree::nodes`] gave them (their `children` ignored and
+    /// rebuilt from the paths; their stats kept as they are), or why they do not make one: no
+    /// `/`, or a node whose parent is missing.
+    pub fn from_nodes(
+        first_cversion: i32,
+        nodes: impl IntoIterator<Item = (String, Node)>,
+    ) -> Result<Self, String> {
+        let mut tree = Self {
+            nodes: BTreeMap::new(),
+            managed: BTreeSet::new(),
+            first_cversion,
+        };
+        for (path, mut node) in nodes {
+            node.children.clear();
+            if path != "/" {
+                let (parent, name) =
+                    split_path(&path).ok_or_else(|| format!("not a node path: {path:?}"))?;
+                let parent = tree
+                    .nodes
+                    .get_mut(parent)
+                    .ok_or_else(|| format!("{path:?} comes before its parent"))?;
+                parent.children.insert(name.to_owned());
+            }
+            if node.container || node.ttl.is_some() {
+                tree.managed.insert(path.clone());
+            }
+            tree.nodes.insert(path, node);
+        }
+        if tree.nodes.contains_key("/") {
+            Ok(tree)
+        } else {
+            Err("no root node".to_owned())
+        }
+    }
+
     /// The number of nodes, `/` and `/zookeeper`'s included.
     pub fn len(&self) -> usize {
         self.nodes.len()

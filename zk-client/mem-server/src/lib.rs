@@ -70,7 +70,7 @@
 //! that takes a connect string, in any language); `ZK_TESTKIT_SERVER=mem` makes this
 //! workspace's test kit start it where a test asks for a ZooKeeper, and `cargo xtask test`
 //! runs the client's and the recipes' real-server tests on it that way (those needing an
-//! ensemble, a restart that keeps data, TLS, SASL or ACL enforcement left out by name).
+//! ensemble, TLS or SASL left out by name).
 //!
 //! # What it does not (known differences from ZooKeeper 3.8)
 //!
@@ -92,9 +92,11 @@
 //!   binary's default is ZooKeeper's 60 s), or turns removal off.
 //! - Sessions expire exactly at their deadline (no tick rounding), when no frame has come
 //!   from their client for their negotiated timeout, connected or not.
-//! - Nothing is written to disk: a [`MemServer::stop`] keeps the tree and the sessions, as a
-//!   restarted ensemble does from its snapshot and log; the binary, killed and started again,
-//!   starts empty (as a server whose disk was wiped).
+//! - [`MemServer::new`] writes nothing to disk: a [`MemServer::stop`] keeps the tree and the
+//!   sessions in memory, as a restarted ensemble does from its snapshot and log.
+//!   [`MemServer::open`] (the binary's `--data-dir`) keeps them in a file instead, rewritten
+//!   whole after every transaction: a killed process comes back with every acknowledged
+//!   write, not synced to disk and not meant for large trees.
 //!
 //! # Not for
 //!
@@ -142,6 +144,8 @@ mod watches;
 
 pub use chaos::Fault;
 pub use data_tree::{Change, DataTree, Node};
-pub use machine::{ConnId, EPOCH_MS, Output, ServerConfig, ServerMachine, SessionInfo};
+pub use machine::{
+    ConnId, EPOCH_MS, Output, ServerConfig, ServerMachine, SessionInfo, SnapshotError,
+};
 pub use server::{ADDR, MemServer};
 pub use watches::{Notification, WatchKind, WatchTable};

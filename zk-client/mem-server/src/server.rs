@@ -39,10 +39,51 @@ impl MemServer {
     /// Outside a tokio runtime.
     pub fn new(config: ServerConfig) -> Self {
         let now = Instant::now().into_std();
-        let seed = config.seed;
+        Self::serving(ServerMachine::new(config, now), None)
+    }
+
+    /// A server that keeps its state in the file at `path`, as a ZooKeeper server keeps its
+    /// data directory: started from the snapshot there if there is one (its nodes, sessions
+    /// and zxids; each session given its whole timeout again), and writing it after every
+    /// transaction, before the reply leaves, so a process killed at any moment comes back
+    /// with every write it acknowledged. The `zk-mem-server` binary's `--data-dir`. Each
+    /// write rewrites the whole tree: for tests' trees, not a large one. Not synced to disk:
+    /// it survives the process, not the machine. If a write fails the server stops serving.
+    ///
+    /// # Errors
+    /// The file exists but cannot be read or is not a snapshot (`InvalidData`).
+    pub fn open(
+        config: ServerConfig,
+        path: impl Into<std::path::PathBuf>,
+    ) -> std::io::Result<Self> {
+        let path = path.into();
+        let now = Instant::now().into_std();
+        let machine = match std::fs::read(&path) {
+            Ok(bytes) => ServerMachine::restore(config, now, &bytes).map_err(|e| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{}: {e}", path.display()),
+                )
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ServerMachine::new(config, now),
+            Err(e) => return Err(e),
+        };
+        let server = Self::serving(machine, Some(path));
+        // The first snapshot, so a restart before any write finds the same server.
+        server.shared.with(State::persist);
+        Ok(server)
+    }
+
+    /// Why the server stopped keeping its snapshot ([`MemServer::open`]), if it did.
+    pub fn snapshot_failure(&self) -> Option<String> {
+        self.shared.with(|s| s.snapshot_failure.clone())
+    }
+
+    fn serving(machine: ServerMachine, snapshot_path: Option<std::path::PathBuf>) -> Self {
+        let seed = machine.config().seed;
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                machine: ServerMachine::new(config, now),
+                machine,
                 links: BTreeMap::new(),
                 refuse: false,
                 down: false,
@@ -54,6 +95,8 @@ impl MemServer {
                 started: Instant::now(),
                 chaos: Seeded::new(seed ^ 0xc4a0_5eed_c4a0_5eed),
                 listeners: Vec::new(),
+                snapshot_path,
+                snapshot_failure: None,
             }),
             timer: Arc::new(Notify::new()),
         });

@@ -61,6 +61,11 @@ pub(crate) struct State {
     pub(crate) chaos: crate::seeded::Seeded,
     /// The TCP accept loops ([`crate::MemServer::listen`]), stopped when the server goes.
     pub(crate) listeners: Vec<tokio::task::AbortHandle>,
+    /// Where the machine's snapshot is written after every transaction
+    /// ([`crate::MemServer::open`]).
+    pub(crate) snapshot_path: Option<std::path::PathBuf>,
+    /// Why the last snapshot could not be written: the server then stopped serving.
+    pub(crate) snapshot_failure: Option<String>,
 }
 
 impl State {
@@ -69,6 +74,35 @@ impl State {
         if let Some(trace) = self.trace.as_mut() {
             let ms = self.started.elapsed().as_millis();
             trace.push(format!("{ms:>8} {}", line()));
+        }
+    }
+
+    /// Writes the snapshot, if the server keeps one: to a file beside it, renamed over it, so a
+    /// kill at any moment leaves the last whole one. If that fails the server stops serving
+    /// (as ZooKeeper exits when it cannot write its log): the replies to what was not kept are
+    /// dropped, every connection cut, and new ones refused.
+    pub(crate) fn persist(&mut self) {
+        let Some(path) = self.snapshot_path.clone() else {
+            return;
+        };
+        let written = self
+            .machine
+            .snapshot()
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| {
+                let tmp = path.with_extension("tmp");
+                std::fs::write(&tmp, &bytes)
+                    .and_then(|()| std::fs::rename(&tmp, &path))
+                    .map_err(|e| format!("{}: {e}", path.display()))
+            });
+        if let Err(why) = written {
+            self.note(|| format!("snapshot not written, serving stops: {why}"));
+            self.snapshot_failure = Some(why);
+            self.down = true;
+            while self.machine.poll_output().is_some() {}
+            for link in self.links.values() {
+                link.switches.send_modify(|sw| sw.cut = true);
+            }
         }
     }
 
@@ -130,7 +164,12 @@ impl Shared {
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let before = state.machine.poll_timeout();
+        let zxid = state.machine.zxid();
         let r = f(&mut state);
+        if state.machine.zxid() != zxid {
+            // Kept before any reply to it leaves.
+            state.persist();
+        }
         state.route();
         let after = state.machine.poll_timeout();
         drop(state);

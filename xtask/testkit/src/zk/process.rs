@@ -115,7 +115,7 @@ impl Member {
             Program::Java => java_command(jvm),
             Program::Mem(bin) => {
                 let mut cmd = Command::new(bin);
-                cmd.args(Program::mem_args(&jvm.opts, self.ports.client));
+                cmd.args(Program::mem_args(&jvm.opts, self.ports.client, &self.dir));
                 cmd
             }
         };

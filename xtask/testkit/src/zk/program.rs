@@ -4,10 +4,10 @@
 //! no Java on the machine. `cargo xtask test` does both; the test kit itself depends on no
 //! crate of the workspace, so it is told where the binary is rather than building it.
 //!
-//! The in-memory server is one standalone server without TLS or SASL and keeps nothing
-//! across a kill: an ensemble, a secure port or a restart that expects the data back is
-//! refused with [`io::ErrorKind::Unsupported`] (a restart comes back empty, as a server whose
-//! disk was wiped), and such tests are left out of the in-memory run by name.
+//! The in-memory server is one standalone server without TLS or SASL: an ensemble or a
+//! secure port is refused with [`io::ErrorKind::Unsupported`], and such tests are left out of
+//! the in-memory run by name. It keeps its snapshot in the member's directory, so a restart
+//! keeps the data and the sessions, as ZooKeeper's does.
 
 use std::io;
 use std::path::PathBuf;
@@ -89,10 +89,12 @@ impl Program {
         }
     }
 
-    /// The in-memory server's arguments for `opts` and a client port: the session limits
-    /// ZooKeeper would derive from the tick time, and the container manager's interval from
-    /// the `znode.container.checkIntervalMs` system property when it is set.
-    pub fn mem_args(opts: &ZkOptions, port: u16) -> Vec<String> {
+    /// The in-memory server's arguments for `opts`, a client port and the member's directory
+    /// (its snapshot kept there, so a restart keeps the data and sessions as ZooKeeper's data
+    /// directory does): the session limits ZooKeeper would derive from the tick time, and the
+    /// container manager's interval from the `znode.container.checkIntervalMs` system
+    /// property when it is set.
+    pub fn mem_args(opts: &ZkOptions, port: u16, data_dir: &std::path::Path) -> Vec<String> {
         let tick = opts.tick_time_ms;
         let min = opts
             .min_session_timeout_ms
@@ -107,6 +109,8 @@ impl Program {
             min.to_string(),
             "--max-session-timeout-ms".to_owned(),
             max.to_string(),
+            "--data-dir".to_owned(),
+            data_dir.display().to_string(),
         ];
         let container_check = opts
             .system_properties
@@ -141,7 +145,8 @@ mod tests {
             io::ErrorKind::Unsupported
         );
         assert!(Program::Java.check(3, &sasl).is_ok());
-        let args = Program::mem_args(&opts.session_timeouts_ms(100, 9000), 7);
+        let dir = std::path::Path::new("/m");
+        let args = Program::mem_args(&opts.session_timeouts_ms(100, 9000), 7, dir);
         assert_eq!(
             args,
             [
@@ -150,17 +155,21 @@ mod tests {
                 "--min-session-timeout-ms",
                 "100",
                 "--max-session-timeout-ms",
-                "9000"
+                "9000",
+                "--data-dir",
+                "/m"
             ]
         );
         assert_eq!(
-            Program::mem_args(&ZkOptions::default(), 7).get(3).unwrap(),
+            Program::mem_args(&ZkOptions::default(), 7, dir)
+                .get(3)
+                .unwrap(),
             "1000"
         );
         let containers =
             ZkOptions::default().system_property("znode.container.checkIntervalMs", "100");
         assert_eq!(
-            Program::mem_args(&containers, 7).get(6..).unwrap(),
+            Program::mem_args(&containers, 7, dir).get(8..).unwrap(),
             ["--container-check-ms", "100"]
         );
     }

@@ -3,11 +3,15 @@
 //! `zk-mem-server listening on 127.0.0.1:<port>` once it does, answers the four-letter words
 //! `ruok`, `srvr`, `mntr`, `wchs`, `wchp` and `wchc`, and runs until it is killed (or, with
 //! `--watch-stdin`, until its standard input closes: a test harness holding the pipe takes the
-//! server with it when it dies). Nothing is kept across a restart.
+//! server with it when it dies). With `--data-dir DIR` it keeps its state in
+//! `DIR/zk-mem-server.snapshot`, written after every transaction before the reply leaves
+//! ([`MemServer::open`]): killed and started again on the same directory, it has every node
+//! and session it acknowledged (sessions given their whole timeout again), as a ZooKeeper
+//! server restarted on its data directory; without it, nothing is kept.
 //!
 //! ```text
 //! zk-mem-server [--port P] [--seed S] [--min-session-timeout-ms MS] [--max-session-timeout-ms MS]
-//!               [--container-check-ms MS] [--watch-stdin]
+//!               [--container-check-ms MS] [--data-dir DIR] [--watch-stdin]
 //! ```
 //!
 //! `--container-check-ms` is ZooKeeper's `znode.container.checkIntervalMs` (60,000 by default,
@@ -22,7 +26,8 @@ use std::time::Duration;
 use zk_mem_server::{MemServer, ServerConfig};
 
 const USAGE: &str = "usage: zk-mem-server [--port P] [--seed S] [--min-session-timeout-ms MS] \
-                     [--max-session-timeout-ms MS] [--container-check-ms MS] [--watch-stdin]";
+                     [--max-session-timeout-ms MS] [--container-check-ms MS] [--data-dir DIR] \
+                     [--watch-stdin]";
 
 /// ZooKeeper's default `znode.container.checkIntervalMs`.
 const CONTAINER_CHECK: Duration = Duration::from_secs(60);
@@ -31,6 +36,7 @@ const CONTAINER_CHECK: Duration = Duration::from_secs(60);
 struct Args {
     port: u16,
     config: ServerConfig,
+    data_dir: Option<std::path::PathBuf>,
     watch_stdin: bool,
 }
 
@@ -40,6 +46,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut out = Args {
         port: 0,
         config,
+        data_dir: None,
         watch_stdin: false,
     };
     while let Some(flag) = args.next() {
@@ -64,6 +71,10 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--container-check-ms" => {
                 out.config.container_manager =
                     Some(Duration::from_millis(value("--container-check-ms")?))
+            }
+            "--data-dir" => {
+                let dir = args.next().ok_or("--data-dir needs a value")?;
+                out.data_dir = Some(dir.into());
             }
             "--watch-stdin" => out.watch_stdin = true,
             "-h" | "--help" => return Err(USAGE.to_owned()),
@@ -103,7 +114,16 @@ fn main() -> ExitCode {
         }
     };
     runtime.block_on(async {
-        let server = MemServer::new(args.config);
+        let server = match &args.data_dir {
+            None => MemServer::new(args.config),
+            Some(dir) => match MemServer::open(args.config, dir.join("zk-mem-server.snapshot")) {
+                Ok(server) => server,
+                Err(e) => {
+                    eprintln!("zk-mem-server: {e}");
+                    return ExitCode::FAILURE;
+                }
+            },
+        };
         match server.listen_on(SocketAddr::from((Ipv4Addr::LOCALHOST, args.port))) {
             Ok(addr) => {
                 println!("zk-mem-server listening on {addr}");
@@ -135,6 +155,9 @@ mod tests {
         assert_eq!(a.config.container_manager, Some(CONTAINER_CHECK));
         let a = args(&["--container-check-ms", "0"]).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(a.config.container_manager, Some(Duration::ZERO));
+        let a = args(&["--data-dir", "/tmp/d"]).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(a.data_dir, Some(std::path::PathBuf::from("/tmp/d")));
+        assert!(args(&["--data-dir"]).is_err());
         assert!(args(&["--port", "70000"]).is_err());
         assert!(args(&["--port"]).is_err());
         assert!(args(&["--bogus"]).is_err());

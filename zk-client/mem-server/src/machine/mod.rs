@@ -29,6 +29,10 @@ use zk_proto::{
     MultiResponse, MultiResult, ReplyHeader, Request, xid,
 };
 
+mod snapshot;
+
+pub use snapshot::SnapshotError;
+
 use super::acl;
 use super::data_tree::{Change, DataTree, split_path, validate_create};
 use super::watches::{Notification, WatchKind, WatchTable};
