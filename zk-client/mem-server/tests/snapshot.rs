@@ -17,7 +17,10 @@ async fn a_server_opened_again_on_its_snapshot_has_its_nodes_and_sessions() {
     let (session, zxid) = {
         let server = MemServer::open(ServerConfig::new(1), &path).unwrap();
         let client = server
-            .client(Client::builder().session_timeout(Duration::from_secs(10)), 1)
+            .client(
+                Client::builder().session_timeout(Duration::from_secs(10)),
+                1,
+            )
             .await
             .unwrap();
         client
