@@ -188,47 +188,36 @@ pub(super) fn op_future(client: Client, op: Op) -> OpFuture {
 /// means what is above it (a chroot) is missing, and is returned at once.
 pub async fn create_parents(client: &Client, path: &str) -> Result<(), zk_client::Error> {
     let opts = CreateOptions::new(CreateMode::Container);
-    let mut passes = 0;
-    'pass: loop {
-        passes += 1;
-        for (depth, prefix) in ancestors(path).enumerate() {
-            if client.exists(prefix).await?.is_some() {
-                continue;
-            }
+    let mut passes = 1;
+    // `path[..end]` is the ancestor made last (none yet: 0).
+    let mut end = 0;
+    loop {
+        let next = path
+            .get(end + 1..)
+            .and_then(|rest| rest.find('/'))
+            .map(|i| end + 1 + i);
+        let prefix = match next {
+            Some(n) => path.get(..n).unwrap_or(path),
+            None => path,
+        };
+        if client.exists(prefix).await?.is_none() {
             match client.create(prefix, b"", &opts).await {
                 Ok(_) | Err(zk_client::Error::NodeExists) => {}
-                Err(zk_client::Error::NoNode) if depth > 0 && passes < PARENT_PASSES => {
-                    continue 'pass;
+                // An ancestor made or seen a step ago was removed: from the top again.
+                Err(zk_client::Error::NoNode) if end > 0 && passes < PARENT_PASSES => {
+                    passes += 1;
+                    end = 0;
+                    continue;
                 }
                 Err(e) => return Err(e),
             }
         }
-        return Ok(());
+        match next {
+            Some(n) => end = n,
+            None => return Ok(()),
+        }
     }
 }
 
 /// How many times [`create_parents`] starts again when an ancestor vanishes under it.
 pub const PARENT_PASSES: u32 = 4;
-
-/// `/a`, `/a/b`, `/a/b/c` for `/a/b/c`, top-down (nothing for `/`).
-fn ancestors(path: &str) -> impl Iterator<Item = &str> {
-    path.match_indices('/')
-        .map(|(i, _)| i)
-        .skip(1)
-        .chain(std::iter::once(path.len()))
-        .filter_map(move |end| path.get(..end))
-        .filter(|prefix| prefix.len() > 1)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ancestors;
-
-    #[test]
-    fn ancestors_run_top_down_and_end_with_the_path() {
-        let all = |p| ancestors(p).collect::<Vec<_>>();
-        assert_eq!(all("/a/b/c"), ["/a", "/a/b", "/a/b/c"]);
-        assert_eq!(all("/a"), ["/a"]);
-        assert!(all("/").is_empty());
-    }
-}
