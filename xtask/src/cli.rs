@@ -106,6 +106,12 @@ pub enum BenchName {
     Recipe(Recipe),
     /// N waiters queued on one mutex and drained, ours against Curator's (`bench::queue`).
     Queue,
+    /// Many distinct locks held at once by one process, over one session or a session each,
+    /// ours against Curator's (`bench::many`).
+    Many,
+    /// How soon a stream of lock cycles comes back after a fault on a 3-member ensemble,
+    /// ours against Curator's (`bench::failover`).
+    Failover,
     /// The client's own cost, counted: instructions and allocations per lock cycle, the
     /// one-lock program's size (`bench::footprint`).
     Footprint,
@@ -131,6 +137,8 @@ impl ValueEnum for BenchName {
             BenchName::Recipe(Recipe::Semaphore),
             BenchName::Recipe(Recipe::SemaphoreMutex),
             BenchName::Queue,
+            BenchName::Many,
+            BenchName::Failover,
             BenchName::Footprint,
             BenchName::Stages,
         ]
@@ -150,6 +158,12 @@ impl ValueEnum for BenchName {
             }),
             BenchName::Queue => PossibleValue::new("queue").help(
                 "N waiters on one mutex drained one by one (--waiters), in 1 and 4 processes",
+            ),
+            BenchName::Many => PossibleValue::new("many").help(
+                "N distinct locks over one session (--locks), S sessions a lock each (--sessions)",
+            ),
+            BenchName::Failover => PossibleValue::new("failover").help(
+                "delay to the next hold and to the old rate after a leader kill, a member cut, a paused holder (--faults, --gap)",
             ),
             BenchName::Footprint => PossibleValue::new("footprint").help(
                 "instructions and allocations per lock cycle (callgrind), the one-lock program's size",
@@ -176,10 +190,20 @@ pub struct Bench {
     /// ratio meets it over at least 5 rounds.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub rounds: Option<u32>,
-    /// Session counts of the mutex benchmark (1 to 256 each, at most 10).
-    #[arg(long, value_delimiter = ',', default_values_t = [1, 4, 16],
-          value_parser = clap::value_parser!(u16).range(1..=256))]
+    /// Session counts: of the mutex benchmark (1 to 256 each, at most 10; default 1,4,16),
+    /// and of `many`'s S sessions taking a lock each (1 to 1,000; default 10,100,1000).
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub sessions: Vec<u16>,
+    /// Lock counts of `many`'s N locks over one session (1 to 100,000 each).
+    #[arg(long, value_delimiter = ',', default_values_t = crate::bench::many::DEFAULT_LOCKS,
+          value_parser = many_locks)]
+    pub locks: Vec<usize>,
+    /// `failover`: faults of each kind (1 to 100).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=100))]
+    pub faults: u16,
+    /// `failover`: seconds of health before and after each fault (2 to 120).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(2..=120))]
+    pub gap: u64,
     /// Queue lengths of the queue benchmark (1 to 100,000 each).
     #[arg(long, value_delimiter = ',', default_values_t = crate::bench::queue::DEFAULT_WAITERS,
           value_parser = queue_waiters)]
@@ -508,6 +532,15 @@ fn queue_waiters(value: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("`{value}`: want a whole number from 1 to {max}"))
 }
 
+fn many_locks(value: &str) -> Result<usize, String> {
+    let max = crate::bench::many::ours::MAX_LOCKS;
+    value
+        .parse()
+        .ok()
+        .filter(|n| (1..=max).contains(n))
+        .ok_or_else(|| format!("`{value}`: want a whole number from 1 to {max}"))
+}
+
 fn zk_path(value: &str) -> Result<String, String> {
     zk_proto::validate_path(value, false)
         .map(|()| value.to_owned())
@@ -569,6 +602,25 @@ mod tests {
         );
         assert!(parse(&["bench", "queue", "--waiters", "0"]).is_err());
         assert!(parse(&["bench", "queue", "--waiters", "100001"]).is_err());
+        let Command::Bench(b) = parse(&[
+            "bench",
+            "many",
+            "--locks",
+            "10,100000",
+            "--sessions",
+            "1000",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (b.names, b.locks, b.sessions),
+            (vec![BenchName::Many], vec![10, 100_000], vec![1000])
+        );
+        assert!(parse(&["bench", "many", "--locks", "100001"]).is_err());
+        assert!(parse(&["bench", "many", "--sessions", "1001"]).is_err());
         assert!(parse(&["bench", "--rounds", "21"]).is_err());
         assert!(parse(&["bench", "--seconds", "0"]).is_err());
         assert!(parse(&["interop", "mutex", "--path", "bad"]).is_err());

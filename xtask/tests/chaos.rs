@@ -37,6 +37,7 @@ fn a_minute(seed: u64, change: impl FnOnce(&mut ChaosOptions)) -> Outcome {
         cohort: false,
         recipes: Recipe::ALL.to_vec(),
         out_dir,
+        spacing: None,
     };
     change(&mut opts);
     let classpath = xtask::curator::classpath().unwrap();

@@ -101,6 +101,7 @@ fn the_negative_controls_fail_from_the_servers_log() {
             cohort: control.cohort,
             recipes: control.recipes.to_vec(),
             out_dir: out_dir.clone(),
+            spacing: None,
         };
         let outcome = run(
             &opts,

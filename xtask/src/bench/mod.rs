@@ -18,11 +18,13 @@
 //! they do not pass or fail.
 
 pub mod client;
+pub mod failover;
 pub mod footprint;
 pub mod histogram;
 mod interval;
 mod load;
 pub mod locks;
+pub mod many;
 mod pin;
 pub mod procfs;
 mod progress;
@@ -86,10 +88,19 @@ pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
     } else {
         cli.names.clone()
     };
+    // `--sessions` goes up to 1,000 for `many`; the lock recipes take at most 256.
+    if names.iter().any(|n| matches!(n, BenchName::Recipe(_)))
+        && cli.sessions.iter().any(|&n| n > 256)
+    {
+        return Err("--sessions: the lock benchmarks take 1 to 256 sessions".into());
+    }
     let lock_opts = locks::Options {
         seconds: cli.seconds,
         rounds: cli.rounds.unwrap_or(locks::DEFAULT_ROUNDS),
-        sessions: cli.sessions.iter().map(|&n| usize::from(n)).collect(),
+        sessions: match cli.sessions.is_empty() {
+            true => vec![1, 4, 16],
+            false => cli.sessions.iter().map(|&n| usize::from(n)).collect(),
+        },
         rust_warmup: cli.rust_warmup,
         java_warmup: cli.java_warmup.unwrap_or(5.0),
         kazoo_warmup: cli.kazoo_warmup,
@@ -122,6 +133,28 @@ pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
                 queue::run(&queue::Options {
                     waiters: cli.waiters.clone(),
                     force_sync: cli.force_sync == OnOff::On,
+                })?;
+                wrote_reports = true;
+                continue;
+            }
+            BenchName::Many => {
+                many::run(&many::Options {
+                    locks: cli.locks.clone(),
+                    sessions: match cli.sessions.is_empty() {
+                        true => many::DEFAULT_SESSIONS.to_vec(),
+                        false => cli.sessions.iter().map(|&n| usize::from(n)).collect(),
+                    },
+                    force_sync: cli.force_sync == OnOff::On,
+                })?;
+                wrote_reports = true;
+                continue;
+            }
+            BenchName::Failover => {
+                failover::run(&failover::Options {
+                    faults: usize::from(cli.faults),
+                    gap: std::time::Duration::from_secs(cli.gap),
+                    session_timeout: std::time::Duration::from_secs(4),
+                    seed: 1,
                 })?;
                 wrote_reports = true;
                 continue;

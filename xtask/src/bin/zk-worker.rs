@@ -19,6 +19,7 @@
 //! zk-worker count <connect> <lock workload|floor|floor-two-tasks> <path> <warm-up cycles> <cycles>
 //! zk-worker chaos <connect> <process> <clients per recipe> <run ms> <dir> <leases> <session ms> <fence|no-fence> <recipes>
 //! zk-worker queue <connect> <lock path> <waiters> <budget ms>
+//! zk-worker many <connect> <locks|sessions> <n> <path> <budget ms>
 //! ```
 //!
 //! The `bench` workloads:
@@ -102,6 +103,9 @@ fn main() -> ExitCode {
         Some((mode, rest)) if mode == "count" => count(rest).map(Some),
         Some((mode, rest)) if mode == "queue" => {
             xtask::bench::queue::ours::process_main(rest).map(Some)
+        }
+        Some((mode, rest)) if mode == "many" => {
+            xtask::bench::many::ours::process_main(rest).map(|()| None)
         }
         Some((mode, rest)) if mode == "chaos" => xtask::chaos::ours::process_main(rest)
             .map(|()| None)

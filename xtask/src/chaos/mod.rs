@@ -69,6 +69,7 @@ pub fn run(cli: &crate::cli::Chaos) -> Result<(), Box<dyn Error>> {
         cohort: cli.cohort,
         recipes,
         out_dir: out_dir.clone(),
+        spacing: None,
     };
     let ours_bin = if cli.plant.is_some() {
         planted_worker()?

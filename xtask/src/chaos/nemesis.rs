@@ -237,6 +237,35 @@ pub fn schedule(
     }
 }
 
+/// The faults of a run of `run_for` for measuring recovery (`bench failover`): `kind` alone,
+/// one at a time, the first after `gap` and each followed by `gap` of health, so that the
+/// rate before a fault and the recovery after it are each seen whole. Durations and picks
+/// come from `seed`.
+pub fn spaced(
+    seed: u64,
+    kind: Kind,
+    run_for: Duration,
+    session_timeout: Duration,
+    gap: Duration,
+) -> Vec<Step> {
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut steps = Vec::new();
+    let mut at = gap;
+    loop {
+        let lasts = kind.lasts(session_timeout, rng.unit());
+        if at + lasts + gap > run_for {
+            return steps;
+        }
+        steps.push(Step {
+            at,
+            kind,
+            lasts,
+            pick: u32::try_from(rng.below(1 << 16)).unwrap_or(0),
+        });
+        at += lasts + gap;
+    }
+}
+
 /// xorshift64*.
 struct Rng(u64);
 
@@ -349,5 +378,22 @@ mod tests {
         let steps = schedule(1, &[Kind::ClientCut], Duration::from_secs(10), T);
         assert!(!steps.is_empty());
         assert!(schedule(1, &[Kind::OursPause], Duration::from_secs(5), T).is_empty());
+    }
+
+    #[test]
+    fn spaced_faults_come_one_at_a_time_with_a_gap_on_either_side() {
+        let gap = Duration::from_secs(8);
+        let run = Duration::from_secs(200);
+        let steps = spaced(5, Kind::LeaderKill, run, T, gap);
+        assert_eq!(steps, spaced(5, Kind::LeaderKill, run, T, gap));
+        assert!(steps.len() >= 10, "{}", steps.len());
+        assert_eq!(steps.first().map(|s| s.at), Some(gap));
+        for pair in steps.windows(2) {
+            let [a, b] = pair else { continue };
+            assert_eq!(b.at, a.at + a.lasts + gap);
+        }
+        let last = steps.last().unwrap();
+        assert!(last.at + last.lasts + gap <= run);
+        assert!(steps.iter().all(|s| s.kind == Kind::LeaderKill));
     }
 }

@@ -51,6 +51,10 @@ pub struct ChaosOptions {
     pub recipes: Vec<Recipe>,
     /// Where the chart and the kept histories go.
     pub out_dir: PathBuf,
+    /// `Some(gap)` with one kind in [`ChaosOptions::nemesis`]: that fault one at a time, with
+    /// `gap` of health before and after each ([`nemesis::spaced`], for measuring recovery);
+    /// otherwise the seeded schedule, faults in shuffled rounds, some in pairs.
+    pub spacing: Option<Duration>,
 }
 
 /// A fault as carried out: what, on what, from when to when (ns on the shared clock).
@@ -193,7 +197,12 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
     for (_, w) in &mut workers {
         w.expect("READY", ready_by)?;
     }
-    let steps = nemesis::schedule(opts.seed, &opts.nemesis, run_for, opts.session_timeout);
+    let steps = match (opts.spacing, opts.nemesis.as_slice()) {
+        (Some(gap), [kind]) => {
+            nemesis::spaced(opts.seed, *kind, run_for, opts.session_timeout, gap)
+        }
+        _ => nemesis::schedule(opts.seed, &opts.nemesis, run_for, opts.session_timeout),
+    };
     eprintln!(
         "chaos: {} of our processes and {} of Curator's, {} clients per recipe each, on {} \
          recipes for {} s; {} faults scheduled (seed {})",

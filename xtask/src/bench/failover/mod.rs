@@ -1,0 +1,367 @@
+//! `cargo xtask bench failover`: how soon a stream of lock cycles comes back after a fault,
+//! ours against Curator 5.4's, on a 3-member ensemble.
+//!
+//! It runs the chaos harness ([`crate::chaos::run`]) on the mutex alone, one kind of fault at
+//! a time, spaced ([`crate::chaos::nemesis::spaced`]): each fault with a healthy gap before
+//! and after it, `--faults` of each kind. Our worker processes and Curator's cycle the lock
+//! on their own paths throughout (two processes each, two clients a process, each client
+//! acquiring in turn in the four chaos styles), and every hold they report carries the time
+//! its acquire returned, on the machine's one clock. For each fault and library,
+//! [`recovery`] takes from those times the delay to the next hold and to the old rate.
+//!
+//! The kinds: the leader killed (SIGKILL, restarted after 1 to 4 s); every client cut off
+//! from one member (its connections refused and cut: what a client sees when the member it
+//! is connected to dies, without an election); one of our processes paused (SIGSTOP) while
+//! its clients hold, past their session timeout (only our stream is judged there), and one of
+//! Curator's. The chaos judges run as in `cargo xtask chaos`: a violation of ours fails the
+//! bench after the report is written.
+//!
+//! The report (`target/bench/failover.md`): per kind and library, the faults seen and the
+//! median and worst of each delay; the goal (ours no slower than Curator in every kind, and
+//! within one session timeout plus the election's time) with where it stands.
+
+use std::error::Error;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::chaos::history::Event;
+use crate::chaos::nemesis::{self, Kind};
+use crate::chaos::run::{ChaosOptions, Outcome};
+use crate::recipe::{LEASES, Recipe};
+
+use super::report::{self, Table};
+
+pub mod recovery;
+
+use recovery::{Recovery, median_and_worst};
+
+type Result<T> = std::result::Result<T, Box<dyn Error>>;
+
+/// The kinds of fault measured.
+pub const KINDS: [Kind; 4] = [
+    Kind::LeaderKill,
+    Kind::ClientMemberCut,
+    Kind::OursPause,
+    Kind::CuratorPause,
+];
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Faults of each kind.
+    pub faults: usize,
+    /// The healthy time before and after each fault.
+    pub gap: Duration,
+    /// The clients' session timeout.
+    pub session_timeout: Duration,
+    /// The seed of the faults' durations and picks.
+    pub seed: u64,
+}
+
+/// One kind's results for one library.
+#[derive(Debug, Clone)]
+struct Row {
+    kind: Kind,
+    lib: &'static str,
+    recoveries: Vec<Recovery>,
+}
+
+/// The libraries a kind of fault is judged for: a pause hits one side's process only.
+fn libs(kind: Kind) -> &'static [&'static str] {
+    match kind {
+        Kind::OursPause => &["rust"],
+        Kind::CuratorPause => &["java"],
+        _ => &["rust", "java"],
+    }
+}
+
+fn lib_name(lib: &str) -> &'static str {
+    if lib == "rust" { "ours" } else { "Curator" }
+}
+
+/// The run's length for `faults` faults of `kind`: the spaced schedule of that many.
+fn run_for(opts: &Options, kind: Kind) -> Duration {
+    let far = Duration::from_secs(24 * 3600);
+    let steps = nemesis::spaced(opts.seed, kind, far, opts.session_timeout, opts.gap);
+    steps
+        .get(opts.faults.saturating_sub(1))
+        .map_or(far, |last| last.at + last.lasts + opts.gap)
+}
+
+/// Each fault's recovery per library, from a run's holds and faults.
+fn recoveries(outcome: &Outcome, kind: Kind) -> Vec<Row> {
+    let faults: Vec<_> = outcome.timeline.iter().filter(|a| a.kind == kind).collect();
+    libs(kind)
+        .iter()
+        .map(|&lib| {
+            let mut starts: Vec<u64> = outcome
+                .events
+                .iter()
+                .filter_map(|e| match e {
+                    Event::Hold(h) if h.side() == lib => Some(h.from),
+                    _ => None,
+                })
+                .collect();
+            starts.sort_unstable();
+            let recoveries = faults
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    let until = faults.get(i + 1).map_or(outcome.span.1, |next| next.from);
+                    recovery::recovery(&starts, a.from, until)
+                })
+                .collect();
+            Row {
+                kind,
+                lib,
+                recoveries,
+            }
+        })
+        .collect()
+}
+
+fn ms(d: Option<Duration>) -> String {
+    d.map_or_else(
+        || "not within the gap".to_owned(),
+        |d| format!("{:.0} ms", d.as_secs_f64() * 1e3),
+    )
+}
+
+/// The table and the goals' lines.
+fn page(rows: &[Row], opts: &Options, safety: &[String]) -> String {
+    let mut table = Table::new(
+        &[
+            "fault",
+            "library",
+            "faults",
+            "to the next hold: median",
+            "worst",
+            "to the old rate: median",
+            "worst",
+        ],
+        2,
+    );
+    for row in rows {
+        let next: Vec<_> = row.recoveries.iter().map(|r| r.next_hold).collect();
+        let rate: Vec<_> = row.recoveries.iter().map(|r| r.old_rate).collect();
+        let (n50, nmax) = median_and_worst(&next).unwrap_or((None, None));
+        let (r50, rmax) = median_and_worst(&rate).unwrap_or((None, None));
+        table.push(vec![
+            row.kind.to_string(),
+            lib_name(row.lib).to_owned(),
+            row.recoveries.len().to_string(),
+            ms(n50),
+            ms(nmax),
+            ms(r50),
+            ms(rmax),
+        ]);
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "# bench failover\n");
+    let _ = writeln!(
+        out,
+        "`cargo xtask bench failover --faults {} --gap {} --seed {}`: a 3-member ensemble, the \
+         mutex, two processes of each library with two clients each; session timeout {} ms; \
+         faults one at a time, {} s of health before and after each. Delays from the fault's \
+         start: to the first hold granted after it, and to the first one-second window with \
+         {:.0}% of the holds per second of the {} s before it.\n",
+        opts.faults,
+        opts.gap.as_secs(),
+        opts.seed,
+        opts.session_timeout.as_millis(),
+        opts.gap.as_secs(),
+        recovery::RATE_SHARE * 100.0,
+        recovery::BASELINE.as_secs()
+    );
+    out.push_str(&table.markdown());
+    let _ = writeln!(out, "\n## Goals\n");
+    for line in goals(rows, opts) {
+        let _ = writeln!(out, "- {line}");
+    }
+    let _ = writeln!(out, "\n## Safety (the chaos judges)\n");
+    if safety.is_empty() {
+        let _ = writeln!(out, "- no violation of ours in any run");
+    }
+    for line in safety {
+        let _ = writeln!(out, "- {line}");
+    }
+    out
+}
+
+/// Where each goal stands: ours no slower than Curator per kind (medians and worsts of the
+/// delay to the next hold), and ours' worst within one session timeout (plus the election's
+/// time, not measured apart: a kill's delay includes it).
+fn goals(rows: &[Row], opts: &Options) -> Vec<String> {
+    let mut out = Vec::new();
+    let stat = |row: &Row| {
+        let next: Vec<_> = row.recoveries.iter().map(|r| r.next_hold).collect();
+        median_and_worst(&next).unwrap_or((None, None))
+    };
+    for kind in KINDS {
+        let ours = rows.iter().find(|r| r.kind == kind && r.lib == "rust");
+        let theirs = rows.iter().find(|r| r.kind == kind && r.lib == "java");
+        if let (Some(o), Some(t)) = (ours, theirs) {
+            let ((o50, omax), (t50, tmax)) = (stat(o), stat(t));
+            let no_slower = |a: Option<Duration>, b: Option<Duration>| match (a, b) {
+                (Some(a), Some(b)) => a <= b,
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            let met = no_slower(o50, t50) && no_slower(omax, tmax);
+            out.push(format!(
+                "{kind}: ours no slower than Curator: {} (median {} against {}, worst {} against {})",
+                if met { "met" } else { "not met" },
+                ms(o50),
+                ms(t50),
+                ms(omax),
+                ms(tmax)
+            ));
+        }
+        if let Some(o) = ours {
+            let (_, omax) = stat(o);
+            let within = omax.is_some_and(|w| w <= opts.session_timeout);
+            out.push(format!(
+                "{kind}: ours' worst delay to the next hold within one session timeout ({} ms, the election's time not added): {} ({})",
+                opts.session_timeout.as_millis(),
+                if within { "met" } else { "not met" },
+                ms(omax)
+            ));
+        }
+    }
+    out
+}
+
+/// Runs every kind, writes the report, and fails on a violation of ours.
+///
+/// # Errors
+/// A setup that fails, or a chaos judge's finding against ours.
+pub fn run(opts: &Options) -> Result<()> {
+    crate::deps::ensure(&[
+        crate::deps::Need::Java,
+        crate::deps::Need::ZooKeeper,
+        crate::deps::Need::Curator,
+    ])?;
+    let ours_bin = super::worker::build_worker("bench failover")?;
+    let classpath = crate::curator::classpath()?;
+    let out_dir = crate::paths::target_dir().join("bench").join("failover");
+    std::fs::create_dir_all(&out_dir)?;
+    let mut rows = Vec::new();
+    let mut safety = Vec::new();
+    for kind in KINDS {
+        let seconds = run_for(opts, kind).as_secs() + 1;
+        eprintln!(
+            "bench failover: {kind}, {} faults, {seconds} s",
+            opts.faults
+        );
+        let chaos = ChaosOptions {
+            seconds,
+            members: 3,
+            seed: opts.seed,
+            nemesis: vec![kind],
+            ours_processes: 2,
+            curator_processes: 2,
+            clients: 2,
+            leases: LEASES,
+            session_timeout: opts.session_timeout,
+            fence: true,
+            plant: None,
+            cohort: false,
+            recipes: vec![Recipe::Mutex],
+            out_dir: out_dir.clone(),
+            spacing: Some(opts.gap),
+        };
+        let outcome = crate::chaos::run::run(&chaos, &ours_bin, &classpath)?;
+        for why in [outcome.judge.failure(), outcome.report.failure()]
+            .into_iter()
+            .flatten()
+        {
+            safety.push(format!(
+                "{kind}: {why} (histories in {})",
+                outcome.dir.display()
+            ));
+        }
+        rows.extend(recoveries(&outcome, kind));
+        if safety.is_empty() {
+            let _ = std::fs::remove_dir_all(&outcome.dir);
+        }
+    }
+    let body = page(&rows, opts, &safety);
+    print!("{body}");
+    let path = report::write_page(&report::dir(), "failover", &body, &[])?;
+    println!("report: {}", path.display());
+    if safety.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "bench failover: the chaos judges found: {}",
+            safety.join("; ")
+        )
+        .into())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn opts() -> Options {
+        Options {
+            faults: 10,
+            gap: Duration::from_secs(8),
+            session_timeout: Duration::from_secs(4),
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn a_run_is_long_enough_for_its_faults() {
+        for kind in KINDS {
+            let o = opts();
+            let run_for = run_for(&o, kind);
+            let steps = nemesis::spaced(o.seed, kind, run_for, o.session_timeout, o.gap);
+            assert_eq!(steps.len(), o.faults, "{kind}");
+        }
+    }
+
+    #[test]
+    fn the_page_says_where_each_goal_stands() {
+        let d = |ms| Some(Duration::from_millis(ms));
+        let rec = |next, rate| Recovery {
+            next_hold: next,
+            old_rate: rate,
+        };
+        let rows = vec![
+            Row {
+                kind: Kind::LeaderKill,
+                lib: "rust",
+                recoveries: vec![rec(d(900), d(1200)), rec(d(1100), d(1500))],
+            },
+            Row {
+                kind: Kind::LeaderKill,
+                lib: "java",
+                recoveries: vec![rec(d(1000), d(2000)), rec(None, None)],
+            },
+            Row {
+                kind: Kind::OursPause,
+                lib: "rust",
+                recoveries: vec![rec(d(6000), d(7000))],
+            },
+        ];
+        let page = page(&rows, &opts(), &[]);
+        assert!(
+            page.contains("| leader-kill | ours | 2 | 1100 ms | 1100 ms | 1500 ms | 1500 ms |"),
+            "{page}"
+        );
+        assert!(
+            page.contains("| leader-kill | Curator | 2 | not within the gap |"),
+            "{page}"
+        );
+        assert!(
+            page.contains("leader-kill: ours no slower than Curator: met"),
+            "{page}"
+        );
+        assert!(page.contains("ours-pause: ours' worst delay to the next hold within one session timeout (4000 ms, the election's time not added): not met (6000 ms)"), "{page}");
+        assert!(page.contains("no violation of ours"), "{page}");
+    }
+}
