@@ -36,6 +36,7 @@ use std::error::Error;
 use std::time::{Duration, Instant};
 
 use super::progress::{self, Plan};
+use super::queue::thousands;
 use crate::deps::{self, Need};
 
 pub mod lines;
@@ -148,18 +149,6 @@ fn wide(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-/// `10,000` (as `bench queue` writes N; its helper is private to it).
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(d);
-    }
-    out
-}
 
 /// Every case in the order they run: the locks shape by N, then the sessions shape by S,
 /// ours then Curator's for each.

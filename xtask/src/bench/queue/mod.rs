@@ -133,8 +133,8 @@ fn processes_label(n: usize) -> String {
     }
 }
 
-/// `10,000`.
-fn thousands(n: usize) -> String {
+/// `10,000` (also `bench many`'s).
+pub(crate) fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, d) in digits.chars().enumerate() {
