@@ -184,7 +184,7 @@ pub(super) fn op_future(client: Client, op: Op) -> OpFuture {
 ///
 /// An empty container may be removed by the server's container manager at any moment, so an
 /// ancestor made (or seen) a step ago can be gone when its child is created: that `NoNode`
-/// starts again from the top, up to [`PARENT_PASSES`] times. `NoNode` for the topmost one
+/// starts again from the top, up to `PARENT_PASSES` (4) times. `NoNode` for the topmost one
 /// means what is above it (a chroot) is missing, and is returned at once.
 pub async fn create_parents(client: &Client, path: &str) -> Result<(), zk_client::Error> {
     let opts = CreateOptions::new(CreateMode::Container);

@@ -4,7 +4,7 @@
 
 use zk_proto::CreateMode;
 
-/// Sessions each side keeps open (a [`Step::Reopen`] replaces one).
+/// Sessions each side keeps open (an [`Op::Reopen`] replaces one).
 pub const SESSIONS: usize = 3;
 
 /// One op inside a `multi`.

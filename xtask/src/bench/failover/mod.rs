@@ -1,7 +1,7 @@
 //! `cargo xtask bench failover`: how soon a stream of lock cycles comes back after a fault,
 //! ours against Curator 5.4's, on a 3-member ensemble.
 //!
-//! It runs the chaos harness ([`crate::chaos::run`]) on the mutex alone, one kind of fault at
+//! It runs the chaos harness ([`crate::chaos::run::run`]) on the mutex alone, one kind of fault at
 //! a time, spaced ([`crate::chaos::nemesis::spaced`]): each fault with a healthy gap before
 //! and after it, `--faults` of each kind. Our worker processes and Curator's cycle the lock
 //! on their own paths throughout (two processes each, two clients a process, each client

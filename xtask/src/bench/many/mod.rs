@@ -27,7 +27,7 @@
 //! The server's limits: the test kit's servers already allow unlimited connections per
 //! client address (`maxClientCnxns=0`), which the sessions shape needs; no reply here lists
 //! more than one lock node, so `jute.maxbuffer` is left at its default. The report
-//! (`target/bench/many.md`, [`page`]) says so, with the table, ours against Curator per case,
+//! (`target/bench/many.md`, written by `page`) says so, with the table, ours against Curator per case,
 //! where a cost per lock grows with N (a per-lock figure rising from one N to the next
 //! tenfold one: a cost growing faster than N), and the goals. Nothing is asserted: this
 //! reports.
@@ -148,7 +148,6 @@ impl Case {
 fn wide(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
-
 
 /// Every case in the order they run: the locks shape by N, then the sessions shape by S,
 /// ours then Curator's for each.
