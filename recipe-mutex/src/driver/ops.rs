@@ -170,8 +170,11 @@ pub(super) fn op_future(client: Client, op: Op) -> OpFuture {
                 Ok(()) => ok(Reply::Done),
                 Err(e) => failed(e),
             },
-            Op::CreateParents { path } => match create_parents(&client, &path).await {
-                Ok(()) => ok(Reply::Done),
+            Op::CreateParents { path } => match make_parents(&client, &path).await {
+                Ok(Parents::Made) => ok(Reply::Done),
+                // Removed under us pass after pass: the attempt makes them again after its
+                // retry delay, within its deadline.
+                Ok(Parents::Vanishing) => ok(Reply::Failed(ZkError::Transient)),
                 Err(e) => failed(e),
             },
         }
@@ -184,9 +187,29 @@ pub(super) fn op_future(client: Client, op: Op) -> OpFuture {
 ///
 /// An empty container may be removed by the server's container manager at any moment, so an
 /// ancestor made (or seen) a step ago can be gone when its child is created: that `NoNode`
-/// starts again from the top, up to `PARENT_PASSES` (4) times. `NoNode` for the topmost one
-/// means what is above it (a chroot) is missing, and is returned at once.
+/// starts again from the top, up to `PARENT_PASSES` (4) times, then is returned. `NoNode`
+/// for the topmost one means what is above it (a chroot) is missing, and is returned at once.
+/// (A lock's attempt, which makes its parents itself, tries again after its retry delay
+/// instead, until its deadline.)
 pub async fn create_parents(client: &Client, path: &str) -> Result<(), zk_client::Error> {
+    match make_parents(client, path).await? {
+        Parents::Made => Ok(()),
+        Parents::Vanishing => Err(zk_client::Error::NoNode),
+    }
+}
+
+/// What [`make_parents`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Parents {
+    /// Every ancestor and the path exist (made or found).
+    Made,
+    /// An ancestor was removed under each of the `PARENT_PASSES` passes.
+    Vanishing,
+}
+
+/// [`create_parents`], telling a missing chroot (`NoNode`) from ancestors the container
+/// manager kept removing ([`Parents::Vanishing`]).
+pub(crate) async fn make_parents(client: &Client, path: &str) -> Result<Parents, zk_client::Error> {
     let opts = CreateOptions::new(CreateMode::Container);
     let mut passes = 1;
     // `path[..end]` is the ancestor made last (none yet: 0).
@@ -204,7 +227,10 @@ pub async fn create_parents(client: &Client, path: &str) -> Result<(), zk_client
             match client.create(prefix, b"", &opts).await {
                 Ok(_) | Err(zk_client::Error::NodeExists) => {}
                 // An ancestor made or seen a step ago was removed: from the top again.
-                Err(zk_client::Error::NoNode) if end > 0 && passes < PARENT_PASSES => {
+                Err(zk_client::Error::NoNode) if end > 0 => {
+                    if passes == PARENT_PASSES {
+                        return Ok(Parents::Vanishing);
+                    }
                     passes += 1;
                     end = 0;
                     continue;
@@ -214,7 +240,7 @@ pub async fn create_parents(client: &Client, path: &str) -> Result<(), zk_client
         }
         match next {
             Some(n) => end = n,
-            None => return Ok(()),
+            None => return Ok(Parents::Made),
         }
     }
 }
