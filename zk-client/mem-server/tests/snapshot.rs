@@ -48,3 +48,27 @@ async fn a_server_opened_again_on_its_snapshot_has_its_nodes_and_sessions() {
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A snapshot that cannot be written stops the server serving: nothing it could not keep is
+/// acknowledged.
+#[tokio::test(start_paused = true)]
+async fn a_snapshot_that_cannot_be_written_stops_the_server() {
+    let dir = std::env::temp_dir().join(format!("zk-mem-unwritable-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("state.snapshot");
+    // The file the snapshot is written to before its rename is a directory.
+    std::fs::create_dir_all(path.with_extension("tmp")).unwrap();
+
+    let server = MemServer::open(ServerConfig::new(1), &path).unwrap();
+    assert!(server.snapshot_failure().is_some());
+    let connect = server.client(
+        Client::builder().session_timeout(Duration::from_secs(10)),
+        1,
+    );
+    let outcome = tokio::time::timeout(Duration::from_secs(60), connect).await;
+    assert!(
+        !matches!(outcome, Ok(Ok(_))),
+        "a session was granted by a server that cannot keep it"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

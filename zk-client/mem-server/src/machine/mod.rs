@@ -592,17 +592,17 @@ impl ServerMachine {
             R::MultiRead(m) => self.multi_read(session, &ids, &m),
             R::Create(r) => self
                 .write(now, |t, zxid, time, ch| {
-                    create(t, &r, &ids, session, zxid, time, ch)
+                    create(t, (&r).into(), &ids, session, zxid, time, ch)
                 })
                 .and_then(|(path, _)| body(CreateResponse { path })),
             R::Create2(r) | R::CreateContainer(r) => self
                 .write(now, |t, zxid, time, ch| {
-                    create(t, &r, &ids, session, zxid, time, ch)
+                    create(t, (&r).into(), &ids, session, zxid, time, ch)
                 })
                 .and_then(|(path, stat)| body(Create2Response { path, stat })),
             R::CreateTtl(r) => self
                 .write(now, |t, zxid, time, ch| {
-                    create_ttl(t, &r, &ids, session, zxid, time, ch)
+                    create(t, (&r).into(), &ids, session, zxid, time, ch)
                 })
                 .and_then(|(path, stat)| body(Create2Response { path, stat })),
             R::Delete(r) => self
@@ -788,10 +788,10 @@ impl ServerMachine {
         for (i, op) in m.ops.iter().enumerate() {
             let ch = &mut changes;
             let result = match op {
-                MultiOp::Create(r) => create(&mut scratch, r, ids, session, zxid, time, ch)
+                MultiOp::Create(r) => create(&mut scratch, r.into(), ids, session, zxid, time, ch)
                     .map(|(path, _)| MultiResult::Create(CreateResponse { path })),
                 MultiOp::Create2(r) | MultiOp::CreateContainer(r) => {
-                    create(&mut scratch, r, ids, session, zxid, time, ch)
+                    create(&mut scratch, r.into(), ids, session, zxid, time, ch)
                         .map(|(path, stat)| MultiResult::Create2(Create2Response { path, stat }))
                 }
                 MultiOp::Delete(r) => delete(&mut scratch, &r.path, r.version, ids, zxid, ch)
@@ -804,8 +804,10 @@ impl ServerMachine {
                 MultiOp::Check(r) => permitted(&scratch, &r.path, Perms::READ, ids)
                     .and_then(|()| scratch.check(&r.path, r.version))
                     .map(|_| MultiResult::Check),
-                MultiOp::CreateTtl(r) => create_ttl(&mut scratch, r, ids, session, zxid, time, ch)
-                    .map(|(path, stat)| MultiResult::Create2(Create2Response { path, stat })),
+                MultiOp::CreateTtl(r) => {
+                    create(&mut scratch, r.into(), ids, session, zxid, time, ch)
+                        .map(|(path, stat)| MultiResult::Create2(Create2Response { path, stat }))
+                }
                 MultiOp::GetChildren(_) | MultiOp::GetData(_) => Err(ErrorCode::BadArguments),
             };
             match result {
@@ -923,58 +925,45 @@ impl ServerMachine {
     }
 }
 
-fn create(
-    tree: &mut DataTree,
-    r: &CreateRequest,
-    ids: &[Id],
-    session: i64,
-    zxid: i64,
-    time: i64,
-    changes: &mut Vec<Change>,
-) -> Result<(String, zk_proto::records::Stat), ErrorCode> {
-    let new = NewNode {
-        path: &r.path,
-        acl: &r.acl,
-        mode: r.mode,
-        ttl: -1,
-    };
-    create_checked(tree, new, r.data.clone(), ids, session, zxid, time, changes)
-}
-
-fn create_ttl(
-    tree: &mut DataTree,
-    r: &CreateTtlRequest,
-    ids: &[Id],
-    session: i64,
-    zxid: i64,
-    time: i64,
-    changes: &mut Vec<Change>,
-) -> Result<(String, zk_proto::records::Stat), ErrorCode> {
-    let new = NewNode {
-        path: &r.path,
-        acl: &r.acl,
-        mode: r.mode,
-        ttl: r.ttl,
-    };
-    create_checked(tree, new, r.data.clone(), ids, session, zxid, time, changes)
-}
-
-/// What a create asks for.
+/// What a create asks for: a `create`/`create2`/`createContainer` (no TTL) or a `createTTL`.
 struct NewNode<'a> {
     path: &'a str,
+    data: &'a Buffer,
     acl: &'a [Acl],
     mode: CreateMode,
     ttl: i64,
 }
 
+impl<'a> From<&'a CreateRequest> for NewNode<'a> {
+    fn from(r: &'a CreateRequest) -> Self {
+        NewNode {
+            path: &r.path,
+            data: &r.data,
+            acl: &r.acl,
+            mode: r.mode,
+            ttl: -1,
+        }
+    }
+}
+
+impl<'a> From<&'a CreateTtlRequest> for NewNode<'a> {
+    fn from(r: &'a CreateTtlRequest) -> Self {
+        NewNode {
+            path: &r.path,
+            data: &r.data,
+            acl: &r.acl,
+            mode: r.mode,
+            ttl: r.ttl,
+        }
+    }
+}
+
 /// A create with its ACL checks in ZooKeeper's order (`PrepRequestProcessor`): the TTL and
 /// the path, the new ACL's fix-up (`InvalidAcl`), the parent (`NoNode`), `CREATE` on the
 /// parent (`NoAuth`), then the tree's own checks (`NodeExists`, ...).
-#[allow(clippy::too_many_arguments)]
-fn create_checked(
+fn create(
     tree: &mut DataTree,
     new: NewNode<'_>,
-    data: Buffer,
     ids: &[Id],
     session: i64,
     zxid: i64,
@@ -987,7 +976,15 @@ fn create_checked(
         acl::check(&parent.acl, Perms::CREATE, ids)?;
     }
     tree.create(
-        new.path, data, &fixed, new.mode, new.ttl, session, zxid, time, changes,
+        new.path,
+        new.data.clone(),
+        &fixed,
+        new.mode,
+        new.ttl,
+        session,
+        zxid,
+        time,
+        changes,
     )
 }
 
