@@ -60,8 +60,8 @@ mod watcher;
 
 pub use bytes::Bytes;
 pub use client::{
-    CONFIG_NODE, Client, ClientBuilder, CreateOptions, DEFAULT_CLOSE_TIMEOUT, DEFAULT_MAX_DATA_LEN,
-    DEFAULT_MAX_REQUEST_LEN, Op, OpResult, ReadOp, ReadResult, StateStream,
+    CONFIG_NODE, Client, ClientBuilder, ClientId, CreateOptions, DEFAULT_CLOSE_TIMEOUT,
+    DEFAULT_MAX_DATA_LEN, DEFAULT_MAX_REQUEST_LEN, Op, OpResult, ReadOp, ReadResult, StateStream,
 };
 pub use error::{Error, IoError, ProtocolError, TlsFailure};
 pub use hosts::ConnectString;

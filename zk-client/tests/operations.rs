@@ -830,3 +830,15 @@ async fn data_up_to_the_servers_request_limit_is_written_and_one_byte_more_is_re
     loose.close().await.unwrap();
     c.close().await.unwrap();
 }
+
+/// `Client::id`: the same for every clone of a client, different for another client of the
+/// same server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_id_is_shared_by_clones_and_by_no_other_client() {
+    let a = client().await;
+    let b = client().await;
+    assert_eq!(a.id(), a.clone().id());
+    assert_ne!(a.id(), b.id());
+    let ids: std::collections::HashSet<_> = [a.id(), b.id(), a.clone().id()].into();
+    assert_eq!(ids.len(), 2);
+}

@@ -24,6 +24,7 @@ use crate::Error;
 
 mod cleanup;
 mod ops;
+mod parents;
 mod run;
 
 use cleanup::start_releases;
@@ -31,7 +32,8 @@ pub use cleanup::{
     GuaranteedDelete, finish_release, guaranteed_delete, guaranteed_delete_on, run_cleanups,
     spawn_cleanups,
 };
-pub use ops::{connection, create_parents, sleep_until, zk_error};
+pub use ops::{connection, sleep_until, zk_error};
+pub use parents::create_parents;
 use run::Run;
 
 /// A lock node we hold.

@@ -9,6 +9,8 @@ use recipes_core::{Connection, NodeMode, Op, Reply, WatchEvent, WatchKind, ZkErr
 use tokio::time::Instant;
 use zk_client::{Client, CreateMode, CreateOptions, OneshotWatcher, SessionState};
 
+use super::parents;
+
 /// What an op's future gives: the reply, the watcher it left, the client's error.
 pub(super) struct Completed {
     pub(super) reply: Reply,
@@ -170,80 +172,13 @@ pub(super) fn op_future(client: Client, op: Op) -> OpFuture {
                 Ok(()) => ok(Reply::Done),
                 Err(e) => failed(e),
             },
-            Op::CreateParents { path } => match make_parents(&client, &path).await {
-                Ok(Parents::Made) => ok(Reply::Done),
+            Op::CreateParents { path } => match parents::make_parents(&client, &path).await {
+                Ok(parents::Parents::Made) => ok(Reply::Done),
                 // Removed under us pass after pass: the attempt makes them again after its
                 // retry delay, within its deadline.
-                Ok(Parents::Vanishing) => ok(Reply::Failed(ZkError::Transient)),
+                Ok(parents::Parents::Vanishing) => ok(Reply::Failed(ZkError::Transient)),
                 Err(e) => failed(e),
             },
         }
     })
 }
-
-/// Creates `path` and its missing ancestors as container nodes, top-down, as Curator's
-/// `creatingParentContainersIfNeeded` (`ZKPaths.mkdirs`) does: each one's existence is checked
-/// first, so a client that may not create in `/` works when the ancestors exist.
-///
-/// An empty container may be removed by the server's container manager at any moment, so an
-/// ancestor made (or seen) a step ago can be gone when its child is created: that `NoNode`
-/// starts again from the top, up to `PARENT_PASSES` (4) times, then is returned. `NoNode`
-/// for the topmost one means what is above it (a chroot) is missing, and is returned at once.
-/// (A lock's attempt, which makes its parents itself, tries again after its retry delay
-/// instead, until its deadline.)
-pub async fn create_parents(client: &Client, path: &str) -> Result<(), zk_client::Error> {
-    match make_parents(client, path).await? {
-        Parents::Made => Ok(()),
-        Parents::Vanishing => Err(zk_client::Error::NoNode),
-    }
-}
-
-/// What [`make_parents`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Parents {
-    /// Every ancestor and the path exist (made or found).
-    Made,
-    /// An ancestor was removed under each of the `PARENT_PASSES` passes.
-    Vanishing,
-}
-
-/// [`create_parents`], telling a missing chroot (`NoNode`) from ancestors the container
-/// manager kept removing ([`Parents::Vanishing`]).
-pub(crate) async fn make_parents(client: &Client, path: &str) -> Result<Parents, zk_client::Error> {
-    let opts = CreateOptions::new(CreateMode::Container);
-    let mut passes = 1;
-    // `path[..end]` is the ancestor made last (none yet: 0).
-    let mut end = 0;
-    loop {
-        let next = path
-            .get(end + 1..)
-            .and_then(|rest| rest.find('/'))
-            .map(|i| end + 1 + i);
-        let prefix = match next {
-            Some(n) => path.get(..n).unwrap_or(path),
-            None => path,
-        };
-        if client.exists(prefix).await?.is_none() {
-            match client.create(prefix, b"", &opts).await {
-                Ok(_) | Err(zk_client::Error::NodeExists) => {}
-                // An ancestor made or seen a step ago was removed: from the top again.
-                Err(zk_client::Error::NoNode) if end > 0 => {
-                    if passes == PARENT_PASSES {
-                        return Ok(Parents::Vanishing);
-                    }
-                    passes += 1;
-                    end = 0;
-                    continue;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        match next {
-            Some(n) => end = n,
-            None => return Ok(Parents::Made),
-        }
-    }
-}
-
-/// How many times [`create_parents`] starts again when an ancestor vanishes under it.
-pub const PARENT_PASSES: u32 = 4;

@@ -7,8 +7,13 @@
 use zk_sim::Recipe;
 use zk_sim_layer::{LayerConfig, run_traced};
 
-/// A handful of seeds per recipe (the cohorts' too).
-const SEEDS: [u64; 4] = [1, 7, 42, 1009];
+/// A handful of seeds per recipe (the cohorts' too). Without `--cfg tokio_unstable` tokio's
+/// generator is not seeded and a few schedules part where two waiters on one session state
+/// race (see the crate docs): these are seeds that replay in a plain build. Seed 1 was one
+/// until lock parents were made once per client (issue 35), which moved the rwlock's
+/// schedule onto such a race (seeds 1 and 8 of the rwlock part in a plain build and replay
+/// with `RUSTFLAGS="--cfg tokio_unstable"`).
+const SEEDS: [u64; 4] = [2, 7, 42, 1009];
 
 #[test]
 fn every_kept_seed_replays_the_same_trace() {

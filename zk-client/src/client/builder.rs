@@ -10,7 +10,7 @@ use bytes::Bytes;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use super::state_stream::STATE_STREAM_CAPACITY;
-use super::{Client, Inner};
+use super::{Client, ClientId, Inner};
 use crate::chroot::Chroot;
 use crate::io::{Link, SessionTask};
 use crate::reply::Replies;
@@ -316,6 +316,7 @@ impl ClientBuilder {
         };
         let client = Client {
             inner: Arc::new(Inner {
+                id: ClientId::next(),
                 tx,
                 state: state_rx,
                 states,

@@ -45,6 +45,7 @@ fn ended(state: SessionState) -> Error {
 
 #[derive(Debug)]
 pub(super) struct Inner {
+    pub(super) id: ClientId,
     pub(super) tx: mpsc::UnboundedSender<Command>,
     pub(super) state: watch::Receiver<SessionState>,
     pub(super) states: broadcast::Sender<SessionState>,
@@ -90,6 +91,20 @@ pub struct Client {
     inner: Arc<Inner>,
 }
 
+/// A client's identity: the same for all clones of one [`Client`], different for every other
+/// client this process connects (a counter, never reused). For state kept beside a client, as
+/// a map keyed by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ClientId(u64);
+
+impl ClientId {
+    /// The next unused identity.
+    pub(super) fn next() -> ClientId {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        ClientId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
 fn unexpected(_: Response) -> Error {
     Error::Protocol(crate::ProtocolError::Unexpected(
         "reply does not fit the request",
@@ -100,6 +115,11 @@ impl Client {
     /// A builder with default settings and no hosts.
     pub fn builder() -> ClientBuilder {
         ClientBuilder::new()
+    }
+
+    /// This client's identity, shared by its clones.
+    pub fn id(&self) -> ClientId {
+        self.inner.id
     }
 
     /// The server this session is connected to now, if any.
