@@ -139,3 +139,44 @@ async fn several_cleanups_run_at_once() {
     assert_eq!(bounded(done).await.unwrap(), Ok(()));
     wait_children(&c, "/t/driver-cleanups", 0).await;
 }
+
+/// Nothing happens until a driven machine's future is first polled: dropped before that, it
+/// has sent nothing, owes nothing and leaves no background task; dropped after, its end goes
+/// on in the background.
+#[tokio::test]
+async fn a_drive_dropped_before_its_first_poll_leaves_nothing_behind() {
+    let c = client().await;
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let before = metrics.num_alive_tasks();
+    let unpolled = driver::drive(&c, WaitForWake::default(), DriveOptions::default());
+    drop(unpolled);
+    assert_eq!(
+        metrics.num_alive_tasks(),
+        before,
+        "a background task started"
+    );
+    // Polled once, then dropped: it watched a node, so its end goes on in the background.
+    let mut polled = Box::pin(driver::drive(
+        &c,
+        WaitForWake::default(),
+        DriveOptions::default(),
+    ));
+    assert!(poll_once(&mut polled).await.is_none());
+    drop(polled);
+    assert_eq!(
+        metrics.num_alive_tasks(),
+        before + 1,
+        "abandoned after its start"
+    );
+}
+
+/// `f`'s output if one poll ends it.
+async fn poll_once<F: std::future::Future + Unpin>(f: &mut F) -> Option<F::Output> {
+    std::future::poll_fn(|cx| {
+        std::task::Poll::Ready(match std::pin::Pin::new(&mut *f).poll(cx) {
+            std::task::Poll::Ready(v) => Some(v),
+            std::task::Poll::Pending => None,
+        })
+    })
+    .await
+}

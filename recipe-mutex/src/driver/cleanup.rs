@@ -146,7 +146,9 @@ pub fn guaranteed_delete_on(
                     "the release's delete failed: retrying until it is done or the session ends"
                 );
                 let _ = e; // read by the log only
-                run_cleanups(&client, vec![Cleanup::Delete(path)]).await
+                // Boxed: the retry's run is large and rare, and inline it would size (and be
+                // moved and boxed with) every release's future.
+                Box::pin(run_cleanups(&client, vec![Cleanup::Delete(path)])).await
             }
         };
         done(&result);

@@ -12,6 +12,7 @@
 //! the ops in flight (a create in flight is awaited, so its node is deleted by its exact path)
 //! and then runs the cleanups the machine owes, to the end.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -126,12 +127,12 @@ where
 /// Runs a machine whose outcome is a node to hold: `Ok(Some)` when held, `Ok(None)` when its
 /// deadline (the machine's, given again as `deadline`) passed, the error otherwise.
 /// Cancel-safe as [`drive`].
-pub async fn take_node<M>(
+pub fn take_node<M>(
     client: &Client,
     machine: M,
     turn: Option<Turn>,
     deadline: Option<Instant>,
-) -> Result<Option<Acquired>, Error>
+) -> impl Future<Output = Result<Option<Acquired>, Error>> + Send + '_
 where
     M: Machine<Output = Held> + Send + 'static,
 {
@@ -140,16 +141,20 @@ where
         wake: None,
         deadline,
     };
-    let (outcome, error) = drive(client, machine, options).await;
-    match outcome {
-        Ok(Held { path, czxid }) => Ok(Some(Acquired {
-            path,
-            czxid,
-            session_id: client.session_id(),
-        })),
-        Err(Ended::TimedOut) => Ok(None),
-        Err(ended) => Err(error_of(client, ended, error)),
-    }
+    drive_then(
+        client,
+        machine,
+        options,
+        move |outcome, error| match outcome {
+            Ok(Held { path, czxid }) => Ok(Some(Acquired {
+                path,
+                czxid,
+                session_id: client.session_id(),
+            })),
+            Err(Ended::TimedOut) => Ok(None),
+            Err(ended) => Err(error_of(client, ended, error)),
+        },
+    )
 }
 
 /// What [`drive`] is given besides the machine.
@@ -228,18 +233,38 @@ pub fn session_error(state: SessionState) -> Error {
 /// one grace). The client's error for the last op that failed comes with it.
 ///
 /// Cancel-safe, see the module docs.
-pub async fn drive<M>(
+pub fn drive<M>(
     client: &Client,
     machine: M,
     options: DriveOptions,
-) -> (Result<M::Output, Ended>, Option<zk_client::Error>)
+) -> impl Future<Output = (Result<M::Output, Ended>, Option<zk_client::Error>)> + Send + '_
 where
     M: Machine + Send + 'static,
-    M::Output: Clone + std::fmt::Debug + 'static,
+    M::Output: Clone + std::fmt::Debug + Send + 'static,
+{
+    drive_then(client, machine, options, |outcome, error| (outcome, error))
+}
+
+/// [`drive`], its outcome and error given to `then`.
+///
+/// [`drive`] and [`take_node`] are not `async fn`s but return this future as it is, `then`
+/// mapping its outcome: an `async fn` keeps its arguments in its future for as long as it
+/// runs, so each level wrapping this one would hold another copy of the machine (several
+/// hundred bytes) for every lock in flight.
+async fn drive_then<'a, M, T>(
+    client: &'a Client,
+    machine: M,
+    options: DriveOptions,
+    then: impl FnOnce(Result<M::Output, Ended>, Option<zk_client::Error>) -> T + Send + 'a,
+) -> T
+where
+    M: Machine + Send + 'static,
+    M::Output: Clone + std::fmt::Debug + Send + 'static,
 {
     let mut run = Run::new(client.clone(), machine);
     run.turn = options.turn;
     run.wake = options.wake;
+    let deadline = options.deadline;
     run.start();
     run.until_outcome().await;
     let error = run.last_error.clone();
@@ -266,7 +291,7 @@ where
         Err(Ended::TimedOut | Ended::Unavailable(_)) => {
             let done = run.hand_off();
             let grace = with_grace(Instant::now());
-            let until = options.deadline.map_or(grace, with_grace).min(grace);
+            let until = deadline.map_or(grace, with_grace).min(grace);
             let grace = tokio::time::sleep_until(until);
             // Both arms end the wait and nothing else: the order is behaviour-neutral, and a
             // fixed one keeps the simulator's schedules replayable (an unbiased `select!`
@@ -279,7 +304,7 @@ where
         }
         Err(_) => drop(run.hand_off()),
     }
-    (outcome, error)
+    then(outcome, error)
 }
 
 /// Logs how a driven machine ended: each node held (with its lock, session, fencing token and

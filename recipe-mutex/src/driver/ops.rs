@@ -103,6 +103,12 @@ pub(super) fn create_options(mode: NodeMode) -> &'static CreateOptions {
 }
 
 pub(super) fn op_future(client: Client, op: Op) -> OpFuture {
+    // A future of its own: the rare op with the largest future (a walk of the path with a
+    // flight per ancestor) would otherwise size the box of every op.
+    let op = match op {
+        Op::CreateParents { path } => return parents_future(client, path),
+        op => op,
+    };
     Box::pin(async move {
         match op {
             Op::Create { path, mode, data } => {
@@ -172,13 +178,21 @@ pub(super) fn op_future(client: Client, op: Op) -> OpFuture {
                 Ok(()) => ok(Reply::Done),
                 Err(e) => failed(e),
             },
-            Op::CreateParents { path } => match parents::make_parents(&client, &path).await {
-                Ok(parents::Parents::Made) => ok(Reply::Done),
-                // Removed under us pass after pass: the attempt makes them again after its
-                // retry delay, within its deadline.
-                Ok(parents::Parents::Vanishing) => ok(Reply::Failed(ZkError::Transient)),
-                Err(e) => failed(e),
-            },
+            // Sent as `parents_future` above.
+            Op::CreateParents { .. } => ok(Reply::Failed(ZkError::Other)),
+        }
+    })
+}
+
+/// A `CreateParents` op's future.
+fn parents_future(client: Client, path: String) -> OpFuture {
+    Box::pin(async move {
+        match parents::make_parents(&client, &path).await {
+            Ok(parents::Parents::Made) => ok(Reply::Done),
+            // Removed under us pass after pass: the attempt makes them again after its retry
+            // delay, within its deadline.
+            Ok(parents::Parents::Vanishing) => ok(Reply::Failed(ZkError::Transient)),
+            Err(e) => failed(e),
         }
     })
 }
