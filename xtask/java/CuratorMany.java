@@ -16,9 +16,10 @@
 // Curator's InterProcessMutex belongs to the thread that acquired it (release() from another
 // thread fails), so each pool thread keeps what it acquired and, on RELEASE, releases it.
 //
-//   READY rss_kib=<KiB> threads=<n>
-//   ACQUIRED ns=<GO to the last acquire> held=<n> rss_kib=<KiB> threads=<n>
-//   RELEASED ns=<RELEASE to the last release> rss_kib=<KiB>
+//   READY rss_kib=<KiB> heap_kib=<KiB> threads=<n>
+//   ACQUIRED ns=<GO to the last acquire> held=<n> rss_kib=<KiB> heap_kib=<KiB> threads=<n>
+//   RELEASED ns=<RELEASE to the last release> rss_kib=<KiB> heap_kib=<KiB>
+//   (heap_kib: the heap in use after System.gc())
 //
 // then on CLOSE it closes every CuratorFramework and exits. It fails ("ERROR <message>",
 // exit 1) when a step is not over within <budget ms>, and halts when its stdin ends.
@@ -77,7 +78,9 @@ public final class CuratorMany {
         BlockingQueue<String> steps = readStepsFromStdin();
 
         CuratorFramework shared = sessions ? null : newClient(connect);
-        System.out.println("READY rss_kib=" + status("VmRSS:") + " threads=" + status("Threads:"));
+        long readyRss = status("VmRSS:");
+        System.out.println("READY rss_kib=" + readyRss + " heap_kib=" + heapKib()
+                + " threads=" + status("Threads:"));
         System.out.flush();
 
         step(steps, "GO", budgetMs);
@@ -124,8 +127,10 @@ public final class CuratorMany {
         }
         await(acquired, budgetMs, "acquire()");
         long acquireNs = System.nanoTime() - started;
+        long heldRss = status("VmRSS:");
+        long heldThreads = status("Threads:");
         System.out.println("ACQUIRED ns=" + acquireNs + " held=" + held.get()
-                + " rss_kib=" + status("VmRSS:") + " threads=" + status("Threads:"));
+                + " rss_kib=" + heldRss + " heap_kib=" + heapKib() + " threads=" + heldThreads);
         System.out.flush();
 
         step(steps, "RELEASE", budgetMs);
@@ -133,7 +138,9 @@ public final class CuratorMany {
         release.countDown();
         await(released, budgetMs, "release()");
         long releaseNs = System.nanoTime() - started;
-        System.out.println("RELEASED ns=" + releaseNs + " rss_kib=" + status("VmRSS:"));
+        long releasedRss = status("VmRSS:");
+        System.out.println("RELEASED ns=" + releaseNs + " rss_kib=" + releasedRss
+                + " heap_kib=" + heapKib());
         System.out.flush();
 
         step(steps, "CLOSE", budgetMs);
@@ -202,6 +209,18 @@ public final class CuratorMany {
         t.setDaemon(true);
         t.start();
         return steps;
+    }
+
+    /**
+     * The heap in use after a full collection, in KiB: what live objects keep (read after
+     * the resident set, which a collection may shrink).
+     */
+    private static long heapKib() {
+        for (int i = 0; i < 2; i++) {
+            System.gc();
+        }
+        Runtime rt = Runtime.getRuntime();
+        return (rt.totalMemory() - rt.freeMemory()) / 1024;
     }
 
     /** The first number after `key` in /proc/self/status (VmRSS in KiB, Threads). */

@@ -23,10 +23,12 @@
 //! `block_on` returning, a join).
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicU64 = AtomicU64::new(0);
+/// Bytes allocated and not yet freed.
+static LIVE: AtomicI64 = AtomicI64::new(0);
 
 /// The system allocator, counted. Install it with `#[global_allocator]`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -37,22 +39,41 @@ fn count(size: usize) {
     BYTES.fetch_add(size as u64, Ordering::Relaxed);
 }
 
+/// `change` bytes more (or fewer) in use.
+fn live_by(change: i64) {
+    LIVE.fetch_add(change, Ordering::Relaxed);
+}
+
+/// A size as the live count's signed bytes (a size is at most `isize::MAX`).
+fn signed(size: usize) -> i64 {
+    i64::try_from(size).unwrap_or(i64::MAX)
+}
+
 // SAFETY: every call is passed unchanged to `System`, which upholds `GlobalAlloc`'s contract;
 // the counting touches only two atomics and never allocates.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         count(layout.size());
         // SAFETY: the caller's contract for `alloc` is `System.alloc`'s.
-        unsafe { System.alloc(layout) }
+        let ptr = unsafe { System.alloc(layout) };
+        if !ptr.is_null() {
+            live_by(signed(layout.size()));
+        }
+        ptr
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         count(layout.size());
         // SAFETY: as for `alloc`.
-        unsafe { System.alloc_zeroed(layout) }
+        let ptr = unsafe { System.alloc_zeroed(layout) };
+        if !ptr.is_null() {
+            live_by(signed(layout.size()));
+        }
+        ptr
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        live_by(-signed(layout.size()));
         // SAFETY: `ptr` came from this allocator, which is `System`'s, with `layout`.
         unsafe { System.dealloc(ptr, layout) }
     }
@@ -60,7 +81,11 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         count(new_size);
         // SAFETY: as for `dealloc`; `new_size` is the caller's, checked by its contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
+        let moved = unsafe { System.realloc(ptr, layout, new_size) };
+        if !moved.is_null() {
+            live_by(signed(new_size) - signed(layout.size()));
+        }
+        moved
     }
 }
 
@@ -94,6 +119,14 @@ pub fn counts() -> Counts {
     }
 }
 
+/// The bytes allocated and not yet freed, as asked for (the allocator's own overhead not
+/// included): the live heap, for "what does a held lock keep". Zero when [`Counting`] is not
+/// the global allocator.
+#[must_use]
+pub fn live() -> i64 {
+    LIVE.load(Ordering::Relaxed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +152,22 @@ mod tests {
             after_drop.allocations, spent.allocations,
             "a free is not an allocation"
         );
+    }
+
+    #[test]
+    fn live_bytes_rise_with_an_allocation_and_fall_with_its_free() {
+        // Megabytes against what the other test's thread allocates and frees meanwhile (a few
+        // hundred bytes): each check allows it `SLACK` either way.
+        const MB: i64 = 1 << 20;
+        const SLACK: i64 = 64 << 10;
+        let before = live();
+        let mut a: Vec<u8> = std::hint::black_box(Vec::with_capacity(MB as usize));
+        assert!(live() - before >= MB - SLACK, "{}", live() - before);
+        a.shrink_to(16);
+        assert!(live() - before < SLACK, "a realloc to less counts less");
+        a.reserve_exact(2 * MB as usize);
+        assert!(live() - before >= 2 * MB - SLACK);
+        drop(a);
+        assert!(live() - before < SLACK, "{}", live() - before);
     }
 }

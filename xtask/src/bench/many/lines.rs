@@ -2,17 +2,21 @@
 //! `java/CuratorMany.java`, print the same ones), written and parsed here, with no IO.
 //!
 //! ```text
-//! READY rss_kib=<KiB> threads=<n>                         worker: set up, nothing taken yet
-//! GO                                                      bench: take them all
-//! ACQUIRED ns=<ns> held=<n> rss_kib=<KiB> threads=<n>     worker: every lock held
-//! RELEASE                                                 bench: release them all
-//! RELEASED ns=<ns> rss_kib=<KiB>                          worker: every lock released
-//! CLOSE                                                   bench: close the sessions and exit
+//! READY rss_kib=<KiB> heap_kib=<KiB> threads=<n>                      worker: set up, nothing taken yet
+//! GO                                                                   bench: take them all
+//! ACQUIRED ns=<ns> held=<n> rss_kib=<KiB> heap_kib=<KiB> threads=<n>   worker: every lock held
+//! RELEASE                                                              bench: release them all
+//! RELEASED ns=<ns> rss_kib=<KiB> heap_kib=<KiB>                        worker: every lock released
+//! CLOSE                                                                bench: close the sessions and exit
 //! ```
 //!
 //! `ns` is the worker's own monotonic time from the bench's line to the last lock taken (or
 //! released); the resident set (`VmRSS`) and the thread count (`Threads:`) are read from
-//! `/proc/self/status` at that moment.
+//! `/proc/self/status` at that moment. `heap_kib` is the live heap then: ours, the bytes
+//! allocated and not freed (the worker's counting allocator, `count_alloc::live`); Curator's,
+//! the JVM's heap in use after a full collection (`System.gc()`). Unlike the resident set,
+//! neither keeps what a burst of acquires used and gave back, so the growth of the live heap
+//! is what the held locks themselves keep.
 
 use std::fmt;
 
@@ -56,6 +60,8 @@ impl Step {
 pub struct Ready {
     /// The resident set, in KiB.
     pub rss_kib: u64,
+    /// The live heap, in KiB.
+    pub heap_kib: u64,
     /// The process's threads.
     pub threads: u64,
 }
@@ -66,9 +72,10 @@ impl Ready {
     /// # Errors
     /// Another line, or a field missing, unknown or not a whole number.
     pub fn parse(line: &str) -> Result<Ready, String> {
-        let f = Fields::parse(line, "READY")?.only(&["rss_kib", "threads"])?;
+        let f = Fields::parse(line, "READY")?.only(&["rss_kib", "heap_kib", "threads"])?;
         Ok(Ready {
             rss_kib: f.number("rss_kib")?,
+            heap_kib: f.number("heap_kib")?,
             threads: f.number("threads")?,
         })
     }
@@ -76,7 +83,11 @@ impl Ready {
 
 impl fmt::Display for Ready {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "READY rss_kib={} threads={}", self.rss_kib, self.threads)
+        write!(
+            f,
+            "READY rss_kib={} heap_kib={} threads={}",
+            self.rss_kib, self.heap_kib, self.threads
+        )
     }
 }
 
@@ -89,6 +100,8 @@ pub struct Acquired {
     pub held: u64,
     /// The resident set with every lock held, in KiB.
     pub rss_kib: u64,
+    /// The live heap with every lock held, in KiB.
+    pub heap_kib: u64,
     /// The process's threads with every lock held.
     pub threads: u64,
 }
@@ -99,11 +112,13 @@ impl Acquired {
     /// # Errors
     /// Another line, or a field missing, unknown or not a whole number.
     pub fn parse(line: &str) -> Result<Acquired, String> {
-        let f = Fields::parse(line, "ACQUIRED")?.only(&["ns", "held", "rss_kib", "threads"])?;
+        let f = Fields::parse(line, "ACQUIRED")?
+            .only(&["ns", "held", "rss_kib", "heap_kib", "threads"])?;
         Ok(Acquired {
             ns: f.number("ns")?,
             held: f.number("held")?,
             rss_kib: f.number("rss_kib")?,
+            heap_kib: f.number("heap_kib")?,
             threads: f.number("threads")?,
         })
     }
@@ -113,8 +128,8 @@ impl fmt::Display for Acquired {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "ACQUIRED ns={} held={} rss_kib={} threads={}",
-            self.ns, self.held, self.rss_kib, self.threads
+            "ACQUIRED ns={} held={} rss_kib={} heap_kib={} threads={}",
+            self.ns, self.held, self.rss_kib, self.heap_kib, self.threads
         )
     }
 }
@@ -127,6 +142,8 @@ pub struct Released {
     pub ns: u64,
     /// The resident set with every lock released, in KiB.
     pub rss_kib: u64,
+    /// The live heap with every lock released, in KiB.
+    pub heap_kib: u64,
 }
 
 impl Released {
@@ -135,17 +152,22 @@ impl Released {
     /// # Errors
     /// Another line, or a field missing, unknown or not a whole number.
     pub fn parse(line: &str) -> Result<Released, String> {
-        let f = Fields::parse(line, "RELEASED")?.only(&["ns", "rss_kib"])?;
+        let f = Fields::parse(line, "RELEASED")?.only(&["ns", "rss_kib", "heap_kib"])?;
         Ok(Released {
             ns: f.number("ns")?,
             rss_kib: f.number("rss_kib")?,
+            heap_kib: f.number("heap_kib")?,
         })
     }
 }
 
 impl fmt::Display for Released {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "RELEASED ns={} rss_kib={}", self.ns, self.rss_kib)
+        write!(
+            f,
+            "RELEASED ns={} rss_kib={} heap_kib={}",
+            self.ns, self.rss_kib, self.heap_kib
+        )
     }
 }
 
@@ -168,6 +190,7 @@ mod tests {
     fn lines_round_trip_and_bad_ones_are_refused() {
         let r = Ready {
             rss_kib: 4000,
+            heap_kib: 900,
             threads: 2,
         };
         assert_eq!(Ready::parse(&r.to_string()), Ok(r));
@@ -175,16 +198,22 @@ mod tests {
             ns: 1_234_567,
             held: 1000,
             rss_kib: 9000,
+            heap_kib: 1900,
             threads: 2,
         };
         assert_eq!(Acquired::parse(&a.to_string()), Ok(a));
         let d = Released {
             ns: 42,
             rss_kib: 5000,
+            heap_kib: 1000,
         };
         assert_eq!(Released::parse(&d.to_string()), Ok(d));
         assert!(Ready::parse("READY rss_kib=1").is_err());
-        assert!(Ready::parse("READY rss_kib=1 threads=2 x=3").is_err());
+        assert!(
+            Ready::parse("READY rss_kib=1 threads=2").is_err(),
+            "no heap"
+        );
+        assert!(Ready::parse("READY rss_kib=1 heap_kib=1 threads=2 x=3").is_err());
         assert!(Acquired::parse("ACQUIRED ns=-1 held=1 rss_kib=1 threads=1").is_err());
         assert!(Released::parse("RELEASE ns=1").is_err());
     }

@@ -173,6 +173,7 @@ async fn run(
             ns,
             held: guards.len() as u64,
             rss_kib: now.rss_kib,
+            heap_kib: now.heap_kib,
             threads: now.threads,
         }
     );
@@ -185,11 +186,13 @@ async fn run(
     }
     join_all::<()>(tasks, by(), "release()").await?;
     let ns = elapsed_ns(started);
+    let now = ready()?;
     println!(
         "{}",
         Released {
             ns,
-            rss_kib: ready()?.rss_kib,
+            rss_kib: now.rss_kib,
+            heap_kib: now.heap_kib,
         }
     );
 
@@ -202,11 +205,13 @@ async fn run(
     Ok(())
 }
 
-/// The resident set and the threads now (the `READY` line's figures).
+/// The resident set, the live heap and the threads now (the `READY` line's figures).
 fn ready() -> Result<Ready> {
     let status = std::fs::read_to_string("/proc/self/status")?;
     Ok(Ready {
         rss_kib: parse_rss_kib(&status).ok_or("no VmRSS in /proc/self/status")?,
+        // Zero without zk-worker's counting allocator.
+        heap_kib: u64::try_from(count_alloc::live()).unwrap_or(0) / 1024,
         threads: parse_threads(&status).ok_or("no Threads in /proc/self/status")?,
     })
 }

@@ -26,6 +26,9 @@ struct Figures {
     release_ms: f64,
     /// Resident-set growth from `READY` to `ACQUIRED`, in bytes, over N.
     bytes_per_lock: f64,
+    /// Live-heap growth from `READY` to `ACQUIRED`, in bytes, over N: what the held locks
+    /// keep (see [`super::lines`]).
+    heap_per_lock: f64,
     threads: u64,
     acquire_requests_per_lock: f64,
     release_requests_per_lock: f64,
@@ -41,6 +44,7 @@ impl Figures {
             acquire_ms: o.acquired.ns as f64 / 1e6,
             release_ms: o.released.ns as f64 / 1e6,
             bytes_per_lock: growth_kib as f64 * 1024.0 / n,
+            heap_per_lock: o.acquired.heap_kib.saturating_sub(o.ready.heap_kib) as f64 * 1024.0 / n,
             threads: o.acquired.threads,
             acquire_requests_per_lock: o.acquire.requests as f64 / n,
             release_requests_per_lock: o.release.requests as f64 / n,
@@ -111,6 +115,7 @@ fn table(rows: &[Row]) -> Table {
             "RSS held MiB",
             "RSS released MiB",
             "B per lock",
+            "heap B per lock",
             "threads",
             "req/lock acq.",
             "req/lock rel.",
@@ -133,6 +138,7 @@ fn table(rows: &[Row]) -> Table {
                     format!("{:.1}", o.acquired.rss_kib as f64 / 1024.0),
                     format!("{:.1}", o.released.rss_kib as f64 / 1024.0),
                     format!("{:.0}", f.bytes_per_lock),
+                    format!("{:.0}", f.heap_per_lock),
                     f.threads.to_string(),
                     format!("{:.2}", f.acquire_requests_per_lock),
                     format!("{:.2}", f.release_requests_per_lock),
@@ -155,6 +161,7 @@ fn ratios(rows: &[Row], opts: &Options) -> Table {
             "acquire all",
             "release all",
             "memory per lock/session",
+            "heap per lock/session",
             "threads",
         ],
         1,
@@ -177,6 +184,7 @@ fn ratios(rows: &[Row], opts: &Options) -> Table {
                 cell(r(|f| f.acquire_ms), 3),
                 cell(r(|f| f.release_ms), 3),
                 cell(r(|f| f.bytes_per_lock), 3),
+                cell(r(|f| f.heap_per_lock), 3),
                 cell(r(|f| f.threads as f64), 3),
             ]);
         }
@@ -197,10 +205,11 @@ type Metric = fn(&Figures, usize) -> f64;
 /// Where a per-lock (per-session) cost grows faster than N, for each library.
 fn growth(rows: &[Row], opts: &Options) -> String {
     let mut out = String::new();
-    let metrics: [(&str, Metric); 4] = [
+    let metrics: [(&str, Metric); 5] = [
         ("acquire time per lock", |f, n| f.acquire_us_per_lock(n)),
         ("release time per lock", |f, n| f.release_us_per_lock(n)),
         ("memory per lock", |f, _| f.bytes_per_lock),
+        ("heap per lock", |f, _| f.heap_per_lock),
         ("wire bytes per acquire", |f, _| f.acquire_bytes_per_lock),
     ];
     for (shape, counts) in shapes(opts) {
@@ -322,20 +331,27 @@ fn goals(rows: &[Row], opts: &Options) -> String {
     let mut memory = Vec::new();
     for (shape, counts) in shapes(opts) {
         for &n in counts {
-            let r = ratio(
-                figures(rows, shape, n, Lib::Ours).map(|f| f.bytes_per_lock),
-                figures(rows, shape, n, Lib::Curator).map(|f| f.bytes_per_lock),
+            let (o, c) = (
+                figures(rows, shape, n, Lib::Ours),
+                figures(rows, shape, n, Lib::Curator),
             );
+            let rss = ratio(o.map(|f| f.bytes_per_lock), c.map(|f| f.bytes_per_lock));
+            let heap = ratio(o.map(|f| f.heap_per_lock), c.map(|f| f.heap_per_lock));
             let label = Case {
                 shape,
                 n,
                 lib: Lib::Ours,
             }
             .label();
-            memory.push(match r {
-                Some(r) => format!("{label}: {r:.3}× ({})", verdict(r <= 0.05)),
-                None => format!("{label}: not measured"),
-            });
+            let judged = |r: Option<f64>| match r {
+                Some(r) => format!("{r:.3}× ({})", verdict(r <= 0.05)),
+                None => "not measured".to_owned(),
+            };
+            memory.push(format!(
+                "{label}: resident {}, live heap {}",
+                judged(rss),
+                judged(heap)
+            ));
         }
     }
     let _ = writeln!(
@@ -403,7 +419,10 @@ pub(super) fn report(rows: &[Row], opts: &Options, took: Duration) {
          sessions shape; the resident set keeps what the allocator held on to from the burst of \
          acquiring, in-flight tasks or threads and buffers, so this bounds a held lock's cost \
          from above, for both libraries; RSS released = with nothing held, sessions still \
-         open: what stayed); threads = the worker's with all held; req/lock, B/lock (both ways) \
+         open: what stayed); heap B per lock = live-heap growth from ready to all held, over N \
+         (ours: bytes allocated and not freed, counted by the worker's allocator; Curator's: the \
+         JVM heap in use after System.gc()): what the held locks keep, the burst left out; \
+         threads = the worker's with all held; req/lock, B/lock (both ways) \
          and awaited round trips = counted by a proxy between worker and server (bench::tap), \
          pings and handshakes left out; handshakes acq. = connect handshakes while acquiring \
          (more than S: sessions that reconnected)"
@@ -460,17 +479,20 @@ mod tests {
         Outcome {
             ready: Ready {
                 rss_kib: ready_kib,
+                heap_kib: ready_kib / 2,
                 threads: 2,
             },
             acquired: Acquired {
                 ns: acquire_ns,
                 held: 1000,
                 rss_kib: held_kib,
+                heap_kib: held_kib / 2,
                 threads: 2,
             },
             released: Released {
                 ns: 2_000_000,
                 rss_kib: held_kib,
+                heap_kib: ready_kib / 2,
             },
             acquire: Traffic {
                 requests,
@@ -490,17 +512,17 @@ mod tests {
     fn figures_divide_by_n() {
         let f = Figures::of(1000, &outcome(4000, 5000, 50_000_000, 2000));
         assert!((f.bytes_per_lock - 1024.0).abs() < 1e-9);
+        assert!((f.heap_per_lock - 512.0).abs() < 1e-9);
         assert!((f.acquire_ms - 50.0).abs() < 1e-9);
         assert!((f.acquire_us_per_lock(1000) - 50.0).abs() < 1e-9);
         assert!((f.release_us_per_lock(1000) - 2.0).abs() < 1e-9);
         assert!((f.acquire_requests_per_lock - 2.0).abs() < 1e-9);
         assert!((f.release_requests_per_lock - 1.0).abs() < 1e-9);
         assert!((f.acquire_bytes_per_lock - 100.0).abs() < 1e-9);
-        // A resident set that shrank adds nothing.
-        assert_eq!(
-            Figures::of(1000, &outcome(5000, 4000, 1, 0)).bytes_per_lock,
-            0.0
-        );
+        // A resident set or a heap that shrank adds nothing.
+        let shrank = Figures::of(1000, &outcome(5000, 4000, 1, 0));
+        assert_eq!(shrank.bytes_per_lock, 0.0);
+        assert_eq!(shrank.heap_per_lock, 0.0);
     }
 
     #[test]
