@@ -21,12 +21,14 @@ use std::fmt::Write as _;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
-/// Instructions per uncontended mutex cycle the issue sets as the target.
-pub const INSTRUCTIONS_TARGET: f64 = 25_000.0;
+/// The most a mutex cycle's instructions may be over the floor through a connection task
+/// (issue 35: within 2×; its earlier absolute 25,000 was withdrawn).
+pub const FLOOR_FACTOR_TARGET: f64 = 2.0;
 /// Allocations per uncontended mutex cycle the issue sets as the target.
 pub const ALLOCATIONS_TARGET: f64 = 15.0;
-/// The one-lock program's stripped size on zookeeper-client 0.11, the target.
-pub const SIZE_TARGET: u64 = 1_134_720;
+/// The one-lock program's stripped size that it must not grow past: the size last reported
+/// (README, issue 35; the earlier target, zookeeper-client 0.11's 1,134,720 B, was withdrawn).
+pub const SIZE_CEILING: u64 = 1_612_264;
 
 /// Runs both parts and writes the page.
 ///
