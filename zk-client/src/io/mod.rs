@@ -57,8 +57,11 @@ struct Closing {
 /// few writes.
 const COMMAND_BATCH: usize = 256;
 
-/// The read buffer's initial size.
-const READ_BUFFER: usize = 64 * 1024;
+/// The read buffer's initial size: room for a burst of small replies. It is every
+/// connection's (a process with a thousand sessions has a thousand), and a larger frame makes
+/// room for itself (`zk_proto::frame` reserves its whole length once the length is read), so
+/// it is kept small: at 64 KiB it was four fifths of a session's heap (`bench many`).
+const READ_BUFFER: usize = 16 * 1024;
 
 /// How long a connection's teardown (the last bytes of a session that ended, then the
 /// shutdown: a TLS `close_notify`) may wait for a peer that does not read. It runs in the
