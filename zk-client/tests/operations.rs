@@ -842,3 +842,25 @@ async fn a_client_id_is_shared_by_clones_and_by_no_other_client() {
     let ids: std::collections::HashSet<_> = [a.id(), b.id(), a.clone().id()].into();
     assert_eq!(ids.len(), 2);
 }
+
+/// Replies larger than the connection's read buffer (16 KiB), alone and pipelined back to
+/// back, arrive whole and in order: a frame makes room for its own length.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_larger_than_the_read_buffer_arrive_whole() {
+    let c = client().await;
+    let path = root(&c, "large-replies").await;
+    let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    c.set_data(&path, &data, None).await.unwrap();
+    let reads: Vec<_> = (0..20)
+        .map(|_| {
+            let (c, path) = (c.clone(), path.clone());
+            tokio::spawn(async move { c.get_data(&path).await })
+        })
+        .collect();
+    for read in reads {
+        let (got, stat) = read.await.unwrap().unwrap();
+        assert_eq!(got.len(), data.len());
+        assert!(got[..] == data[..], "a reply's bytes changed");
+        assert_eq!(stat.data_length, 200_000);
+    }
+}
