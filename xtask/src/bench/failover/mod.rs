@@ -127,6 +127,52 @@ fn ms(d: Option<Duration>) -> String {
     )
 }
 
+/// The page's charts: per kind of fault, ours beside Curator's, the median and the worst
+/// delay to the next hold (a fault not recovered within the gap is left out of the bars).
+fn charts(rows: &[Row]) -> Vec<(&'static str, report::Chart)> {
+    let kinds: Vec<Kind> = KINDS
+        .into_iter()
+        .filter(|k| rows.iter().any(|r| r.kind == *k))
+        .collect();
+    let seconds = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
+    let chart = |title: &str, worst: bool| report::Chart {
+        title: title.to_owned(),
+        unit: "s".to_owned(),
+        groups: kinds.iter().map(ToString::to_string).collect(),
+        series: ["rust", "java"]
+            .iter()
+            .map(|&lib| {
+                let values = kinds
+                    .iter()
+                    .map(|&kind| {
+                        let row = rows.iter().find(|r| r.kind == kind && r.lib == lib)?;
+                        let next: Vec<_> = row.recoveries.iter().map(|r| r.next_hold).collect();
+                        let (median, max) = median_and_worst(&next)?;
+                        seconds(if worst { max } else { median })
+                    })
+                    .collect();
+                (lib_name(lib).to_lowercase(), values)
+            })
+            .collect(),
+    };
+    vec![
+        (
+            "next-hold-median",
+            chart(
+                "from the fault to the next hold, median (lower is better)",
+                false,
+            ),
+        ),
+        (
+            "next-hold-worst",
+            chart(
+                "from the fault to the next hold, worst (lower is better)",
+                true,
+            ),
+        ),
+    ]
+}
+
 /// The table and the goals' lines.
 fn page(rows: &[Row], opts: &Options, safety: &[String]) -> String {
     let mut table = Table::new(
@@ -174,6 +220,10 @@ fn page(rows: &[Row], opts: &Options, safety: &[String]) -> String {
         recovery::BASELINE.as_secs()
     );
     out.push_str(&table.markdown());
+    out.push_str(
+        "\n![to the next hold, median](failover-next-hold-median.svg)\n\n\
+         ![to the next hold, worst](failover-next-hold-worst.svg)\n",
+    );
     let _ = writeln!(out, "\n## Goals\n");
     for line in goals(rows, opts) {
         let _ = writeln!(out, "- {line}");
@@ -287,7 +337,7 @@ pub fn run(opts: &Options) -> Result<()> {
     }
     let body = page(&rows, opts, &safety);
     print!("{body}");
-    let path = report::write_page(&report::dir(), "failover", &body, &[])?;
+    let path = report::write_page(&report::dir(), "failover", &body, &charts(&rows))?;
     println!("report: {}", path.display());
     if safety.is_empty() {
         Ok(())
@@ -301,7 +351,7 @@ pub fn run(opts: &Options) -> Result<()> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 
@@ -363,5 +413,45 @@ mod tests {
         );
         assert!(page.contains("ours-pause: ours' worst delay to the next hold within one session timeout (4000 ms, the election's time not added): not met (6000 ms)"), "{page}");
         assert!(page.contains("no violation of ours"), "{page}");
+    }
+
+    #[test]
+    fn charts_show_each_kind_measured_with_both_libraries() {
+        let d = |ms| Some(Duration::from_millis(ms));
+        let rec = |next| Recovery {
+            next_hold: next,
+            old_rate: None,
+        };
+        let rows = vec![
+            Row {
+                kind: Kind::LeaderKill,
+                lib: "rust",
+                recoveries: vec![rec(d(1000)), rec(d(3000)), rec(d(2000))],
+            },
+            Row {
+                kind: Kind::LeaderKill,
+                lib: "java",
+                recoveries: vec![rec(d(500)), rec(None), rec(d(700))],
+            },
+            Row {
+                kind: Kind::OursPause,
+                lib: "rust",
+                recoveries: vec![rec(d(4000))],
+            },
+        ];
+        let charts = charts(&rows);
+        let (_, median) = &charts[0];
+        assert_eq!(median.groups, ["leader-kill", "ours-pause"]);
+        assert_eq!(
+            median.series,
+            vec![
+                ("ours".to_owned(), vec![Some(2.0), Some(4.0)]),
+                ("curator".to_owned(), vec![Some(0.7), None]),
+            ]
+        );
+        let (_, worst) = &charts[1];
+        // Not recovered is the worst, and is left out of the bars.
+        assert_eq!(worst.series[0].1, [Some(3.0), Some(4.0)]);
+        assert_eq!(worst.series[1].1, [None, None]);
     }
 }

@@ -103,6 +103,74 @@ fn verdict(met: bool) -> &'static str {
     if met { "met" } else { "NOT met" }
 }
 
+/// The page's charts: per case, ours beside Curator's.
+fn charts(rows: &[Row], opts: &Options) -> Vec<(&'static str, report::Chart)> {
+    let cases: Vec<(Shape, usize)> = shapes(opts)
+        .into_iter()
+        .flat_map(|(shape, counts)| counts.iter().map(move |&n| (shape, n)))
+        .collect();
+    let groups: Vec<String> = cases
+        .iter()
+        .map(|&(shape, n)| {
+            Case {
+                shape,
+                n,
+                lib: Lib::Ours,
+            }
+            .label()
+        })
+        .collect();
+    let chart = |title: &str, unit: &str, field: Metric| report::Chart {
+        title: title.to_owned(),
+        unit: unit.to_owned(),
+        groups: groups.clone(),
+        series: Lib::ALL
+            .iter()
+            .map(|&lib| {
+                let values = cases
+                    .iter()
+                    .map(|&(shape, n)| figures(rows, shape, n, lib).map(|f| field(&f, n)))
+                    .collect();
+                (lib.name().to_owned(), values)
+            })
+            .collect(),
+    };
+    vec![
+        (
+            "acquire",
+            chart(
+                "time to acquire all, per lock (lower is better)",
+                "µs",
+                |f, n| f.acquire_us_per_lock(n),
+            ),
+        ),
+        (
+            "heap",
+            chart(
+                "live heap per held lock or session (lower is better)",
+                "B",
+                |f, _| f.heap_per_lock,
+            ),
+        ),
+        (
+            "resident",
+            chart(
+                "resident set per held lock or session (lower is better)",
+                "B",
+                |f, _| f.bytes_per_lock,
+            ),
+        ),
+        (
+            "requests",
+            chart(
+                "requests per lock to acquire (lower is better)",
+                "requests",
+                |f, _| f.acquire_requests_per_lock,
+            ),
+        ),
+    ]
+}
+
 /// The table: one row per case.
 fn table(rows: &[Row]) -> Table {
     let mut t = Table::new(
@@ -457,19 +525,22 @@ pub(super) fn report(rows: &[Row], opts: &Options, took: Duration) {
     }
     let _ = write!(
         page,
-        "\n## Results\n\n{}\n## Ours / Curator's\n\n{}\n## Requests per lock by opcode\n\n```text\n{by_op}```\n\n\
+        "\n![acquire time per lock](many-acquire.svg)\n\n![live heap per held lock or session](many-heap.svg)\n\n\
+         ![resident set per held lock or session](many-resident.svg)\n\n\
+         ![requests per lock](many-requests.svg)\n\n## Results\n\n{}\n## Ours / Curator's\n\n{}\n## Requests per lock by opcode\n\n```text\n{by_op}```\n\n\
          ## Per-lock figures against N\n\n\
          ```text\n{growth}```\n\n## Goals\n\n```text\n{goals}```\n",
         table.markdown(),
         ratios.markdown()
     );
-    match report::write_page(&report::dir(), "many", &page, &[]) {
+    match report::write_page(&report::dir(), "many", &page, &charts(rows, opts)) {
         Ok(path) => println!("\nreport: {}", path.display()),
         Err(e) => eprintln!("bench many: could not write the report: {e}"),
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::super::lines::{Acquired, Ready, Released};
     use super::super::run::Traffic;
@@ -546,5 +617,40 @@ mod tests {
         assert_eq!(spans, [(100, 1_000), (1_000, 10_000)]);
         assert!(steps.iter().all(|s| (s.2 - 10.0).abs() < 1e-9));
         assert!(faster_than_n(&[(100, 0.0), (1_000, 5.0)]).is_empty());
+    }
+
+    #[test]
+    fn charts_put_ours_beside_curators_per_case_and_say_what_is_missing() {
+        let opts = Options {
+            locks: vec![1000],
+            sessions: vec![10],
+            force_sync: true,
+        };
+        let case = |shape, n, lib| Case { shape, n, lib };
+        let rows: Vec<Row> = vec![
+            (
+                case(Shape::Locks, 1000, Lib::Ours),
+                Ok(outcome(4000, 5000, 50_000_000, 6000)),
+            ),
+            (
+                case(Shape::Locks, 1000, Lib::Curator),
+                Ok(outcome(4000, 6000, 100_000_000, 7000)),
+            ),
+            (case(Shape::Sessions, 10, Lib::Ours), Err("failed".into())),
+        ];
+        let charts = charts(&rows, &opts);
+        let names: Vec<&str> = charts.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, ["acquire", "heap", "resident", "requests"]);
+        let (_, requests) = &charts[3];
+        assert_eq!(requests.groups.len(), 2);
+        assert_eq!(
+            requests.series,
+            vec![
+                ("ours".to_owned(), vec![Some(6.0), None]),
+                ("curator".to_owned(), vec![Some(7.0), None]),
+            ]
+        );
+        let (_, acquire) = &charts[0];
+        assert_eq!(acquire.series[0].1[0], Some(50.0), "µs per lock");
     }
 }
