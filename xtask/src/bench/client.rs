@@ -25,13 +25,12 @@
 
 use std::error::Error;
 use std::process::Command;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use super::procfs;
 use super::progress::{self, Plan};
 use super::sample::Sample;
-use super::versions::{cpu_model, java_version};
+use super::versions::java_version;
 use super::worker::{build_worker, millis, run_worker};
 use crate::deps::{self, Need};
 use crate::java;
@@ -254,10 +253,8 @@ pub fn run(opts: &Options) -> Result<()> {
     }
     drop(server);
 
-    let cpus = thread::available_parallelism().map_or(0, |n| n.get());
-    let model = cpu_model().unwrap_or_else(|| "unknown CPU".to_owned());
     println!();
-    println!("machine: {cpus} CPUs (nproc), {model}");
+    println!("{}", super::versions::machine());
     println!("server:  ZooKeeper {version}, standalone, forceSync=yes, one fresh server");
     if opts.tls {
         println!(

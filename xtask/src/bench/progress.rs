@@ -3,7 +3,8 @@
 //! connecting and closing a worker really costs. No clock here: the caller says how long
 //! each run took, and prints the lines.
 
-use std::time::Duration;
+use std::fmt::Display;
+use std::time::{Duration, Instant};
 
 /// What a worker costs beyond its warm-up and window (process start, JVM start, sessions
 /// connected, closed) until one has been timed.
@@ -58,6 +59,36 @@ impl Plan {
     }
 }
 
+/// Runs `cases` one after the other with `run`, each on a fresh setup, telling the progress
+/// on stderr before each (`<bench>: run i/n: <what>; about <time> left`, `what` from
+/// `describe`) and the error after one that failed: each case beside its outcome, in order.
+pub(crate) fn run_cases<C: Copy, O, E: Display>(
+    bench: &str,
+    cases: &[C],
+    nominal: impl Fn(&C) -> Duration,
+    describe: impl Fn(&C) -> String,
+    mut run: impl FnMut(&C) -> Result<O, E>,
+) -> Vec<(C, Result<O, String>)> {
+    let mut plan = Plan::new(cases.iter().map(&nominal).collect());
+    let mut outcomes = Vec::with_capacity(cases.len());
+    for case in cases {
+        let (i, n) = plan.step();
+        eprintln!(
+            "{bench}: run {i}/{n}: {}; about {} left",
+            describe(case),
+            human(plan.left())
+        );
+        let started = Instant::now();
+        let outcome = run(case).map_err(|e| e.to_string());
+        if let Err(e) = &outcome {
+            eprintln!("{bench}: {}: {e}", describe(case));
+        }
+        plan.on_run_done(started.elapsed());
+        outcomes.push((*case, outcome));
+    }
+    outcomes
+}
+
 /// A duration for people, rounded to what matters: `45 s`, `3 min 05 s`, `1 h 02 min`.
 pub(crate) fn human(d: Duration) -> String {
     let s = d.as_secs() + u64::from(d.subsec_millis() >= 500);
@@ -107,5 +138,25 @@ mod tests {
         assert_eq!(human(secs(60)), "1 min 00 s");
         assert_eq!(human(secs(6 * 60 + 5)), "6 min 05 s");
         assert_eq!(human(secs(3600 + 2 * 60 + 59)), "1 h 02 min");
+    }
+
+    #[test]
+    fn cases_run_in_order_each_beside_its_outcome() {
+        let mut ran = Vec::new();
+        let outcomes = run_cases(
+            "bench test",
+            &[1u32, 2, 3],
+            |_| Duration::ZERO,
+            |c| format!("case {c}"),
+            |&c| {
+                ran.push(c);
+                if c == 2 { Err("refused") } else { Ok(c * 10) }
+            },
+        );
+        assert_eq!(ran, [1, 2, 3], "a failed case does not stop the rest");
+        assert_eq!(
+            outcomes,
+            [(1, Ok(10)), (2, Err("refused".to_owned())), (3, Ok(30))]
+        );
     }
 }

@@ -8,6 +8,13 @@ use crate::java;
 /// workers with.
 pub(crate) const PYTHON: &str = "/usr/bin/python3";
 
+/// The benchmark reports' machine line: `machine: <n> CPUs (nproc), <model>`.
+pub(crate) fn machine() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let model = cpu_model().unwrap_or_else(|| "unknown CPU".to_owned());
+    format!("machine: {cpus} CPUs (nproc), {model}")
+}
+
 /// The CPU model from `/proc/cpuinfo`.
 pub(crate) fn cpu_model() -> Option<String> {
     let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;

@@ -214,7 +214,7 @@ pub fn schedule(
                 at,
                 kind,
                 lasts,
-                pick: u32::try_from(rng.below(1 << 16)).unwrap_or(0),
+                pick: rng.pick(),
             });
             let mut end = at + lasts;
             let overlap = rng.below(3) == 0;
@@ -227,7 +227,7 @@ pub fn schedule(
                         at: second_at,
                         kind: next,
                         lasts: second_lasts,
-                        pick: u32::try_from(rng.below(1 << 16)).unwrap_or(0),
+                        pick: rng.pick(),
                     });
                     end = end.max(second_at + second_lasts);
                 }
@@ -260,7 +260,7 @@ pub fn spaced(
             at,
             kind,
             lasts,
-            pick: u32::try_from(rng.below(1 << 16)).unwrap_or(0),
+            pick: rng.pick(),
         });
         at += lasts + gap;
     }
@@ -279,6 +279,11 @@ impl Rng {
 
     fn below(&mut self, n: u64) -> u64 {
         if n == 0 { 0 } else { self.next() % n }
+    }
+
+    /// A step's [`Step::pick`]: which member, process or client it hits, below 2^16.
+    fn pick(&mut self) -> u32 {
+        u32::try_from(self.below(1 << 16)).unwrap_or(0)
     }
 
     /// In [0, 1).

@@ -430,11 +430,9 @@ pub fn run(recipe: Recipe, opts: &Options) -> Result<()> {
     };
     drop(server);
 
-    let cpus = thread::available_parallelism().map_or(0, |n| n.get());
-    let model = cpu_model().unwrap_or_else(|| "unknown CPU".to_owned());
     let sync = if opts.force_sync { "yes" } else { "no" };
     let mut header = vec![
-        format!("machine: {cpus} CPUs (nproc), {model}"),
+        super::versions::machine(),
         format!("server:  ZooKeeper {version}, standalone, forceSync={sync}, one fresh server"),
         Pinning::describe(workers.pinning.as_ref()),
         format!(
@@ -608,7 +606,7 @@ mod workers;
 use page::{Sections, charts, report_page};
 use workers::{Workers, run_worker};
 
-use super::versions::{cpu_model, jar_version, java_version, kazoo_version, python_version};
+use super::versions::{jar_version, java_version, kazoo_version, python_version};
 #[cfg(test)]
 use summary::median;
 use summary::{

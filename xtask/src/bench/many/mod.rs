@@ -35,7 +35,7 @@
 use std::error::Error;
 use std::time::{Duration, Instant};
 
-use super::progress::{self, Plan};
+use super::progress;
 use super::queue::thousands;
 use crate::deps::{self, Need};
 
@@ -180,25 +180,20 @@ pub fn run(opts: &Options) -> Result<()> {
         java_classpath: run::curator_classpath()?,
     };
     let cases = cases(opts);
-    let mut plan = Plan::new(cases.iter().map(Case::nominal).collect());
-    let mut outcomes = Vec::new();
-    for case in &cases {
-        let (i, n) = plan.step();
-        eprintln!(
-            "bench many: run {i}/{n}: {}, {} (fresh server; each step at most {}); about {} left",
-            case.label(),
-            case.lib.name(),
-            progress::human(case.budget()),
-            progress::human(plan.left())
-        );
-        let run_started = Instant::now();
-        let outcome = run::case(&workers, case, opts.force_sync);
-        if let Err(e) = &outcome {
-            eprintln!("bench many: {}, {}: {e}", case.label(), case.lib.name());
-        }
-        plan.on_run_done(run_started.elapsed());
-        outcomes.push((*case, outcome.map_err(|e| e.to_string())));
-    }
+    let outcomes = progress::run_cases(
+        "bench many",
+        &cases,
+        Case::nominal,
+        |case| {
+            format!(
+                "{}, {} (fresh server; each step at most {})",
+                case.label(),
+                case.lib.name(),
+                progress::human(case.budget())
+            )
+        },
+        |case| run::case(&workers, case, opts.force_sync),
+    );
     page::report(&outcomes, opts, started.elapsed());
     Ok(())
 }

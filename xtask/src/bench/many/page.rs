@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::run::Outcome;
 use super::{CURATOR_POOL, Case, Lib, Options, Shape, progress, thousands};
 use crate::bench::report::{self, Table};
-use crate::bench::versions::{cpu_model, jar_version, java_version};
+use crate::bench::versions::{jar_version, java_version};
 
 /// One case and what it gave: its outcome, or why it failed.
 type Row = (Case, std::result::Result<Outcome, String>);
@@ -450,12 +450,8 @@ fn goals(rows: &[Row], opts: &Options) -> String {
 
 /// Prints the tables, the growth and the goals, and writes the report page.
 pub(super) fn report(rows: &[Row], opts: &Options, took: Duration) {
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     let header = [
-        format!(
-            "machine: {cpus} CPUs (nproc), {}",
-            cpu_model().unwrap_or_else(|| "unknown CPU".to_owned())
-        ),
+        crate::bench::versions::machine(),
         format!(
             "server:  ZooKeeper standalone, forceSync={}, a fresh server per case; limits: \
              maxClientCnxns=0 (unlimited; the test kit's setting for every server), \

@@ -37,7 +37,7 @@
 use std::error::Error;
 use std::time::{Duration, Instant};
 
-use super::progress::{self, Plan};
+use super::progress;
 use crate::deps::{self, Need};
 
 pub mod drain;
@@ -176,25 +176,20 @@ pub fn run(opts: &Options) -> Result<()> {
         java_classpath: crate::curator::classpath()?,
     };
     let cases = cases(&opts.waiters);
-    let mut plan = Plan::new(cases.iter().map(Case::nominal).collect());
-    let mut outcomes = Vec::new();
-    for case in &cases {
-        let (i, n) = plan.step();
-        eprintln!(
-            "bench queue: run {i}/{n}: {}, {} (fresh server; at most {}); about {} left",
-            case.label(),
-            case.lib.name(),
-            progress::human(case.budget()),
-            progress::human(plan.left())
-        );
-        let run_started = Instant::now();
-        let outcome = run::case(&workers, case, opts.force_sync);
-        if let Err(e) = &outcome {
-            eprintln!("bench queue: {}, {}: {e}", case.label(), case.lib.name());
-        }
-        plan.on_run_done(run_started.elapsed());
-        outcomes.push((*case, outcome.map_err(|e| e.to_string())));
-    }
+    let outcomes = progress::run_cases(
+        "bench queue",
+        &cases,
+        Case::nominal,
+        |case| {
+            format!(
+                "{}, {} (fresh server; at most {})",
+                case.label(),
+                case.lib.name(),
+                progress::human(case.budget())
+            )
+        },
+        |case| run::case(&workers, case, opts.force_sync),
+    );
     page::report(&outcomes, opts, started.elapsed());
     Ok(())
 }

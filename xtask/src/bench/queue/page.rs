@@ -8,7 +8,7 @@ use super::drain::bytes_per_waiter;
 use super::run::Outcome;
 use super::{Case, Lib, Options, progress, thousands};
 use crate::bench::report;
-use crate::bench::versions::{cpu_model, jar_version, java_version};
+use crate::bench::versions::{jar_version, java_version};
 
 /// One case and what it gave: its outcome, or why it failed.
 type Row = (Case, std::result::Result<Outcome, String>);
@@ -322,12 +322,8 @@ fn charts(rows: &[Row], opts: &Options) -> Vec<(&'static str, report::Chart)> {
 
 /// Prints the table and the targets, and writes the report page with its charts.
 pub(super) fn report(rows: &[Row], opts: &Options, took: Duration) {
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     let header = [
-        format!(
-            "machine: {cpus} CPUs (nproc), {}",
-            cpu_model().unwrap_or_else(|| "unknown CPU".to_owned())
-        ),
+        crate::bench::versions::machine(),
         format!(
             "server:  ZooKeeper standalone, forceSync={}, a fresh server per case",
             if opts.force_sync { "yes" } else { "no" }

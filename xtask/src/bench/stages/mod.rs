@@ -168,10 +168,8 @@ pub fn run(opts: &Options) -> Result<()> {
     }
     drop(server);
 
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let model = super::versions::cpu_model().unwrap_or_else(|| "unknown CPU".to_owned());
     let header = [
-        format!("machine: {cpus} CPUs (nproc), {model}"),
+        super::versions::machine(),
         format!(
             "server:  ZooKeeper {version}, standalone, forceSync={}, one fresh server for both runs",
             if opts.force_sync { "yes" } else { "no" }
