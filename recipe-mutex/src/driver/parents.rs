@@ -341,4 +341,24 @@ mod tests {
         start(&mut b).await;
         assert_eq!(flights.in_air(), 2, "another key is its own flight");
     }
+
+    #[tokio::test]
+    async fn a_waiter_dropped_while_waiting_disturbs_neither_the_flight_nor_the_others() {
+        let flights = Flights::<&str>::default();
+        let runs = AtomicUsize::new(0);
+        let (done, end) = oneshot::channel();
+        let mut first = Box::pin(flights.run("/a", || step(&runs, end)));
+        start(&mut first).await;
+        let mut dropped = Box::pin(flights.run("/a", || async { Err::<(), u8>(1) }));
+        let mut kept = Box::pin(flights.run("/a", || async { Err::<(), u8>(2) }));
+        start(&mut dropped).await;
+        start(&mut kept).await;
+        drop(dropped);
+        assert_eq!(flights.in_air(), 1, "the flight is still in the air");
+        done.send(Ok(())).unwrap();
+        assert_eq!(first.await, Ok(()));
+        assert_eq!(kept.await, Ok(()), "the flight's success");
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        assert_eq!(flights.in_air(), 0);
+    }
 }
