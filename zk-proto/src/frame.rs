@@ -26,6 +26,10 @@ pub const DEFAULT_MAX_FRAME_LEN: usize = 0xfffff;
 /// assert_eq!(&split_frame(&mut buf, 1024).unwrap().unwrap()[..], &[7, 8]);
 /// assert_eq!(&buf[..], &[0]); // the start of the next frame stays
 ///
+/// let mut big = BytesMut::from(&[0, 1, 0, 0][..]); // a 65,536-byte frame's length
+/// assert_eq!(split_frame(&mut big, 1 << 20).unwrap(), None);
+/// assert!(big.capacity() >= 4 + 65_536); // room for all of it, reserved at once
+///
 /// let mut bad = BytesMut::from(&[0x7f, 0xff, 0xff, 0xff][..]);
 /// assert!(split_frame(&mut bad, 1024).is_err());
 /// ```
