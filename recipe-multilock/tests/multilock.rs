@@ -489,3 +489,30 @@ async fn a_timeout_of_duration_max_means_no_deadline() {
     g.release().await.unwrap();
     bounded(waiting).await.unwrap().unwrap();
 }
+
+/// A member whose node another client deletes while the session lives: the multi-guard is
+/// told (`lost()` says `Deleted`, `is_valid()` false), and its fenced write is refused naming
+/// that member.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_deleted_by_another_client_is_told_to_the_multi_guard() {
+    let c = client().await;
+    let other = client().await;
+    let multi =
+        InterProcessMultiLock::new(c.clone(), &["/t/ml-deleted/a", "/t/ml-deleted/b"]).unwrap();
+    let g = multi.lock().await.unwrap();
+    let b = g.members().nth(1).unwrap().node_path().to_owned();
+    other.delete(&b, None).await.unwrap();
+    assert_eq!(bounded(g.lost()).await, recipe_multilock::Loss::Deleted);
+    assert!(!g.is_valid());
+    let refused = g
+        .fenced_multi(&[Op::check("/t/ml-deleted/a", None)])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, recipe_mutex::Error::LockLost { node, .. } if *node == b),
+        "{refused:?}"
+    );
+    g.release().await.unwrap();
+    wait_children(&c, "/t/ml-deleted/a", 0).await;
+    wait_children(&c, "/t/ml-deleted/b", 0).await;
+}

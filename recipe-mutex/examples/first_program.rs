@@ -44,6 +44,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         loss = guard.lost() => match loss {
             Loss::Unsure => println!("connection lost: stopping, the lock may be someone else's soon"),
             Loss::Lost => println!("session expired: the lock is gone"),
+            Loss::Deleted => println!("our lock node was deleted: the lock is gone"),
         },
     }
     guard.release().await?;

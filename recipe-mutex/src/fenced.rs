@@ -16,6 +16,11 @@ pub(crate) async fn fenced_multi(holds: &[&LockGuard], ops: &[Op]) -> Result<Vec
         )));
     };
     let client = first.client();
+    // A node seen gone cannot pass its check: refused here (nothing sent), as its check
+    // would refuse it.
+    if let Some(gone) = holds.iter().find(|h| h.is_gone()) {
+        return Err(lost(gone, NODE_GONE));
+    }
     let checks = holds.len();
     let mut all = Vec::with_capacity(checks + ops.len());
     all.extend(holds.iter().map(|h| h.check_op()));
@@ -26,7 +31,11 @@ pub(crate) async fn fenced_multi(holds: &[&LockGuard], ops: &[Op]) -> Result<Vec
             Ok(results)
         }
         Err(zk_client::Error::MultiFailed { index, source }) => match holds.get(index) {
-            Some(gone) => Err(lost(gone, "its node is gone; nothing was written")),
+            Some(gone) => {
+                // Recorded in the hold: it is no longer valid, and a cohort does not hand it on.
+                gone.mark_gone();
+                Err(lost(gone, NODE_GONE))
+            }
             None => Err(Error::Zk(zk_client::Error::MultiFailed {
                 index: index - checks,
                 source,
@@ -36,9 +45,23 @@ pub(crate) async fn fenced_multi(holds: &[&LockGuard], ops: &[Op]) -> Result<Vec
         Err(zk_client::Error::SessionExpired) if client.session_id() == first.node().session_id => {
             Err(lost(first, "its session expired, and its node with it"))
         }
+        // Not sent, and the session is lost (no server for its whole timeout): the lock cannot
+        // be counted on, as `lost()` says. Only while it may still be held (`Unsure`) is this
+        // the caller's to retry.
+        Err(zk_client::Error::NotConnected) if client.state() == zk_client::SessionState::Lost => {
+            Err(lost(
+                first,
+                "no server answered for the session timeout, so its session and node are almost \
+                 surely gone; nothing was sent",
+            ))
+        }
         Err(e) => Err(e.into()),
     }
 }
+
+/// Why a fenced write whose node is gone was refused, whether its check refused it or the
+/// node was already seen gone.
+const NODE_GONE: &str = "its node is gone; nothing was written";
 
 fn lost(hold: &LockGuard, why: &'static str) -> Error {
     Error::LockLost {

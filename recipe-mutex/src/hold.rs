@@ -1,6 +1,7 @@
 //! The hold layer every lock kind shares: the holds of a lock in this process, the guard that
 //! *is* the ownership (fencing token, lost-lock signal, nested holds, guaranteed release),
-//! revocation.
+//! the watch each hold keeps on its own node (`hold/watch.rs`: a node deleted under a live
+//! session, revocation).
 //!
 //! No ambient identity: who holds is decided by the guard in hand, never by the task or thread
 //! that asks. Every acquisition is its own participant and gets its own node; re-entering is
@@ -16,16 +17,17 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::runtime::Handle;
-use tokio::task::JoinHandle;
 use zk_client::{Client, SessionState};
 
 use crate::Error;
 use crate::driver::{self, Acquired, GuaranteedDelete, Turn};
-use crate::revoke::{self, RevocationListener};
+use crate::revoke::RevocationListener;
 
 use table::Table;
+pub use watch::{NodeLife, NodeWatch, watch_node};
 
 mod table;
+mod watch;
 
 #[cfg(all(test, zk_loom))]
 mod loom;
@@ -34,8 +36,8 @@ mod loom;
 pub struct Holds {
     client: Client,
     path: String,
-    /// The holds alive, each with its revocation watch if revocable, and those being released.
-    table: Table<Option<JoinHandle<()>>>,
+    /// The holds alive, each with the watch on its node, and those being released.
+    table: Table<NodeWatch>,
     revocable: Mutex<Option<RevocationListener>>,
 }
 
@@ -64,6 +66,8 @@ impl std::fmt::Debug for Holds {
 ///         Loss::Unsure => eprintln!("paused: not sure we still hold the lock"),
 ///         // The session is gone: so is the lock; another client may hold it now.
 ///         Loss::Lost => eprintln!("lost the lock"),
+///         // Our node was deleted (by another client, an operator): the lock is gone.
+///         Loss::Deleted => eprintln!("our lock node was deleted"),
 ///     },
 /// }
 /// # Ok(()) }
@@ -77,6 +81,11 @@ pub enum Loss {
     /// The session expired, was closed, or no server answered for its whole timeout: the lock
     /// is gone, and another client may hold it.
     Lost,
+    /// Our lock node is gone while the session lives: deleted by another client or an
+    /// operator, or missing after a reconnect (the servers lost it). The lock is gone, and
+    /// another client may hold it. (Seen through a watch on the node: within a round trip of
+    /// the delete while connected, on the reconnect otherwise.)
+    Deleted,
 }
 
 impl Holds {
@@ -150,19 +159,13 @@ impl Holds {
             .revocable
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-            .zip(runtime.as_ref())
-            .map(|(listener, runtime)| {
-                runtime.spawn(revoke::watch_own_node(
-                    self.client.clone(),
-                    node.path.clone(),
-                    listener,
-                ))
-            });
-        let id = self.table.hold(revocation);
+            .clone();
+        let (life, watch) = watch_node(&self.client, &node, revocation);
+        let id = self.table.hold(watch);
         LockGuard {
             holds: self.clone(),
             id,
+            life,
             node,
             nested: AtomicU32::new(0),
             runtime,
@@ -178,10 +181,9 @@ impl Holds {
         node_path: String,
         runtime: Option<&Handle>,
     ) -> GuaranteedDelete {
-        self.table.end(id, |kept| {
-            if let Some(Some(revocation)) = kept {
-                revocation.abort();
-            }
+        self.table.end(id, |watch| {
+            // The watch ends with the hold (before our own delete fires it).
+            drop(watch);
             // Sent now, so it keeps its place ahead of whatever the caller sends next.
             let holds = self.clone();
             driver::guaranteed_delete_on(runtime, &self.client, node_path, move |_| {
@@ -203,7 +205,8 @@ impl Holds {
 /// Resolves when what `client`'s session holds can no longer be trusted: [`Loss::Unsure`]
 /// when the connection drops or only a read-only server answers, [`Loss::Lost`] when the
 /// session expires, is closed, or no server answered for the session timeout. At once if that
-/// is already the case. (Every guard's and lease's `lost()`.)
+/// is already the case. (The session's part of every guard's and lease's `lost()`; the
+/// node's part is [`NodeLife`].)
 pub async fn session_loss(client: &Client) -> Loss {
     let mut states = client.state_watch();
     let state = match states.wait_for(|s| *s != SessionState::Connected).await {
@@ -234,7 +237,8 @@ pub async fn session_loss(client: &Client) -> Loss {
 /// until done or the session ends.
 ///
 /// [`LockGuard::is_valid`] and [`LockGuard::lost`] are advisory: they say what this process
-/// knows of its session, and a paused process can learn it late. The fence is
+/// knows of its session and of its node (a watch on it tells of a delete by anyone else while
+/// the session lives), and a paused process can learn it late. The fence is
 /// [`LockGuard::fencing_token`] (or [`LockGuard::check_op`] in a `multi`), checked by the
 /// resource you protect.
 ///
@@ -270,6 +274,8 @@ pub async fn session_loss(client: &Client) -> Loss {
 pub struct LockGuard {
     holds: Arc<Holds>,
     id: u64,
+    /// Whether the node was seen gone: shared by every guard of this hold (a cohort's).
+    life: Arc<NodeLife>,
     node: Acquired,
     /// Nested holds alive ([`LockGuard::reenter`]).
     nested: AtomicU32,
@@ -345,18 +351,30 @@ impl LockGuard {
     }
 
     /// Whether the lock is surely still ours as far as this process knows: the session that
-    /// took it is connected to a read-write server. Advisory: see the type's docs.
+    /// took it is connected to a read-write server, and its node was not seen gone. Advisory:
+    /// see the type's docs.
     pub fn is_valid(&self) -> bool {
-        let client = self.holds.client();
-        client.state() == SessionState::Connected && client.session_id() == self.node.session_id
+        self.life.is_valid(self.holds.client(), &self.node)
     }
 
     /// Resolves when the lock can no longer be trusted: [`Loss::Unsure`] when the connection
     /// drops or only a read-only server answers, [`Loss::Lost`] when the session expires, is
-    /// closed, or no server answered for the session timeout. Resolves at once if that is
-    /// already the case. Advisory: see the type's docs.
+    /// closed, or no server answered for the session timeout, [`Loss::Deleted`] when its node
+    /// is gone while the session lives (another client or an operator deleted it). Resolves
+    /// at once if that is already the case. Advisory: see the type's docs.
     pub async fn lost(&self) -> Loss {
-        session_loss(self.holds.client()).await
+        self.life.lost(self.holds.client()).await
+    }
+
+    /// Records that the node is gone (a fenced write's check was refused): every guard of
+    /// this hold is no longer valid, and a cohort does not hand it on.
+    pub(crate) fn mark_gone(&self) {
+        self.life.mark_gone();
+    }
+
+    /// Whether the node was seen gone.
+    pub(crate) fn is_gone(&self) -> bool {
+        self.life.is_gone()
     }
 
     /// Releases now and reports errors. The delete, once started, finishes in the background
@@ -390,6 +408,7 @@ impl LockGuard {
         LockGuard {
             holds: self.holds.clone(),
             id: self.id,
+            life: self.life.clone(),
             node: self.node.clone(),
             nested: AtomicU32::new(0),
             runtime: self.runtime.clone(),

@@ -250,6 +250,13 @@ async fn a_dead_holder_is_replaced_once_its_session_expires() {
         .unwrap();
     assert_eq!(bounded(g.lost()).await, Loss::Lost);
     assert!(!g.is_valid());
+    // A fenced write now is not sent, and is refused as the lock's loss (not as "not
+    // connected", which would have it retried as if the lock might still be held).
+    let refused = g.fenced_multi(&[Op::check(path, None)]).await.unwrap_err();
+    assert!(
+        matches!(&refused, Error::LockLost { why, .. } if why.contains("nothing was sent")),
+        "{refused:?}"
+    );
     g2.release().await.unwrap();
     drop(g);
 }

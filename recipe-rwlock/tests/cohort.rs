@@ -332,7 +332,7 @@ async fn two_reads_joined_in_one_task_wait_on_one_node_and_hold_together() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_read_node_deleted_by_another_client_refuses_every_local_readers_fenced_write() {
+async fn a_read_node_deleted_by_another_client_is_told_to_every_local_reader_and_joined_by_none() {
     let path = "/t/rw-cohort/meddled";
     let data = "/rw-cohort-meddled-data";
     let c = client().await;
@@ -344,15 +344,16 @@ async fn a_read_node_deleted_by_another_client_refuses_every_local_readers_fence
     }
     let lock = cohort(&c, path, wide());
     let first = lock.read_lock().lock().await.unwrap();
-    let set = |v: &'static str| [zk_client::Op::set_data(data, v, None)];
-    first.fenced_multi(&set("1")).await.unwrap();
-    // Another client deletes the process's read node: the session is connected, so a reader
-    // arriving now still joins it (as a plain guard would not notice either), and its fenced
-    // write is refused as the first reader's is.
-    other.delete(first.node_path(), None).await.unwrap();
     let joined = lock.read_lock().lock().await.unwrap();
     assert_eq!(joined.node_path(), first.node_path());
+    let set = |v: &'static str| [zk_client::Op::set_data(data, v, None)];
+    first.fenced_multi(&set("1")).await.unwrap();
+    // Another client deletes the process's read node while the session lives: every local
+    // reader of it is told, and their fenced writes are refused.
+    other.delete(first.node_path(), None).await.unwrap();
     for reader in [&first, &joined] {
+        assert_eq!(bounded(reader.lost()).await, Loss::Deleted);
+        assert!(!reader.is_valid());
         let refused = reader.fenced_multi(&set("2")).await.unwrap_err();
         assert!(
             matches!(refused, recipe_rwlock::Error::LockLost { .. }),
@@ -360,11 +361,13 @@ async fn a_read_node_deleted_by_another_client_refuses_every_local_readers_fence
         );
     }
     assert_eq!(&other.get_data(data).await.unwrap().0[..], b"1");
-    drop((first, joined));
-    // The next batch takes a node of its own.
+    // A reader arriving now does not join the dead node: it takes a node of its own, even
+    // while the dead node's readers are still in.
     let fresh = lock.read_lock().lock().await.unwrap();
+    assert_ne!(fresh.node_path(), first.node_path(), "joined a dead node");
     assert_eq!(fresh.local_sequence(), 1);
+    assert!(fresh.is_valid());
     fresh.fenced_multi(&set("3")).await.unwrap();
-    drop(fresh);
+    drop((first, joined, fresh));
     wait_children(&c, path, 0).await;
 }

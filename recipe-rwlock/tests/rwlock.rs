@@ -575,3 +575,41 @@ async fn the_queue_shows_shared_readers_a_waiting_writer_and_a_reader_behind_it(
     let r3 = bounded(late_reader).await.unwrap().unwrap();
     bounded(r3.release()).await.unwrap();
 }
+
+/// A read or write holder whose node another client deletes while its session lives is told
+/// (`lost()` says `Deleted`, `is_valid()` false); so is a downgraded holder, whose read node
+/// is watched anew.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_and_write_holders_are_told_when_another_client_deletes_their_node() {
+    let path = "/t/rw-deleted";
+    let c = client().await;
+    let other = client().await;
+    let lock = rw(&c, path);
+    let w = lock.write_lock().lock().await.unwrap();
+    other.delete(w.node_path(), None).await.unwrap();
+    assert_eq!(bounded(w.lost()).await, recipe_rwlock::Loss::Deleted);
+    assert!(!w.is_valid());
+    w.release().await.unwrap();
+
+    let (r1, r2) = tokio::join!(lock.read_lock().lock(), lock.read_lock().lock());
+    let (r1, r2) = (r1.unwrap(), r2.unwrap());
+    other.delete(r1.node_path(), None).await.unwrap();
+    assert_eq!(bounded(r1.lost()).await, recipe_rwlock::Loss::Deleted);
+    assert!(!r1.is_valid());
+    assert!(r2.is_valid(), "the other reader's node stands");
+    drop((r1, r2));
+
+    let down = lock
+        .write_lock()
+        .lock()
+        .await
+        .unwrap()
+        .downgrade()
+        .await
+        .unwrap();
+    assert!(down.is_valid());
+    other.delete(down.node_path(), None).await.unwrap();
+    assert_eq!(bounded(down.lost()).await, recipe_rwlock::Loss::Deleted);
+    drop(down);
+    wait_children(&other, path, 0).await;
+}

@@ -3,10 +3,12 @@
 use std::future::Future;
 
 use bytes::Bytes;
+use std::sync::Arc;
+
 use recipe_mutex::driver::{self, Acquired};
-use recipe_mutex::hold::session_loss;
+use recipe_mutex::hold::{NodeLife, NodeWatch, watch_node};
 use recipe_mutex::{Error, Loss};
-use zk_client::{Client, SessionState};
+use zk_client::Client;
 
 /// One lease of an [`InterProcessSemaphoreV2`](crate::InterProcessSemaphoreV2): its node
 /// `<path>/leases/_c_<uuid>-lease-<seq>`.
@@ -17,7 +19,8 @@ use zk_client::{Client, SessionState};
 /// or the session ends. Any task or thread may release it: the lease is the ownership.
 ///
 /// [`Lease::is_valid`] and [`Lease::lost`] are advisory (what this process knows of its
-/// session); the fence is [`Lease::fencing_token`] or [`Lease::check_op`].
+/// session, and of its node: a watch on it tells of a delete by anyone else); the fence is
+/// [`Lease::fencing_token`] or [`Lease::check_op`].
 ///
 /// # Examples
 ///
@@ -38,6 +41,9 @@ use zk_client::{Client, SessionState};
 pub struct Lease {
     client: Client,
     node: Acquired,
+    /// Whether the node was seen gone, and the watch that tells (ended with the lease).
+    life: Arc<NodeLife>,
+    _watch: NodeWatch,
     /// The runtime the lease was taken on: where its return runs, wherever it is dropped.
     runtime: Option<tokio::runtime::Handle>,
     returned: bool,
@@ -45,9 +51,12 @@ pub struct Lease {
 
 impl Lease {
     pub(crate) fn new(client: Client, node: Acquired) -> Self {
+        let (life, watch) = watch_node(&client, &node, None);
         Self {
             client,
             node,
+            life,
+            _watch: watch,
             runtime: tokio::runtime::Handle::try_current().ok(),
             returned: false,
         }
@@ -79,15 +88,15 @@ impl Lease {
     }
 
     /// Whether the lease is surely still ours as far as this process knows: the session that
-    /// took it is connected to a read-write server.
+    /// took it is connected to a read-write server, and its node was not seen gone.
     pub fn is_valid(&self) -> bool {
-        self.client.state() == SessionState::Connected
-            && self.client.session_id() == self.node.session_id
+        self.life.is_valid(&self.client, &self.node)
     }
 
-    /// Resolves when the lease can no longer be trusted (see `LockGuard::lost`).
+    /// Resolves when the lease can no longer be trusted (see `LockGuard::lost`):
+    /// [`Loss::Deleted`] when its node was deleted while the session lives.
     pub async fn lost(&self) -> Loss {
-        session_loss(&self.client).await
+        self.life.lost(&self.client).await
     }
 
     /// Returns the lease now: the delete is sent when this is called (so that several

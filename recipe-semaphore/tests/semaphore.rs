@@ -580,3 +580,38 @@ async fn the_queue_shows_who_holds_a_lease_and_who_waits() {
     assert_eq!(queue[0].node, guard.node_path());
     bounded(guard.release()).await.unwrap();
 }
+
+/// A lease, and a semaphore mutex's guard, whose node another client deletes while the
+/// session lives are told: `lost()` says `Deleted`, `is_valid()` is false; the other leases
+/// stand.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_and_a_semaphore_mutex_are_told_when_another_client_deletes_their_node() {
+    let path = "/t/sem-deleted";
+    let c = client().await;
+    let other = client().await;
+    let pool = sem(&c, path, 2);
+    let mut leases_held = pool.acquire_many(2).await.unwrap();
+    let kept = leases_held.pop().unwrap();
+    let doomed = leases_held.pop().unwrap();
+    other.delete(doomed.node_path(), None).await.unwrap();
+    assert_eq!(
+        bounded(doomed.lost()).await,
+        recipe_semaphore::Loss::Deleted
+    );
+    assert!(!doomed.is_valid());
+    assert!(kept.is_valid(), "the other lease stands");
+    pool.return_all([doomed, kept]).await.unwrap();
+    wait_children(&c, &leases(path), 0).await;
+
+    let mpath = "/t/semmutex-deleted";
+    let g = InterProcessSemaphoreMutex::new(c.clone(), mpath)
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
+    other.delete(g.node_path(), None).await.unwrap();
+    assert_eq!(bounded(g.lost()).await, recipe_semaphore::Loss::Deleted);
+    assert!(!g.is_valid());
+    g.release().await.unwrap();
+    wait_children(&c, &leases(mpath), 0).await;
+}

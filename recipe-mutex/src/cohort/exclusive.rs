@@ -43,9 +43,10 @@ type Waiter = oneshot::Sender<Grant>;
 ///   connected; once the session may be lost, the node is released and the waiters queue
 ///   again. Every local holder's [`lost`](LockGuard::lost), [`is_valid`](LockGuard::is_valid)
 ///   and [`check_op`](LockGuard::check_op) mean what they mean for a plain guard: they are
-///   the node's. As with a plain guard, a node deleted by another client is not noticed
-///   until a fenced write is refused ([`Error::LockLost`]); until then the lock is passed on
-///   with it, and every local holder's fenced writes are refused the same way.
+///   the node's. A node seen gone (its watch saw another client delete it, or a fenced write
+///   was refused with [`Error::LockLost`]) is never handed on: the holder's `lost()` says
+///   [`Loss::Deleted`](crate::Loss::Deleted), and when it releases, the waiters take a new
+///   node.
 /// - Cancellation: a local waiter dropped (or timed out) at any point costs nothing at the
 ///   server; when the last one leaves, the node's attempt is abandoned as any acquire is (its
 ///   node deleted).

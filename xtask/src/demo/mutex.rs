@@ -111,7 +111,7 @@ pub(super) async fn mutex_demo(server: &ZkServer) -> Result<(), Box<dyn std::err
         Loss::Unsure => println!(
             "alice  hears nothing from the server: her guard says she may no longer hold the lock, so she stops acting on it"
         ),
-        Loss::Lost => println!("alice  is told at once that her lock is gone"),
+        Loss::Lost | Loss::Deleted => println!("alice  is told at once that her lock is gone"),
     }
     let gb = waiting.await??;
     println!("bob    holds the lock: the server expired alice's session and deleted her node");
