@@ -37,6 +37,9 @@ pub enum Plant {
     /// A shared cohort deletes its read node when a reader leaves while others still read
     /// (recipe-mutex's shared cohort): readers holding on a node that is gone.
     CohortEarlyRelease,
+    /// A hold keeps no watch on its own node (`hold/watch.rs`): a node deleted while the
+    /// session lives goes untold, as before the lost signal covered it.
+    NoNodeWatch,
 }
 
 #[cfg(feature = "plant")]
@@ -60,6 +63,7 @@ mod switch {
             Some(Plant::GrantOnDisconnect) => 8,
             Some(Plant::CohortDoubleGrant) => 9,
             Some(Plant::CohortEarlyRelease) => 10,
+            Some(Plant::NoNodeWatch) => 11,
         }
     }
 

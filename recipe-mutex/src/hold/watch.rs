@@ -100,7 +100,11 @@ pub fn watch_node(
     revocation: Option<RevocationListener>,
 ) -> (Arc<NodeLife>, NodeWatch) {
     let life = Arc::new(NodeLife::default());
-    let task = tokio::runtime::Handle::try_current().ok().map(|runtime| {
+    let planted = crate::plant::active(crate::plant::Plant::NoNodeWatch);
+    let runtime = tokio::runtime::Handle::try_current()
+        .ok()
+        .filter(|_| !planted);
+    let task = runtime.map(|runtime| {
         runtime
             .spawn(watch(
                 client.clone(),
