@@ -77,7 +77,7 @@ mod waiting;
 
 pub use cohort::{
     CohortBound, CohortGuard, CohortMutex, CohortToken, NodeLock, SharedCohortGuard,
-    SharedCohortLock,
+    SharedCohortLock, WriterWait,
 };
 pub use error::Error;
 pub use hold::{LockGuard, Loss, NestedGuard};

@@ -23,9 +23,13 @@ pub type CohortWriteLock = CohortMutex;
 /// Other processes, Curator's included, see one reader or one writer per batch, in the
 /// lock's usual order. Exclusion between this process's readers and writers is the
 /// server's, as between processes: the write node queues behind the process's read node and
-/// the read node behind its write node. A local writer's attempt closes the open read batch
-/// ([`CohortReadLock::close`]), so local readers arriving after it queue behind it, as other
-/// processes' readers do; a batch of local readers or writers otherwise runs until its bound.
+/// the read node behind its write node. While a local writer waits, no read batch is open to
+/// newcomers ([`CohortReadLock::writer_waits`]): the open one closes, and one granted
+/// meanwhile (its node queued before the writer's) reads with the readers that waited for it
+/// only; local readers arriving meanwhile take a node behind the writer's, as other
+/// processes' readers do. So a waiting writer waits for the readers already in or already
+/// waiting, never for newcomers. A batch of local readers or writers otherwise runs until its
+/// bound.
 ///
 /// What the two sides keep and change is said at [`CohortReadLock`] and [`CohortWriteLock`].
 /// Not offered: downgrade and revocation (each would have to cut a whole batch). As with the
@@ -95,8 +99,8 @@ impl CohortReadWriteLock {
     }
 }
 
-/// The write side as its cohort takes it: each attempt first closes the process's open read
-/// batch.
+/// The write side as its cohort takes it: while each attempt runs, no read batch of the
+/// process is open to newcomers.
 #[derive(Debug)]
 struct Writers {
     write: WriteLock,
@@ -113,8 +117,14 @@ impl NodeLock for Writers {
     }
 
     fn take_node(&self, deadline: Option<Instant>) -> LockFuture<'_, Option<LockGuard>> {
-        self.readers.close();
-        Box::pin(self.write.take(deadline))
+        // No read batch opens to newcomers while the attempt runs (held, failed or dropped).
+        let waits = self.readers.writer_waits();
+        let taking = self.write.take(deadline);
+        Box::pin(async move {
+            let taken = taking.await;
+            drop(waits);
+            taken
+        })
     }
 
     fn queue(&self) -> LockFuture<'_, Vec<Participant>> {

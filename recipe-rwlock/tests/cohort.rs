@@ -214,6 +214,60 @@ async fn a_local_writer_closes_the_read_batch_and_later_readers_queue_behind_it(
     wait_children(&c, path, 0).await;
 }
 
+/// The defect: a local writer closed the batch open when its attempt began, but not one
+/// granted after (a read node queued ahead of its write node): newcomers joined that batch
+/// ahead of the waiting writer (71 in 1.5 s with a 30 s bound). Now no batch opens to
+/// newcomers while a local writer waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_batch_granted_while_a_local_writer_waits_takes_no_newcomer() {
+    let path = "/t/rw-cohort/writer-waits";
+    let c = client().await;
+    let lock = cohort(&c, path, wide());
+    let other = InterProcessReadWriteLock::new(client().await, path).unwrap();
+    let blocker = other.write_lock().lock().await.unwrap();
+    // A local reader queues behind the other process's writer, then a local writer behind it.
+    let first = queue_reader(&lock).await;
+    wait_children(&c, path, 2).await;
+    let writer = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.write_lock().lock().await.unwrap() }
+    });
+    wait_children(&c, path, 3).await;
+    // The read node is granted while the local writer waits behind it.
+    blocker.release().await.unwrap();
+    let first = bounded(first).await.unwrap();
+    // A newcomer does not join it: it takes a node behind the writer's.
+    let late = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.read_lock().lock().await.unwrap() }
+    });
+    until(|| lock.read_lock().waiting() == 1 || late.is_finished()).await;
+    assert!(
+        !late.is_finished(),
+        "a newcomer joined the batch ahead of the waiting writer"
+    );
+    wait_children(&c, path, 3).await;
+    let order = nodes(&c, path).await;
+    assert!(
+        order[0].contains("__READ__")
+            && order[1].contains("__WRIT__")
+            && order[2].contains("__READ__"),
+        "a newcomer joined the batch ahead of the waiting writer: {order:?}"
+    );
+    assert!(!late.is_finished() && !writer.is_finished());
+    first.release().await.unwrap();
+    let w = bounded(writer).await.unwrap();
+    assert!(!late.is_finished(), "a reader held while the writer holds");
+    w.release().await.unwrap();
+    let r = bounded(late).await.unwrap();
+    assert_eq!(r.local_sequence(), 1);
+    // The writer is done: a batch opens to newcomers again.
+    let joined = lock.read_lock().lock().await.unwrap();
+    assert_eq!(joined.node_path(), r.node_path());
+    drop((r, joined));
+    wait_children(&c, path, 0).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bound_lets_another_process_writer_in_before_later_local_readers() {
     let path = "/t/rw-cohort/bound";

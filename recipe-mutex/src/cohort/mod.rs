@@ -68,7 +68,7 @@ use zk_client::Client;
 
 pub use exclusive::{CohortGuard, CohortMutex};
 pub use recipes_core::cohort::Bound as CohortBound;
-pub use shared::{SharedCohortGuard, SharedCohortLock};
+pub use shared::{SharedCohortGuard, SharedCohortLock, WriterWait};
 
 use crate::{Error, InterProcessMutex, LockFuture, LockGuard, Participant};
 

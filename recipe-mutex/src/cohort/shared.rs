@@ -139,6 +139,23 @@ impl SharedCohortLock {
         drop(open);
     }
 
+    /// A writer of this process starts waiting for the lock: the open batch closes, and until
+    /// the returned [`WriterWait`] is dropped every batch granted opens closed, so no reader
+    /// arriving meanwhile reads ahead of the writer (a read node granted meanwhile queued
+    /// before the writer's node: only the readers already waiting for it read on it). The
+    /// read/write lock's cohort holds one while its write side's attempt runs.
+    pub fn writer_waits(&self) -> WriterWait {
+        let open = {
+            let mut state = self.shared.lock();
+            state.cohort.writer_waits();
+            state.sync_open()
+        };
+        drop(open);
+        WriterWait {
+            shared: self.shared.clone(),
+        }
+    }
+
     /// Local readers waiting now.
     pub fn waiting(&self) -> usize {
         self.shared.lock().cohort.waiting()
@@ -303,6 +320,25 @@ impl Shared {
             drop(self.node_lock.client().delete(node.node_path(), None));
         }
         self.carry_out(effects, Some((batch, node)), None)
+    }
+}
+
+/// A writer of this process waiting, from [`SharedCohortLock::writer_waits`]: while it lives,
+/// no read batch is open to newcomers. Dropped when the writer holds, gives up or fails.
+#[must_use = "dropping it at once ends the writer's wait"]
+pub struct WriterWait {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for WriterWait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriterWait").finish_non_exhaustive()
+    }
+}
+
+impl Drop for WriterWait {
+    fn drop(&mut self) {
+        self.shared.lock().cohort.writer_done();
     }
 }
 

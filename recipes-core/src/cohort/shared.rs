@@ -6,17 +6,20 @@
 //! attempt (the read lock's ordinary acquire) takes for every reader waiting, and all of them
 //! hold together when it is granted. A batch closes for good after [`Bound::handoffs`]
 //! readers joined it, once [`Bound::hold`] has passed since its node was granted, when the
-//! node may be lost, or when [`SharedCohort::close`] is called (a writer of the process is
-//! waiting); its node is released when its last reader leaves. A reader arriving after that
+//! node may be lost, or when [`SharedCohort::close`] is called; while a writer of the process
+//! waits ([`SharedCohort::writer_waits`] to [`SharedCohort::writer_done`]), the open batch is
+//! closed and every batch granted opens closed: only the readers that waited for its node
+//! read on it. Its node is released when its last reader leaves. A reader arriving after that
 //! takes a new node, at the back of the lock's queue: behind any writer that queued
-//! meanwhile, which so waits for the closed batch only.
+//! meanwhile, which so waits for the readers already in or already waiting only, never for
+//! newcomers.
 //!
 //! What it keeps true (checked by the exhaustive test in this module over every sequence of
 //! events to a depth):
 //! - a reader holds only while its batch's node is held on the server;
 //! - no reader joins a closed batch: at most [`Bound::handoffs`] joins per node, none once
 //!   [`Bound::hold`] has passed since the node was granted, none on a node the caller says
-//!   may be lost, none after [`SharedCohort::close`];
+//!   may be lost, none after [`SharedCohort::close`], none while a local writer waits;
 //! - a waiter is never stranded: while one waits, an attempt is under way; no attempt runs
 //!   with nobody waiting;
 //! - no node is held with no reader: each is released when its last reader leaves;
@@ -86,6 +89,8 @@ pub struct SharedCohort<W> {
     open: Option<BatchId>,
     /// The nodes held, open or closing.
     batches: BTreeMap<BatchId, Batch>,
+    /// Writers of the process waiting for the lock: while any does, no batch is open.
+    writers: u32,
     /// A defect planted by the tests' negative controls.
     #[cfg(test)]
     plant: Option<tests::Plant>,
@@ -102,6 +107,7 @@ impl<W> SharedCohort<W> {
             taking: None,
             open: None,
             batches: BTreeMap::new(),
+            writers: 0,
             #[cfg(test)]
             plant: None,
         }
@@ -178,6 +184,20 @@ impl<W> SharedCohort<W> {
         self.open = None;
     }
 
+    /// A writer of the process starts waiting for the lock: the open batch closes, and until
+    /// [`SharedCohort::writer_done`] every batch granted opens closed, so that no newcomer
+    /// reads ahead of the writer (a read node granted meanwhile was queued before the
+    /// writer's node: only the readers already waiting for it read on it).
+    pub fn writer_waits(&mut self) {
+        self.writers = self.writers.saturating_add(1);
+        self.close();
+    }
+
+    /// A writer that waited holds, gave up or failed: batches open again.
+    pub fn writer_done(&mut self) {
+        self.writers = self.writers.saturating_sub(1);
+    }
+
     /// Waiter `id` leaves (cancelled or timed out; nothing if it was already granted or
     /// failed): the attempt is aborted if nobody waits any more.
     pub fn leave(&mut self, id: WaiterId) -> SharedEffects<W> {
@@ -218,7 +238,14 @@ impl<W> SharedCohort<W> {
             effects.grant.push((waiter, attempt, batch.local));
         }
         self.batches.insert(attempt, batch);
-        self.open = Some(attempt);
+        #[cfg(test)]
+        let writers = match self.plant {
+            Some(tests::Plant::WriterIgnored) => 0,
+            _ => self.writers,
+        };
+        #[cfg(not(test))]
+        let writers = self.writers;
+        self.open = (writers == 0).then_some(attempt);
         effects
     }
 
@@ -284,6 +311,8 @@ mod tests {
         NoClose,
         /// A node is kept when its last reader leaves.
         KeepIdle,
+        /// A batch granted while a local writer waits opens to newcomers.
+        WriterIgnored,
     }
 
     /// What the model knows of one node of the process on the server.
@@ -316,6 +345,8 @@ mod tests {
         arrived: u8,
         ticks: u32,
         start: Instant,
+        /// A local writer waits (the model's one writer).
+        writer: bool,
     }
 
     #[derive(Debug, Clone, Copy)]
@@ -327,6 +358,8 @@ mod tests {
         Release(u8),
         Close,
         Tick,
+        WriterWaits,
+        WriterDone,
     }
 
     impl World {
@@ -445,7 +478,7 @@ mod tests {
                 })
                 .collect();
             format!(
-                "{:?}|{:?}|{:?}|{batches:?}|{:?}|{:?}|{:?}|{:?}|{}|{}",
+                "{:?}|{:?}|{:?}|{batches:?}|{:?}|{:?}|{:?}|{:?}|{}|{}|{}",
                 c.waiters.keys().collect::<Vec<_>>(),
                 c.taking,
                 c.open,
@@ -454,7 +487,8 @@ mod tests {
                 self.attempts,
                 self.server,
                 self.arrived,
-                self.ticks
+                self.ticks,
+                self.writer
             )
         }
 
@@ -476,6 +510,10 @@ mod tests {
             }
             out.push(Event::Close);
             out.push(Event::Tick);
+            out.push(match self.writer {
+                false => Event::WriterWaits,
+                true => Event::WriterDone,
+            });
             out
         }
 
@@ -513,13 +551,15 @@ mod tests {
                             node.closed = true;
                         }
                     }
+                    // The model's rule: a node granted while a local writer waits takes no
+                    // newcomer (it queued ahead of the writer's node).
                     self.server.insert(
                         a,
                         ServerNode {
                             since: self.ticks,
                             joins: 0,
                             last_local: 0,
-                            closed: false,
+                            closed: self.writer,
                             granted: false,
                         },
                     );
@@ -548,6 +588,19 @@ mod tests {
                     self.ticks += 1;
                     self.check()
                 }
+                Event::WriterWaits => {
+                    self.writer = true;
+                    for node in self.server.values_mut() {
+                        node.closed = true;
+                    }
+                    self.cohort.writer_waits();
+                    self.check()
+                }
+                Event::WriterDone => {
+                    self.writer = false;
+                    self.cohort.writer_done();
+                    self.check()
+                }
             }
         }
     }
@@ -570,6 +623,7 @@ mod tests {
             arrived: 0,
             ticks: 0,
             start,
+            writer: false,
         };
         search::explore(world, max_waiters, depth)
     }
@@ -601,6 +655,7 @@ mod tests {
             (Plant::JoinUnsure, "closed"),
             (Plant::NoClose, "closed"),
             (Plant::KeepIdle, "held with no reader"),
+            (Plant::WriterIgnored, "closed"),
         ] {
             let found = explore_planted(small_bound(), 4, 10, Some(plant)).unwrap_err();
             assert!(found.contains(finding), "{plant:?}: {found}");
