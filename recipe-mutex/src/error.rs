@@ -65,6 +65,14 @@ pub enum Error {
         /// How it went.
         why: &'static str,
     },
+    /// A cohort's shared attempt on the lock (the one acquire its local waiters wait on) was
+    /// dropped before it finished: the runtime it ran on shut down, or it panicked. What it
+    /// created is deleted if a runtime is left to run its cleanup, else goes with the session.
+    /// Take the lock again.
+    #[error(
+        "the cohort's attempt on the lock was dropped before it finished (its runtime shut down?)"
+    )]
+    AttemptDropped,
     /// A deadline passed before the operation could finish.
     #[error("timed out")]
     TimedOut,

@@ -286,3 +286,135 @@ async fn a_guard_dropped_off_the_runtime_hands_on_to_a_local_waiter() {
     std::thread::spawn(move || drop(g)).join().unwrap();
     wait_children(&c, path, 0).await;
 }
+
+/// The defect: with a bound of no hand-off, a guard dropped inside a short-lived runtime's
+/// `block_on` started the next attempt on that runtime, which then ended with it: the local
+/// waiter waited forever on a free lock. The attempt now runs where the waiters run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guard_dropped_inside_a_short_lived_runtime_strands_no_waiter() {
+    let path = "/t/cohort/short-runtime";
+    let c = client().await;
+    let none = CohortBound {
+        handoffs: 0,
+        hold: Duration::from_secs(30),
+    };
+    let cohort = InterProcessMutex::new(c.clone(), path)
+        .unwrap()
+        .cohort(none);
+    let g = cohort.lock().await.unwrap();
+    let czxid = g.fencing_token();
+    let next = queue_one(&cohort).await;
+    std::thread::spawn(move || {
+        let short = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        short.block_on(async move { drop(g) });
+        // `short` ends here, with whatever was spawned on it.
+    })
+    .join()
+    .unwrap();
+    let token = bounded(next).await.unwrap().unwrap();
+    assert_eq!(token.local, 1, "a node of its own");
+    assert!(token.czxid > czxid);
+    wait_children(&c, path, 0).await;
+}
+
+/// The node's attempt runs on the client's runtime, so it outlives the short-lived runtime
+/// of the waiter (or the releaser) that happened to start it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_outlives_the_short_lived_runtime_of_a_waiter() {
+    let path = "/t/cohort/attempt-outlives";
+    let c = client().await;
+    let other = InterProcessMutex::new(client().await, path).unwrap();
+    let none = CohortBound {
+        handoffs: 0,
+        hold: Duration::from_secs(30),
+    };
+    let cohort = InterProcessMutex::new(c.clone(), path)
+        .unwrap()
+        .cohort(none);
+    let g = cohort.lock().await.unwrap();
+    let waiter = queue_one(&cohort).await;
+    // A second waiter runs on a short-lived runtime of its own, until told to stop.
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let short = std::thread::spawn({
+        let cohort = cohort.clone();
+        move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                tokio::select! {
+                    _ = cohort.lock() => panic!("the short-lived waiter held"),
+                    _ = stopped => {}
+                }
+            });
+        }
+    });
+    bounded(async {
+        while cohort.waiting() < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    // Another process queues first, so the next attempt waits; then the holder goes, and
+    // the attempt starts.
+    let blocker = tokio::spawn(async move { other.lock().await.unwrap() });
+    wait_children(&c, path, 2).await;
+    drop(g);
+    let blocker = bounded(blocker).await.unwrap();
+    wait_children(&c, path, 2).await; // the attempt's node, behind the blocker's
+    // The short-lived runtime ends, with its waiter; the attempt goes on.
+    stop.send(()).unwrap();
+    short.join().unwrap();
+    blocker.release().await.unwrap();
+    let token = bounded(waiter).await.unwrap().unwrap();
+    assert_eq!(token.local, 1);
+    assert_eq!(cohort.waiting(), 0);
+    wait_children(&c, path, 0).await;
+}
+
+/// An attempt dropped before it reports (here: the runtime its client runs on shuts down)
+/// tells every waiter left (`AttemptDropped`) instead of leaving it waiting forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_dropped_before_it_reports_tells_the_waiters() {
+    let path = "/t/cohort/attempt-dropped";
+    let observer = client().await;
+    let blocker = InterProcessMutex::new(observer.clone(), path)
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
+    // The cohort's client runs on a runtime of its own, until told to stop.
+    let (give, got) = tokio::sync::oneshot::channel();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let hosts = server().connect_string();
+    let owner = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            give.send(client_at(&hosts, Duration::from_secs(2)).await)
+                .unwrap();
+            let _ = stopped.await;
+        });
+    });
+    let c = got.await.unwrap();
+    let cohort = InterProcessMutex::new(c, path).unwrap().cohort(wide());
+    let waiter = queue_one(&cohort).await;
+    wait_children(&observer, path, 2).await; // the attempt waits behind the blocker
+    stop.send(()).unwrap();
+    owner.join().unwrap();
+    assert_eq!(
+        bounded(waiter).await.unwrap(),
+        Err(Error::AttemptDropped),
+        "a waiter left waiting on a dropped attempt"
+    );
+    assert_eq!(cohort.waiting(), 0);
+    blocker.release().await.unwrap();
+    // The dropped session's node goes with its session.
+    wait_children(&observer, path, 0).await;
+}

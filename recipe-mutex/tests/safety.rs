@@ -538,3 +538,41 @@ async fn waiters_behind_the_bound_get_one_turn_per_finished_cleanup() {
     observer.delete(&marker, None).await.unwrap();
     held.release().await.unwrap();
 }
+
+/// An acquire dropped inside a short-lived runtime's `block_on` (a waiting attempt, its node
+/// in the queue), that runtime ending right after: the attempt's cleanup runs on the client's
+/// runtime, so its node is deleted at once instead of blocking the lock for everyone until
+/// the session ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_dropped_as_its_runtime_ends_leaves_no_node() {
+    let path = "/t/safety/short-runtime";
+    let c = client().await;
+    let holder = InterProcessMutex::new(client().await, path)
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let short = std::thread::spawn({
+        let mutex = InterProcessMutex::new(c.clone(), path).unwrap();
+        move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                tokio::select! {
+                    _ = mutex.lock() => panic!("held behind a holder"),
+                    _ = stopped => {}
+                }
+            });
+            // The runtime ends here: whatever was spawned on it is dropped.
+        }
+    });
+    wait_children(&c, path, 2).await;
+    stop.send(()).unwrap();
+    short.join().unwrap();
+    wait_children(&c, path, 1).await;
+    holder.release().await.unwrap();
+    wait_children(&c, path, 0).await;
+}

@@ -191,7 +191,6 @@ impl CohortMutex {
         let (tx, rx) = oneshot::channel();
         let (id, effects) = {
             let mut state = self.shared.lock();
-            state.attempts.note_runtime();
             state.cohort.arrive(tx)
         };
         let shared = self.shared.clone();

@@ -60,7 +60,6 @@ mod shared;
 use std::sync::Arc;
 
 use recipes_core::cohort::AttemptId;
-use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
@@ -134,22 +133,13 @@ pub struct CohortToken {
 }
 
 /// A cohort's attempts: the one under way (its task, to abort when nobody waits for it any
-/// more), and the runtime of the latest acquire (where an attempt starts when a guard
-/// dropped off the runtime leaves waiters behind).
+/// more).
 #[derive(Default)]
 struct Attempts {
     task: Option<(AttemptId, AbortHandle)>,
-    runtime: Option<Handle>,
 }
 
 impl Attempts {
-    /// Notes the caller's runtime, if it runs on one.
-    fn note_runtime(&mut self) {
-        if let Ok(runtime) = Handle::try_current() {
-            self.runtime = Some(runtime);
-        }
-    }
-
     /// Aborts attempt `attempt`'s task (its cleanup deletes whatever it created).
     fn abort(&mut self, attempt: AttemptId) {
         match self.task.take() {
@@ -177,24 +167,52 @@ trait Io: Send + Sync + Sized + 'static {
     /// Attempt `attempt` ended with `taken`.
     fn attempt_done(self: &Arc<Self>, attempt: AttemptId, taken: Result<Option<LockGuard>, Error>);
 
-    /// Starts attempt `attempt` in a task of its own, on the current runtime or else the
-    /// latest acquire's: the lock's ordinary acquire, with no deadline (each waiter keeps its
-    /// own). With no runtime at all it fails at once (nobody can be waiting either).
+    /// Starts attempt `attempt` in a task of its own, on the runtime the lock's client runs
+    /// on (where its waiters' requests are served): the lock's ordinary acquire, with no
+    /// deadline (each waiter keeps its own). Never on the runtime of whoever happens to start
+    /// it (a guard dropped inside a short-lived runtime's `block_on`), which may end before
+    /// the attempt does. Dropped before it reports (the client's runtime shut down, it
+    /// panicked), it reports [`Error::AttemptDropped`], so no waiter is left waiting on it.
     fn start(self: &Arc<Self>, attempt: AttemptId) {
-        let runtime = self.with_attempts(|a, _| a.runtime.clone());
-        let Some(runtime) = Handle::try_current().ok().or(runtime) else {
-            return self.attempt_done(attempt, Err(Error::Zk(zk_client::Error::Closed)));
+        let runtime = self.node_lock().client().runtime().clone();
+        let mut report = Report {
+            io: Some(self.clone()),
+            attempt,
         };
-        let me = self.clone();
         let task = runtime.spawn(async move {
-            let taken = me.node_lock().take_node(None).await;
-            me.attempt_done(attempt, taken);
+            let Some(io) = report.io.clone() else { return };
+            let taken = io.node_lock().take_node(None).await;
+            report.disarm();
+            io.attempt_done(attempt, taken);
         });
         self.with_attempts(|a, current| match current == Some(attempt) {
             true => a.task = Some((attempt, task.abort_handle())),
             // Everyone left (or it ended) before it could be recorded.
             false => task.abort(),
         });
+    }
+}
+
+/// An attempt's report when it is dropped before it could make it (its task's runtime shut
+/// down, or it panicked): its waiters are told. Nothing for an attempt already aborted (the
+/// cohort has moved on from it).
+struct Report<T: Io> {
+    io: Option<Arc<T>>,
+    attempt: AttemptId,
+}
+
+impl<T: Io> Report<T> {
+    /// The attempt reports itself: nothing to do when dropped.
+    fn disarm(&mut self) {
+        self.io = None;
+    }
+}
+
+impl<T: Io> Drop for Report<T> {
+    fn drop(&mut self) {
+        if let Some(io) = self.io.take() {
+            io.attempt_done(self.attempt, Err(Error::AttemptDropped));
+        }
     }
 }
 

@@ -183,7 +183,6 @@ impl SharedCohortLock {
         let now = crate::driver::now();
         let (id, effects, open, closed) = {
             let mut state = self.shared.lock();
-            state.attempts.note_runtime();
             let open = state.open.clone();
             let valid = open.as_ref().is_some_and(|(_, node)| node.is_valid());
             let (id, effects) = state.cohort.arrive(tx, valid, now);

@@ -43,10 +43,11 @@ pub fn spawn_cleanups(
         return rx;
     }
     let client = client.clone();
-    spawn(async move {
+    // On the client's runtime: it serves the cleanups' requests, whoever's runtime asked.
+    drop(client.runtime().clone().spawn(async move {
         let result = run_cleanups(&client, cleanups).await;
         let _ = tx.send(result);
-    });
+    }));
     rx
 }
 
@@ -221,25 +222,4 @@ pub async fn finish_release(client: &Client, delete: GuaranteedDelete) -> Result
         result = delete => result,
         e = ended => Err(e),
     }
-}
-
-/// Spawns `task` on the current runtime, else on `runtime` (the one the work started on).
-pub(super) fn spawn_on(
-    runtime: Option<&tokio::runtime::Handle>,
-    task: impl Future<Output = ()> + Send + 'static,
-) {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => drop(handle.spawn(task)),
-        Err(_) => {
-            if let Some(handle) = runtime {
-                drop(handle.spawn(task));
-            }
-            // Else nothing can run it: the session's end (the process's) removes our
-            // ephemeral nodes.
-        }
-    }
-}
-
-pub(super) fn spawn(task: impl Future<Output = ()> + Send + 'static) {
-    spawn_on(None, task);
 }

@@ -15,7 +15,7 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 use zk_client::{Client, OneshotWatcher, SessionState, StateStream};
 
-use super::cleanup::{run_cleanups, spawn_on};
+use super::cleanup::run_cleanups;
 use super::ops::{Completed, InFlight, op_future, watch_event};
 use super::{Ended, Turn, connection, now, sleep_until};
 use crate::waiting::Waiting;
@@ -36,9 +36,6 @@ pub(super) struct Run<M: Machine + Send + 'static> {
     /// Kept until everything, background work included, is done.
     pub(super) turn: Option<Turn>,
     pub(super) wake: Option<Arc<Notify>>,
-    /// The runtime the run started on: where its background work goes if it is dropped off
-    /// any runtime.
-    pub(super) runtime: Option<tokio::runtime::Handle>,
     /// Whether the machine watched a node (waited behind a predecessor): a hold after that
     /// was handed over by the predecessor's release.
     pub(super) waited: bool,
@@ -60,7 +57,6 @@ impl<M: Machine + Send + 'static> Run<M> {
             abandon_on_drop: true,
             turn: None,
             wake: None,
-            runtime: tokio::runtime::Handle::try_current().ok(),
             waited: false,
             waiting: Waiting::default(),
         }
@@ -206,7 +202,6 @@ impl<M: Machine + Send + 'static> Run<M> {
             abandon_on_drop: false,
             turn: self.turn.take(),
             wake: None,
-            runtime: self.runtime.clone(),
             waited: self.waited,
             waiting: Waiting::default(),
         };
@@ -219,7 +214,9 @@ impl<M: Machine + Send + 'static> Run<M> {
             "attempt abandoned: its replies and cleanups go on in the background"
         );
         rest.feed(Input::Abandon);
-        spawn_on(self.runtime.as_ref(), async move {
+        // On the client's runtime, not the caller's: an attempt dropped while its runtime
+        // shuts down still has its node deleted.
+        drop(self.client.runtime().spawn(async move {
             rest.drain().await;
             let cleanups = rest
                 .runner
@@ -229,7 +226,7 @@ impl<M: Machine + Send + 'static> Run<M> {
             let _ = run_cleanups(&rest.client, cleanups).await;
             drop(rest);
             let _ = tx.send(());
-        });
+        }));
         rx
     }
 }
@@ -250,11 +247,11 @@ impl<M: Machine + Send + 'static> Drop for Run<M> {
             // Ops still in flight whose replies nobody needs (a held attempt's stray deletes):
             // let them reach the server.
             let mut in_flight = std::mem::take(&mut self.in_flight);
-            spawn_on(self.runtime.as_ref(), async move {
+            drop(self.client.runtime().spawn(async move {
                 while !in_flight.is_empty() {
                     next_reply(&mut in_flight).await;
                 }
-            });
+            }));
         }
     }
 }

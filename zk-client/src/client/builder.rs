@@ -305,7 +305,8 @@ impl ClientBuilder {
             close_timeout: self.close_timeout,
         };
         let task = SessionTask::new(session, cs.hosts, seed, resolve, connector, wiring);
-        let join = tokio::spawn(task.run());
+        let runtime = tokio::runtime::Handle::current();
+        let join = runtime.spawn(task.run());
         match ready_rx.await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(e),
@@ -325,6 +326,7 @@ impl ClientBuilder {
                 link,
                 next_watcher: AtomicU64::new(1),
                 replies: Arc::new(Replies::new()),
+                runtime,
             }),
         };
         for (scheme, credentials) in self.auth {

@@ -55,6 +55,8 @@ pub(super) struct Inner {
     pub(super) next_watcher: AtomicU64,
     /// Where the session task's replies reach callers.
     pub(super) replies: Arc<Replies<Result<Response, Error>>>,
+    /// The runtime the session task runs on.
+    pub(super) runtime: tokio::runtime::Handle,
 }
 
 /// A ZooKeeper session shared by any number of tasks: clone it freely. Requests from all
@@ -120,6 +122,13 @@ impl Client {
     /// This client's identity, shared by its clones.
     pub fn id(&self) -> ClientId {
         self.inner.id
+    }
+
+    /// The runtime the session's task runs on (the one [`ClientBuilder::connect`] was awaited
+    /// on): work that must outlive its caller's runtime (a background release, an abandoned
+    /// request's cleanup) can be spawned there, and runs as long as the session can serve it.
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.inner.runtime
     }
 
     /// The server this session is connected to now, if any.
