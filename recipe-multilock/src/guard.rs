@@ -120,6 +120,17 @@ impl MultiGuard {
         self.members().map(LockGuard::fencing_token).collect()
     }
 
+    /// Each member's place among its node's local holders, in the order taken: a cohort
+    /// member's local sequence (from 1), 0 for a member whose node is its own. Paired with
+    /// [`fencing_tokens`](Self::fencing_tokens), it orders every holder of each member.
+    pub fn local_sequences(&self) -> Vec<u64> {
+        self.taken
+            .members
+            .iter()
+            .flat_map(|(_, guard)| guard.local_sequences())
+            .collect()
+    }
+
     /// `multi` ops that hold only while every member's node exists: put them in a transaction
     /// with the writes that must happen under the locks, and it commits only if every member is
     /// still held. (All members must be on the client that runs the `multi`.)
@@ -162,6 +173,10 @@ impl MultiGuard {
 impl Guard for MultiGuard {
     fn holds(&self) -> Vec<&LockGuard> {
         self.members().collect()
+    }
+
+    fn local_sequences(&self) -> Vec<u64> {
+        MultiGuard::local_sequences(self)
     }
 
     fn release(self: Box<Self>) -> recipe_mutex::LockFuture<'static, ()> {

@@ -516,3 +516,45 @@ async fn a_member_deleted_by_another_client_is_told_to_the_multi_guard() {
     wait_children(&c, "/t/ml-deleted/a", 0).await;
     wait_children(&c, "/t/ml-deleted/b", 0).await;
 }
+
+/// A multi-lock over a cohort member: its guard says each member's local sequence (the
+/// cohort's place, 0 for a member whose node is its own), which with the fencing tokens
+/// orders every holder of each member.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_guard_gives_each_members_local_sequence() {
+    let c = client().await;
+    let wide = recipe_mutex::CohortBound {
+        handoffs: 1_000,
+        hold: Duration::from_secs(30),
+    };
+    let cohort = InterProcessMutex::new(c.clone(), "/t/ml-cohort/a")
+        .unwrap()
+        .cohort(wide);
+    let plain = InterProcessMutex::new(c.clone(), "/t/ml-cohort/b").unwrap();
+    let first = cohort.lock().await.unwrap();
+    assert_eq!(first.local_sequence(), 1);
+    let multi = InterProcessMultiLock::from_locks([
+        recipe_mutex::IntoLock::into_lock(cohort.clone()),
+        recipe_mutex::IntoLock::into_lock(plain),
+    ])
+    .unwrap();
+    let taking = tokio::spawn(async move { multi.lock().await.unwrap() });
+    bounded(async {
+        while cohort.waiting() == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    first.release().await.unwrap();
+    let g = bounded(taking).await.unwrap();
+    assert_eq!(
+        g.local_sequences(),
+        [2, 0],
+        "the cohort's hand-off is its second"
+    );
+    let boxed: Box<dyn recipe_mutex::Guard> = Box::new(g);
+    assert_eq!(boxed.local_sequences(), [2, 0]);
+    boxed.release().await.unwrap();
+    wait_children(&c, "/t/ml-cohort/a", 0).await;
+    wait_children(&c, "/t/ml-cohort/b", 0).await;
+}

@@ -63,7 +63,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
             let (cohort, last) = (cohort.clone(), last.clone());
             async move {
                 let guard = cohort.lock().await?;
-                let token = guard.token();
+                let token = guard.fencing_token();
                 {
                     let mut last = last
                         .lock()

@@ -287,7 +287,8 @@ pub struct LockGuard {
 impl LockGuard {
     /// The lock node's creation zxid: strictly increasing across the successive holders of
     /// the lock. Pass it to a fenced resource so that a holder that lost the lock without
-    /// knowing cannot overwrite a newer holder's work.
+    /// knowing cannot overwrite a newer holder's work. (A cohort's local holders share one
+    /// node, so one czxid: their guards' own `fencing_token` adds the local sequence.)
     pub fn fencing_token(&self) -> i64 {
         self.node.czxid
     }

@@ -140,7 +140,15 @@ pub trait Guard: Send + Sync + std::fmt::Debug {
         0
     }
 
-    /// Each hold's fencing token, in the order taken.
+    /// Each hold's [`local_sequence`](Self::local_sequence), in the order taken (a
+    /// multi-guard's: its members', each a cohort's place or 0). Paired with
+    /// [`fencing_tokens`](Self::fencing_tokens), it orders every holder of each lock.
+    fn local_sequences(&self) -> Vec<u64> {
+        vec![self.local_sequence(); self.holds().len()]
+    }
+
+    /// Each hold's fencing token (its node's czxid), in the order taken. A cohort's local
+    /// holders share their node's: pair it with [`local_sequences`](Self::local_sequences).
     fn fencing_tokens(&self) -> Vec<i64> {
         self.holds().iter().map(|h| h.fencing_token()).collect()
     }

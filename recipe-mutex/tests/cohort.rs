@@ -27,7 +27,7 @@ async fn creates(c: &Client, path: &str) -> i32 {
 async fn queue_one(cohort: &CohortMutex) -> JoinHandle<Result<CohortToken, Error>> {
     let task = tokio::spawn({
         let cohort = cohort.clone();
-        async move { cohort.lock().await.map(|g| g.token()) }
+        async move { cohort.lock().await.map(|g| g.fencing_token()) }
     });
     waiting(cohort, 1).await;
     task
@@ -68,7 +68,7 @@ async fn local_waiters_pass_the_lock_with_no_node_each_and_exclude_another_proce
                 let g = cohort.lock().await.unwrap();
                 assert!(!busy.swap(true, Ordering::SeqCst), "two holders");
                 assert!(g.is_valid());
-                tokens.lock().unwrap().push(g.token());
+                tokens.lock().unwrap().push(g.fencing_token());
                 tokio::task::yield_now().await;
                 busy.store(false, Ordering::SeqCst);
                 g.release().await.unwrap();
@@ -133,7 +133,7 @@ async fn the_bound_cuts_a_batch_and_lets_another_process_in() {
         tasks.push(tokio::spawn(async move {
             while !stop.load(Ordering::SeqCst) {
                 let g = cohort.lock().await.unwrap();
-                tokens.lock().unwrap().push(g.token());
+                tokens.lock().unwrap().push(g.fencing_token());
                 tokio::time::sleep(Duration::from_millis(1)).await;
                 g.release().await.unwrap();
             }
@@ -241,7 +241,7 @@ async fn a_node_that_may_be_lost_is_released_not_handed_on() {
         .unwrap()
         .cohort(wide());
     let first = cohort.lock().await.unwrap();
-    let first_token = first.token();
+    let first_token = first.fencing_token();
     let next = queue_one(&cohort).await;
     proxy.stall();
     assert_eq!(bounded(first.lost()).await, Loss::Unsure);
@@ -275,7 +275,7 @@ async fn a_guard_dropped_off_the_runtime_hands_on_to_a_local_waiter() {
         .unwrap()
         .cohort(wide());
     let g = cohort.lock().await.unwrap();
-    let czxid = g.fencing_token();
+    let czxid = g.fencing_token().czxid;
     let next = queue_one(&cohort).await;
     std::thread::spawn(move || drop(g)).join().unwrap();
     let token = bounded(next).await.unwrap().unwrap();
@@ -302,7 +302,7 @@ async fn a_guard_dropped_inside_a_short_lived_runtime_strands_no_waiter() {
         .unwrap()
         .cohort(none);
     let g = cohort.lock().await.unwrap();
-    let czxid = g.fencing_token();
+    let czxid = g.fencing_token().czxid;
     let next = queue_one(&cohort).await;
     std::thread::spawn(move || {
         let short = tokio::runtime::Builder::new_current_thread()

@@ -121,7 +121,7 @@ async fn a_cohort_never_hands_on_a_node_deleted_under_it() {
         .cohort(wide);
     let first = cohort.lock().await.unwrap();
     let dead = first.node_path().to_owned();
-    let first_token = first.token();
+    let first_token = first.fencing_token();
     let next = tokio::spawn({
         let cohort = cohort.clone();
         async move { cohort.lock().await }
@@ -140,7 +140,7 @@ async fn a_cohort_never_hands_on_a_node_deleted_under_it() {
     assert_ne!(second.node_path(), dead, "the dead node was handed on");
     assert_eq!(second.local_sequence(), 1, "a node of its own");
     assert!(second.is_valid());
-    assert!(second.token() > first_token);
+    assert!(second.fencing_token() > first_token);
     second.release().await.unwrap();
     wait_children(&other, path, 0).await;
 }

@@ -53,7 +53,7 @@ pub type CohortWriteLock = CohortMutex;
 ///     read.release().await?;
 /// }
 /// let write = lock.write_lock().lock().await?;
-/// println!("writing with token {:?}", write.token());
+/// println!("writing with token {:?}", write.fencing_token());
 /// write.release().await?;
 /// # Ok(()) }
 /// ```

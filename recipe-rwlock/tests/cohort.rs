@@ -157,7 +157,7 @@ async fn readers_arriving_while_the_process_reads_join_its_node_with_no_request(
         "one read node for six readers"
     );
     for (i, r) in readers.iter().enumerate() {
-        assert_eq!(r.fencing_token(), first.fencing_token());
+        assert_eq!(r.fencing_token().czxid, first.fencing_token().czxid);
         assert_eq!(r.local_sequence(), i as u64 + 2);
     }
     assert_eq!(lock.read_lock().readers(), 6);
@@ -206,10 +206,10 @@ async fn a_local_writer_closes_the_read_batch_and_later_readers_queue_behind_it(
     reading.release().await.unwrap();
     let w = bounded(writer).await.unwrap();
     assert!(!late.is_finished(), "a reader held while the writer holds");
-    let w_token = w.token();
+    let w_token = w.fencing_token();
     w.release().await.unwrap();
     let r = bounded(late).await.unwrap();
-    assert!(r.fencing_token() > w_token.czxid);
+    assert!(r.fencing_token().czxid > w_token.czxid);
     r.release().await.unwrap();
     wait_children(&c, path, 0).await;
 }
@@ -346,7 +346,7 @@ async fn no_reader_joins_a_node_that_may_be_lost() {
     let c = client_at(&proxy.addr().to_string(), Duration::from_secs(4)).await;
     let lock = cohort(&c, path, wide());
     let first = lock.read_lock().lock().await.unwrap();
-    let first_token = first.token();
+    let first_token = first.fencing_token();
     proxy.stall();
     assert_eq!(bounded(first.lost()).await, Loss::Unsure);
     // Arriving now, a reader does not join: it waits for a node of its own.
@@ -354,7 +354,7 @@ async fn no_reader_joins_a_node_that_may_be_lost() {
     proxy.pass();
     let r = bounded(late).await.unwrap();
     assert_eq!(r.local_sequence(), 1, "joined while unsure");
-    assert!(r.token() > first_token);
+    assert!(r.fencing_token() > first_token);
     drop((first, r));
     wait_children(&observer, path, 0).await;
 }
@@ -376,8 +376,8 @@ async fn two_reads_joined_in_one_task_wait_on_one_node_and_hold_together() {
     let (a, b) = (a.unwrap(), b.unwrap());
     assert_eq!(nodes(&c, path).await.len(), 1, "one node for both reads");
     assert_eq!(
-        a.fencing_token(),
-        b.fencing_token(),
+        a.fencing_token().czxid,
+        b.fencing_token().czxid,
         "two nodes for two reads of one process"
     );
     assert_ne!(a.local_sequence(), b.local_sequence());

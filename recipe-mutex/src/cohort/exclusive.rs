@@ -56,14 +56,18 @@ type Waiter = oneshot::Sender<Grant>;
 /// What changes:
 /// - Fairness, within the process: local waiters are served in arrival order among
 ///   themselves, ahead of other processes' waiters up to the bound.
-/// - Fencing: local holders of one node share its [`fencing_token`](LockGuard::fencing_token)
-///   (the node's czxid). [`CohortGuard::token`] adds the local sequence: ordered by
-///   `(czxid, local)`, it strictly increases across all holders, local ones included. A
-///   resource you write through ZooKeeper needs nothing more: a holder's requests are sent
-///   while it holds its guard, its successor's only after, on the same session, and ZooKeeper
-///   applies a session's requests in order; [`check_op`](LockGuard::check_op) guards that the
-///   node (so the process's hold) still stands. A resource outside ZooKeeper that fences by
-///   token should take the pair.
+/// - Fencing: local holders of one node share the node, so its czxid alone (the node guard's
+///   `i64` [`LockGuard::fencing_token`]) does not tell them apart.
+///   [`CohortGuard::fencing_token`] is the pair `(czxid, local sequence)`: it strictly
+///   increases across all holders, local ones included, and is what a resource outside
+///   ZooKeeper fences on (compare both parts, czxid first). For writes through ZooKeeper,
+///   [`fenced_multi`](LockGuard::fenced_multi) (or a `multi` with
+///   [`check_op`](LockGuard::check_op)) guards that the node, so the process's hold, still
+///   stands; it cannot tell one local holder from the next, so send it while you hold the
+///   guard (as `fenced_multi`, which borrows the guard, does) and never keep a check op past
+///   the guard's release: the check passes as long as the node stands, for the local
+///   successor's hold too. A holder's requests are sent while it holds, its successor's only
+///   after, on the same session, and ZooKeeper applies a session's requests in order.
 /// - Revocation: not offered (a revoke would have to cut the whole batch).
 ///
 /// Use it when many tasks of one process contend for a lock that other processes use too (a
@@ -82,7 +86,9 @@ type Waiter = oneshot::Sender<Grant>;
 ///     let mutex = mutex.clone(); // clones share the cohort
 ///     tasks.push(tokio::spawn(async move {
 ///         let guard = mutex.lock().await?;
-///         println!("token {:?}", guard.token()); // (czxid, local sequence)
+///         println!("token {:?}", guard.fencing_token()); // (czxid, local sequence)
+///         // Fenced while held: committed only if the process's node still stands.
+///         guard.fenced_multi(&[zk_client::Op::set_data("/app/ledger", "v", None)]).await?;
 ///         guard.release().await
 ///     }));
 /// }
@@ -327,9 +333,12 @@ pub struct CohortGuard {
 }
 
 impl CohortGuard {
-    /// The fencing token with the local sequence: strictly increasing across every holder
-    /// of the lock, local ones included (see [`CohortMutex`]).
-    pub fn token(&self) -> CohortToken {
+    /// This holder's fencing token: the node's czxid with the local sequence, strictly
+    /// increasing across every holder of the lock, local ones included (see
+    /// [`CohortMutex`]). It stands in for the node guard's `i64`
+    /// [`LockGuard::fencing_token`], which successive local holders share: a resource
+    /// outside ZooKeeper fences on this pair (both parts compared, czxid first).
+    pub fn fencing_token(&self) -> CohortToken {
         CohortToken {
             czxid: self.node.fencing_token(),
             local: self.local,

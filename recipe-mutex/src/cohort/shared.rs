@@ -356,8 +356,10 @@ pub struct SharedCohortGuard {
 }
 
 impl SharedCohortGuard {
-    /// The node's fencing token with this reader's place among the node's local readers.
-    pub fn token(&self) -> CohortToken {
+    /// The node's fencing token with this reader's place among the node's local readers
+    /// (it stands in for the node guard's `i64` [`LockGuard::fencing_token`], which the
+    /// node's readers share): ordered against the lock's writers' tokens by the czxid.
+    pub fn fencing_token(&self) -> CohortToken {
         CohortToken {
             czxid: self.node.fencing_token(),
             local: self.local,

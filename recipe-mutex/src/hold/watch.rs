@@ -90,22 +90,18 @@ impl Drop for NodeWatch {
     }
 }
 
-/// Starts watching `node` on `client` for its hold: the node's life, shared with whoever
-/// holds it, and the watch (dropping it ends the watch). `revocation`: called once if the
-/// node's data is (or becomes) [`REVOKE_MESSAGE`]. Off any runtime nothing can watch: the
-/// hold then learns of its loss only through its session.
+/// Starts watching `node` on `client` for its hold, on the client's runtime: the node's
+/// life, shared with whoever holds it, and the watch (dropping it ends the watch).
+/// `revocation`: called once if the node's data is (or becomes) [`REVOKE_MESSAGE`].
 pub fn watch_node(
     client: &Client,
     node: &Acquired,
     revocation: Option<RevocationListener>,
 ) -> (Arc<NodeLife>, NodeWatch) {
     let life = Arc::new(NodeLife::default());
-    let planted = crate::plant::active(crate::plant::Plant::NoNodeWatch);
-    let runtime = tokio::runtime::Handle::try_current()
-        .ok()
-        .filter(|_| !planted);
-    let task = runtime.map(|runtime| {
-        runtime
+    let task = (!crate::plant::active(crate::plant::Plant::NoNodeWatch)).then(|| {
+        client
+            .runtime()
             .spawn(watch(
                 client.clone(),
                 node.path.clone(),

@@ -34,7 +34,7 @@ pub(super) async fn run_cohort(c: &mut Contender, cohort: CohortMutex) {
             Taken::Failed => continue,
         };
         let (n, span) = c.hold().await;
-        let token = guard.token();
+        let token = guard.fencing_token();
         let node = guard.node_path().to_owned();
         let first = (token.local == 1).then_some(token.czxid);
         c.record(n, "lock".into(), Mode::Exclusive, span, &node, first);
