@@ -91,6 +91,7 @@ pub fn sweep(
         total.holds += stats.holds;
         total.steps += stats.steps;
         total.faults += stats.faults;
+        total.meddled_held += stats.meddled_held;
     }
     Ok(total)
 }

@@ -127,6 +127,12 @@ pub struct Stats {
     pub steps: u64,
     /// Faults injected.
     pub faults: u64,
+    /// Meddling deletes (another client deleting a lock node by hand) that hit a node a task
+    /// held: its hold stops counting from then on ([`Checker::check`]), and a hold taken after
+    /// its holder could have heard of the delete is a violation ([`Checker::took`]). The
+    /// holder's being told is the async layer's to check (the hold layer owns the lost signal,
+    /// not the machines).
+    pub meddled_held: u64,
 }
 
 enum Job {
@@ -1012,9 +1018,15 @@ impl World {
                 let kids = self.tree.children(&lock);
                 if !kids.is_empty() {
                     let victim = recipes_core::child_path(&lock, &kids[self.rng.index(kids.len())]);
+                    let held = self
+                        .tasks
+                        .iter()
+                        .any(|t| t.holds.iter().any(|h| h.node == victim));
                     let mut fired = Vec::new();
                     if self.tree.delete_by_hand(&victim, &mut fired) {
-                        self.log(format!("fault: someone deletes {victim}"));
+                        self.stats.meddled_held += u64::from(held);
+                        let whose = if held { " (held)" } else { "" };
+                        self.log(format!("fault: someone deletes {victim}{whose}"));
                         self.notify(fired);
                     }
                 }

@@ -22,10 +22,30 @@
 //! be granted and owned, and two counting holds the rule forbids at once (two exclusive, a
 //! writer beside a reader that is not its own downgrade, more than `n` leases) are a
 //! violation, computed from the tree too.
+//!
+//! **Meddling.** Another client (the schedule's meddler, a session of its own, as an operator
+//! would) may delete a held node ([`Ledger::meddle`], recorded when its delete is sent). Its
+//! holders (the holds on that very node, no other) are then excused from the rule while their
+//! session lives, from the delete on and for [`TOLD_BOUND`] only: the next waiter is granted
+//! legitimately, and the deleted holder holds nothing. Within that bound the holder must be
+//! told ([`Ledger::told`]: its guard's `lost()` said `Deleted`), or end its hold by itself;
+//! past it, a hold on the deleted node is judged as any other (a node that does not exist).
+//! Once a holder of a node was told, no hold may begin on it again (a cohort handing on a
+//! node it knows dead).
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
+use tokio::time::Instant;
 use zk_mem_server::MemServer;
+
+/// How long after another client deletes a held node its holder may go untold (its guard's
+/// `lost()` not yet `Deleted`, nor `Lost`), and so be excused from the grant rule. While the
+/// holder's session stays connected the watch tells it within a round trip; otherwise on the
+/// reconnect that restores the watch (the longest outage short of the session timeout, the
+/// read deadline, a reconnect pause), or its client says `Lost` at the session timeout: within
+/// the session timeout (6 s) and one second.
+pub const TOLD_BOUND: Duration = Duration::from_secs(7);
 
 /// How a hold may share its thing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +109,28 @@ pub struct Ledger {
     pub lost_in_time: u64,
     /// Writes fenced by a guard of an expired session, refused by the server.
     pub fenced_refused: u64,
+    /// Nodes another client deleted (its delete sent then), by path.
+    meddled: BTreeMap<String, Instant>,
+    /// Nodes whose holder was told they are gone, by path, with when.
+    told_of: BTreeMap<String, Instant>,
+    /// Held nodes deleted by another client (deletes that took, or may have taken).
+    pub meddles: u64,
+    /// Holders of a deleted node told `Deleted` by their guard within the bound.
+    pub told_deleted: u64,
+    /// Holders of a deleted node whose guard said `Lost` first (no server heard for the
+    /// session timeout: the lock is gone either way).
+    pub told_lost: u64,
+    /// Holders of a deleted node whose session ended on the server before they were told.
+    pub told_expired: u64,
+    /// The longest time from a delete to its holder's guard saying `Deleted`.
+    pub told_worst: Duration,
+    /// Of [`Ledger::told_deleted`], those told within 100 ms.
+    pub told_fast: u64,
+    /// Holds on a deleted node that ended by themselves before their holder was told.
+    pub ended_first: u64,
+    /// Judgements excused because the held node was deleted by another client (within the
+    /// bound).
+    pub excused: u64,
 }
 
 /// A child's sequence as Curator compares it: the text after its lock name (the last ten
@@ -127,11 +169,20 @@ enum Verdict {
     Counts(i64),
     /// Its session is gone on the server.
     Stale,
+    /// Its session lives, and the node is gone: deleted by another client, no longer ago than
+    /// [`TOLD_BOUND`]. Excused: the hold holds nothing, and its holder is yet to be told.
+    Deleted,
     /// Its session lives, yet the node is not its granted hold: why.
     Not(String),
 }
 
-fn judge(server: &MemServer, mode: Mode, node: Option<&str>, session: i64) -> Verdict {
+fn judge(
+    server: &MemServer,
+    meddled: &BTreeMap<String, Instant>,
+    mode: Mode,
+    node: Option<&str>,
+    session: i64,
+) -> Verdict {
     if !server.sessions().iter().any(|s| s.id == session) {
         return Verdict::Stale;
     }
@@ -139,7 +190,14 @@ fn judge(server: &MemServer, mode: Mode, node: Option<&str>, session: i64) -> Ve
         return Verdict::Not("the guard names no node for it".to_owned());
     };
     let Some(stat) = server.exists(node) else {
-        return Verdict::Not(format!("{node} does not exist"));
+        return match meddled.get(node) {
+            Some(&at) if Instant::now() <= at + TOLD_BOUND => Verdict::Deleted,
+            Some(&at) => Verdict::Not(format!(
+                "{node} was deleted by another client {:?} ago, past the bound of {TOLD_BOUND:?} (a holder not told in time)",
+                Instant::now().duration_since(at)
+            )),
+            None => Verdict::Not(format!("{node} does not exist")),
+        };
     };
     if stat.ephemeral_owner != session {
         return Verdict::Not(format!(
@@ -150,13 +208,33 @@ fn judge(server: &MemServer, mode: Mode, node: Option<&str>, session: i64) -> Ve
     let Some((dir, name)) = split(node) else {
         return Verdict::Not(format!("{node} has no directory"));
     };
-    let children = server.children(dir).unwrap_or_default();
+    let mut children = server.children(dir).unwrap_or_default();
+    children.retain(|c| c == name || !leftover(meddled, dir, c));
     if !granted(&children, name, mode) {
         return Verdict::Not(format!(
             "{node} is not granted as {mode:?} among {children:?}"
         ));
     }
     Verdict::Counts(stat.czxid)
+}
+
+/// Whether child `name` of `dir` is the leftover of a deleted holder: a downgrade's read node
+/// (it carries its write node's sequence) for a write node another client deleted, within
+/// [`TOLD_BOUND`] of the delete. The downgrade made it before it could see its write node gone
+/// and deletes it once it does (its read lock is never held: a read hold on it would be judged
+/// as any, beside the next writer); until then it sorts ahead of the next writer, whose hold the
+/// rule would deny for it. Excused as the deleted holder's own overlap.
+fn leftover(meddled: &BTreeMap<String, Instant>, dir: &str, name: &str) -> bool {
+    if !name.contains("__READ__") {
+        return false;
+    }
+    let seq = sequence(name);
+    let now = Instant::now();
+    meddled.iter().any(|(node, &at)| {
+        split(node).is_some_and(|(d, n)| {
+            d == dir && n.contains("__WRIT__") && sequence(n) == seq && now <= at + TOLD_BOUND
+        })
+    })
 }
 
 /// Whether counting holds `a` and `b` of one thing may be held at once, from their nodes.
@@ -192,7 +270,14 @@ impl Ledger {
             local,
         } = claim;
         self.holds += 1;
-        let counts = match judge(server, mode, node, session) {
+        if let Some(told) = node.and_then(|n| self.told_of.get(n)) {
+            self.violations.push(format!(
+                "{thing}: a {mode:?} hold on {} began {:?} after a holder of it was told it is gone (a node known dead handed on)",
+                node.unwrap_or_default(),
+                Instant::now().duration_since(*told)
+            ));
+        }
+        let counts = match judge(server, &self.meddled, mode, node, session) {
             Verdict::Counts(czxid) => {
                 // (A downgrade's read hold carries its write's token: reads are not fenced
                 // by their own node.)
@@ -205,6 +290,10 @@ impl Ledger {
             }
             Verdict::Stale => {
                 self.stale += 1;
+                false
+            }
+            Verdict::Deleted => {
+                self.excused += 1;
                 false
             }
             Verdict::Not(why) => {
@@ -231,9 +320,16 @@ impl Ledger {
             .collect();
         let mut counting = Vec::new();
         for other in others {
-            match judge(server, other.mode, Some(&other.node), other.session) {
+            match judge(
+                server,
+                &self.meddled,
+                other.mode,
+                Some(&other.node),
+                other.session,
+            ) {
                 Verdict::Counts(_) => counting.push(other),
                 Verdict::Stale => {}
+                Verdict::Deleted => self.excused += 1,
                 Verdict::Not(why) => self.violations.push(format!(
                     "{thing}: a live {:?} hold of {:#x} no longer holds: {why}",
                     other.mode, other.session
@@ -287,11 +383,25 @@ impl Ledger {
         let Some(hold) = self.live.remove(&id).filter(|h| h.counted) else {
             return;
         };
-        if let Verdict::Not(why) = judge(server, hold.mode, Some(&hold.node), hold.session) {
-            self.violations.push(format!(
+        let verdict = judge(
+            server,
+            &self.meddled,
+            hold.mode,
+            Some(&hold.node),
+            hold.session,
+        );
+        match verdict {
+            Verdict::Not(why) => self.violations.push(format!(
                 "{}: a {:?} hold of {:#x} ended no longer holding: {why}",
                 hold.thing, hold.mode, hold.session
-            ));
+            )),
+            Verdict::Deleted => {
+                self.excused += 1;
+                if !self.told_of.contains_key(&hold.node) {
+                    self.ended_first += 1;
+                }
+            }
+            Verdict::Counts(_) | Verdict::Stale => {}
         }
         server.note(|| format!("hold ends: {} {}", hold.thing, hold.node));
     }
@@ -305,6 +415,52 @@ impl Ledger {
     /// How many holds are believed now.
     pub fn live(&self) -> usize {
         self.live.len()
+    }
+
+    /// Another client sends a delete of `node` now (a held node, as the tree says).
+    pub fn meddle(&mut self, node: &str) {
+        self.meddled.insert(node.to_owned(), Instant::now());
+    }
+
+    /// The delete of `node` sent by [`Ledger::meddle`] did not take (the node was gone
+    /// already, or is still there): its holders are judged as before. Else it counts.
+    pub fn meddled(&mut self, node: &str, took: bool) {
+        match took {
+            true => self.meddles += 1,
+            false => {
+                self.meddled.remove(node);
+            }
+        }
+    }
+
+    /// The first node of the live holds `ids` that another client deleted (gone now), with
+    /// when its delete was sent.
+    pub fn deleted_of(&self, server: &MemServer, ids: &[u64]) -> Option<(String, Instant)> {
+        ids.iter()
+            .filter_map(|id| self.live.get(id))
+            .filter_map(|h| Some((h.node.clone(), *self.meddled.get(&h.node)?)))
+            .filter(|(node, _)| server.exists(node).is_none())
+            .min_by_key(|(_, at)| *at)
+    }
+
+    /// Whether a delete of some node of the live holds `ids` was sent by another client.
+    pub fn meddled_any(&self, ids: &[u64]) -> bool {
+        ids.iter()
+            .filter_map(|id| self.live.get(id))
+            .any(|h| self.meddled.contains_key(&h.node))
+    }
+
+    /// The holder of `node`, deleted by another client at `since`, was told so by its guard
+    /// now (`Deleted`): no hold may begin on it again.
+    pub fn told(&mut self, node: &str, since: Instant) {
+        let now = Instant::now();
+        let delay = now.duration_since(since);
+        self.told_deleted += 1;
+        self.told_worst = self.told_worst.max(delay);
+        if delay <= Duration::from_millis(100) {
+            self.told_fast += 1;
+        }
+        self.told_of.entry(node.to_owned()).or_insert(now);
     }
 
     /// The live holds of `session` (their ids), for the silent-expiry check.

@@ -7,7 +7,13 @@
 //! client says `Lost`, the session survives), sessions expired at once, and sessions expired
 //! silently (the client cut off from the server, which expires it while no byte moves either
 //! way: its holds must say `Lost` within the session timeout of the cut, and a write fenced by
-//! their guards must be refused by the server once it expired the session).
+//! their guards must be refused by the server once it expired the session). In some
+//! schedules (one in two, drawn from a stream of the seed's own, so that the others replay as
+//! before) a meddler, a session of its own that the nemesis spares, deletes lock nodes that
+//! are held (granted by the recipe's rule, judged from the server's tree), as an operator
+//! would: every hold on such a node must be told within [`ledger::TOLD_BOUND`] (its guard's
+//! `lost()` says `Deleted`, or the hold ends by itself first), and the ledger excuses the
+//! overlap with the next holder for that hold alone, from the delete until the bound.
 //!
 //! The [`Ledger`] judges every hold from the server's tree alone, when it begins, at every
 //! later begin and when it ends: its node must exist, be owned by the task's own session and be
@@ -57,6 +63,8 @@ pub struct LayerConfig {
     pub rounds: u32,
     /// Whether the nemesis runs.
     pub faults: bool,
+    /// Whether a meddler may delete held nodes (in the schedules that draw it: one in two).
+    pub meddle: bool,
 }
 
 impl LayerConfig {
@@ -68,6 +76,7 @@ impl LayerConfig {
             tasks: 3,
             rounds: 8,
             faults: true,
+            meddle: true,
         }
     }
 }
@@ -85,6 +94,21 @@ pub struct LayerStats {
     pub lost_in_time: u64,
     /// Writes fenced by a guard of an expired session, refused by the server.
     pub fenced_refused: u64,
+    /// Schedules with a meddler.
+    pub meddling: u64,
+    /// Held nodes the meddler deleted.
+    pub meddles: u64,
+    /// Holders of a deleted node told `Deleted` by their guard, within the bound.
+    pub told: u64,
+    /// Of those, told within 100 ms.
+    pub told_fast: u64,
+    /// The longest time from a delete to its holder told `Deleted`.
+    pub told_worst: Duration,
+    /// Holders of a deleted node whose guard said `Lost` first (no server heard for the
+    /// session timeout), or whose session ended first.
+    pub told_otherwise: u64,
+    /// Holds on a deleted node that ended by themselves before they were told.
+    pub ended_first: u64,
 }
 
 impl std::ops::AddAssign for LayerStats {
@@ -94,6 +118,13 @@ impl std::ops::AddAssign for LayerStats {
         self.silent += other.silent;
         self.lost_in_time += other.lost_in_time;
         self.fenced_refused += other.fenced_refused;
+        self.meddling += other.meddling;
+        self.meddles += other.meddles;
+        self.told += other.told;
+        self.told_fast += other.told_fast;
+        self.told_worst = self.told_worst.max(other.told_worst);
+        self.told_otherwise += other.told_otherwise;
+        self.ended_first += other.ended_first;
     }
 }
 
@@ -200,7 +231,7 @@ async fn schedule(
     if trace {
         server.record();
     }
-    let result = play(&server, &mut rng, config).await;
+    let result = play(&server, &mut rng, config, seed).await;
     (result, server.trace())
 }
 
@@ -209,6 +240,7 @@ async fn play(
     server: &MemServer,
     rng: &mut Rng,
     config: LayerConfig,
+    seed: u64,
 ) -> Result<LayerStats, String> {
     let builder = Client::builder().session_timeout(SESSION_TIMEOUT);
     let mut clients = Vec::new();
@@ -238,6 +270,20 @@ async fn play(
         },
         _ => recipe_mutex::CohortBound::default(),
     };
+    // The meddler, in the schedules that draw it, from a stream of its own (the others replay
+    // as they did before it).
+    let mut meddling = Rng::new(seed ^ MEDDLE_STREAM);
+    let meddler = match config.meddle && meddling.chance(500) {
+        true => Some(
+            server
+                .client(builder.clone(), meddling.next_u64())
+                .await
+                .map_err(|e| format!("connect: {e}"))?,
+        ),
+        false => None,
+    };
+    let mut spare = vec![fence.session_id()];
+    spare.extend(meddler.as_ref().map(Client::session_id));
     let scene = Scene {
         server: server.clone(),
         ledger: Arc::new(Mutex::new(Ledger::default())),
@@ -261,9 +307,19 @@ async fn play(
             tasks.push(tokio::spawn(task));
         }
     }
-    let (faults, silent) = match config.faults {
-        true => nemesis(&scene, fence.session_id(), &mut Rng::new(rng.next_u64())).await,
-        false => (0, 0),
+    let mut nemesis_rng = Rng::new(rng.next_u64());
+    let harm = async {
+        match config.faults {
+            true => nemesis(&scene, &spare, &mut nemesis_rng).await,
+            false => (0, 0),
+        }
+    };
+    let (faults, silent) = match &meddler {
+        None => harm.await,
+        Some(meddler) => {
+            let meddle = meddle(&scene, meddler, &spare, &mut meddling, &tasks);
+            tokio::join!(harm, meddle).0
+        }
     };
     let started = Instant::now();
     for task in tasks {
@@ -294,6 +350,13 @@ async fn play(
             silent,
             lost_in_time: ledger.lost_in_time,
             fenced_refused: ledger.fenced_refused,
+            meddling: u64::from(meddler.is_some()),
+            meddles: ledger.meddles,
+            told: ledger.told_deleted,
+            told_fast: ledger.told_fast,
+            told_worst: ledger.told_worst,
+            told_otherwise: ledger.told_lost + ledger.told_expired,
+            ended_first: ledger.ended_first,
         };
         (ledger.violations.first().cloned(), stats)
     };
@@ -304,12 +367,15 @@ async fn play(
         let _ = client.close().await;
     }
     let _ = fence.close().await;
+    if let Some(meddler) = meddler {
+        let _ = meddler.close().await;
+    }
     Ok(stats)
 }
 
-/// Faults for [`NEMESIS`], then everything healed, sparing session `spare` (but for
+/// Faults for [`NEMESIS`], then everything healed, sparing the sessions `spare` (but for
 /// outages). Returns how many, and how many were silent expiries.
-async fn nemesis(scene: &Scene, spare: i64, rng: &mut Rng) -> (u64, u64) {
+async fn nemesis(scene: &Scene, spare: &[i64], rng: &mut Rng) -> (u64, u64) {
     let server = &scene.server;
     let ms = |rng: &mut Rng, lo: u64, hi: u64| Duration::from_millis(lo + rng.below(hi - lo));
     let end = Instant::now() + NEMESIS;
@@ -321,7 +387,7 @@ async fn nemesis(scene: &Scene, spare: i64, rng: &mut Rng) -> (u64, u64) {
             .sessions()
             .iter()
             .map(|s| s.id)
-            .filter(|&id| id != spare)
+            .filter(|id| !spare.contains(id))
             .collect();
         let Some(&session) = sessions.get(rng.index(sessions.len())) else {
             continue;
@@ -372,6 +438,81 @@ async fn nemesis(scene: &Scene, spare: i64, rng: &mut Rng) -> (u64, u64) {
         }
     }
     (faults, silent)
+}
+
+/// The seed's stream for the meddler (whether a schedule has one, and what it does).
+const MEDDLE_STREAM: u64 = 0x6d65_6464_6c65_7221;
+
+/// For [`NEMESIS`] or until every task ended, now and then deletes a held node through
+/// `meddler` (a session of its own, as an operator would): one of the nodes the recipe's
+/// rule grants in the server's tree, of a live session that is not spared nor cut off from
+/// the server. The ledger learns of each delete before it is sent.
+async fn meddle(
+    scene: &Scene,
+    meddler: &Client,
+    spare: &[i64],
+    rng: &mut Rng,
+    tasks: &[tokio::task::JoinHandle<()>],
+) {
+    let end = Instant::now() + NEMESIS;
+    while Instant::now() < end && !tasks.iter().all(|t| t.is_finished()) {
+        tokio::time::sleep(Duration::from_millis(20 + rng.below(600))).await;
+        let held = held_nodes(scene, spare);
+        let Some((node, owner)) = held.get(rng.index(held.len())) else {
+            continue;
+        };
+        scene.ledger().meddle(node);
+        scene
+            .server
+            .note(|| format!("meddle: {node} of {owner:#x} deleted by another client"));
+        let took = match meddler.delete(node, None).await {
+            Ok(()) => true,
+            Err(zk_client::Error::NoNode) => false,
+            // Lost on its way or not (an outage): as the tree says.
+            Err(_) => scene.server.exists(node).is_none(),
+        };
+        scene.ledger().meddled(node, took);
+    }
+}
+
+/// The nodes held now, as the recipe's rule says from the server's tree (a semaphore's
+/// leases; not its inner lock, which no guard holds), with their owners: those of live
+/// sessions, not `spare`, not cut off from the server.
+fn held_nodes(scene: &Scene, spare: &[i64]) -> Vec<(String, i64)> {
+    let server = &scene.server;
+    let live: Vec<i64> = server.sessions().iter().map(|s| s.id).collect();
+    let dirs: Vec<String> = match scene.recipe {
+        Recipe::Semaphore { .. } | Recipe::SemaphoreMutex => scene
+            .recipe
+            .paths()
+            .iter()
+            .map(|p| format!("{p}/leases"))
+            .collect(),
+        _ => scene.recipe.paths(),
+    };
+    let mut held = Vec::new();
+    for dir in dirs {
+        let children = server.children(&dir).unwrap_or_default();
+        for name in &children {
+            let mode = match scene.recipe {
+                Recipe::Semaphore { leases } => ledger::Mode::Lease(leases),
+                _ if name.contains("__READ__") => ledger::Mode::Read,
+                _ => ledger::Mode::Exclusive,
+            };
+            if !ledger::granted(&children, name, mode) {
+                continue;
+            }
+            let node = format!("{dir}/{name}");
+            let Some(owner) = server.exists(&node).map(|s| s.ephemeral_owner) else {
+                continue;
+            };
+            let cut_off = scene.cut_off_since(owner).is_some() || server.is_partitioned(owner);
+            if live.contains(&owner) && !spare.contains(&owner) && !cut_off {
+                held.push((node, owner));
+            }
+        }
+    }
+    held
 }
 
 /// Cuts `session` off from the server, lets the server expire it while it is cut off (at its

@@ -19,7 +19,7 @@ use recipe_semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Leas
 use tokio::time::Instant;
 use zk_client::Client;
 
-use super::ledger::{Claim, Ledger, Mode};
+use super::ledger::{Claim, Ledger, Mode, TOLD_BOUND};
 use zk_mem_server::MemServer;
 use zk_sim::Recipe;
 use zk_sim::rng::Rng;
@@ -90,7 +90,7 @@ impl Scene {
     }
 
     /// When `session` was cut off from the server, if it is now.
-    fn cut_off_since(&self, session: i64) -> Option<Instant> {
+    pub fn cut_off_since(&self, session: i64) -> Option<Instant> {
         let cut_off = self.cut_off.lock().unwrap_or_else(PoisonError::into_inner);
         cut_off.get(&session).copied()
     }
@@ -233,6 +233,19 @@ where
     }
 }
 
+/// The first of `losses` to resolve (a lease's, of several; pending if none).
+fn first_of<'g>(losses: impl Iterator<Item = LostFuture<'g>>) -> LostFuture<'g> {
+    let mut losses: Vec<LostFuture<'g>> = losses.collect();
+    Box::pin(std::future::poll_fn(move |cx| {
+        for loss in losses.iter_mut() {
+            if let std::task::Poll::Ready(l) = loss.as_mut().poll(cx) {
+                return std::task::Poll::Ready(l);
+            }
+        }
+        std::task::Poll::Pending
+    }))
+}
+
 /// Polls `f` until it is ready, or has been pending `n` times: then drops it (`None`).
 async fn polls<F: Future>(n: u32, f: F) -> Option<F::Output> {
     let mut f = std::pin::pin!(f);
@@ -259,26 +272,35 @@ type LostFuture<'g> = Pin<Box<dyn Future<Output = Loss> + Send + 'g>>;
 /// meanwhile (a silent expiry), the hold goes on until its guard says [`Loss::Lost`], which must
 /// come within the session timeout of the cut: the client cannot know sooner, and must know by
 /// then (no server heard for its whole session timeout). Once the server has expired the
-/// session, a write fenced by the guard (`fence`: its check ops) must be refused.
+/// session, a write fenced by the guard (`fence`: its check ops) must be refused. If another
+/// client deleted a node of the hold meanwhile (the meddler), the hold goes on until it is
+/// told ([`told`]).
+#[allow(clippy::too_many_arguments)]
 async fn hold_on<'g>(
     scene: &Scene,
     client: &Client,
     rng: &mut Rng,
     what: &str,
+    ids: &[u64],
     lost: impl Fn() -> LostFuture<'g>,
+    valid: impl Fn() -> bool,
     fence: Vec<zk_client::Op>,
 ) {
     hold(rng).await;
     let session = client.session_id();
     let Some(since) = scene.cut_off_since(session) else {
+        told(scene, client, what, ids, &lost, &valid).await;
         return;
     };
     let bound = since + scene.session_timeout + LOST_SLACK;
     let said = tokio::time::timeout_at(bound, async {
         let mut states = client.state_watch();
         loop {
-            if lost().await == Loss::Lost {
-                return;
+            match lost().await {
+                Loss::Lost => return,
+                // Its node deleted by another client before the cut: as good a word.
+                Loss::Deleted if scene.ledger().meddled_any(ids) => return,
+                _ => {}
             }
             if states.changed().await.is_err() {
                 std::future::pending::<()>().await;
@@ -298,6 +320,65 @@ async fn hold_on<'g>(
         .server
         .note(|| format!("{what}: {session:#x} said Lost"));
     fenced(scene, session, what, fence).await;
+}
+
+/// If another client deleted a node of the hold `ids` while its session lives, the hold goes
+/// on until its holder is told: its guard's `lost()` says [`Loss::Deleted`] (or [`Loss::Lost`]:
+/// no server heard for the session timeout), or its session ends on the server; within
+/// [`TOLD_BOUND`] of the delete, else a violation. Once told `Deleted`, the guard must no
+/// longer call itself valid.
+async fn told<'g>(
+    scene: &Scene,
+    client: &Client,
+    what: &str,
+    ids: &[u64],
+    lost: &impl Fn() -> LostFuture<'g>,
+    valid: &impl Fn() -> bool,
+) {
+    let Some((node, since)) = scene.ledger().deleted_of(&scene.server, ids) else {
+        return;
+    };
+    let session = client.session_id();
+    let ended = || !scene.server.sessions().iter().any(|s| s.id == session);
+    let said = tokio::time::timeout_at(since + TOLD_BOUND, async {
+        let mut states = client.state_watch();
+        loop {
+            match lost().await {
+                Loss::Deleted => return Some(Loss::Deleted),
+                Loss::Lost => return Some(Loss::Lost),
+                Loss::Unsure if ended() => return None,
+                Loss::Unsure => {}
+            }
+            if states.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    })
+    .await;
+    let delay = Instant::now().duration_since(since);
+    match said {
+        Err(_) => scene.ledger().violation(format!(
+            "{what}: {node} of session {session:#x} deleted by another client {delay:?} ago, its holder not told (lost() has not said Deleted)"
+        )),
+        // Said at once, but only once the hold began, past the bound (a hold that began on a
+        // node long deleted: the tokio timeout polls its future first).
+        Ok(Some(Loss::Deleted)) if delay > TOLD_BOUND => scene.ledger().violation(format!(
+            "{what}: {node} of session {session:#x} deleted by another client {delay:?} ago, its holder told only now"
+        )),
+        Ok(Some(Loss::Deleted)) => {
+            scene.ledger().told(&node, since);
+            scene
+                .server
+                .note(|| format!("{what}: {session:#x} told {node} deleted, {delay:?} after"));
+            if valid() {
+                scene.ledger().violation(format!(
+                    "{what}: {node} deleted by another client, its guard said Deleted yet calls itself valid"
+                ));
+            }
+        }
+        Ok(Some(_)) => scene.ledger().told_lost += 1,
+        Ok(None) => scene.ledger().told_expired += 1,
+    }
 }
 
 /// Once the server has ended `session` (at its deadline, or by the nemesis), a write fenced
@@ -472,13 +553,13 @@ pub async fn task(scene: Scene, client: Client, mut rng: Rng, rounds: u32) {
                         })
                         .collect();
                     let fence = got.iter().map(Lease::check_op).collect();
+                    // The first loss of any lease (a meddler deletes one node, not all).
                     let lost = || -> LostFuture<'_> {
-                        match got.first() {
-                            Some(lease) => Box::pin(lease.lost()),
-                            None => Box::pin(std::future::ready(Loss::Lost)),
-                        }
+                        first_of(got.iter().map(|l| -> LostFuture<'_> { Box::pin(l.lost()) }))
                     };
-                    hold_on(&scene, &client, &mut rng, "semaphore", lost, fence).await;
+                    let valid = || got.iter().all(Lease::is_valid);
+                    let what = "semaphore";
+                    hold_on(&scene, &client, &mut rng, what, &ids, lost, valid, fence).await;
                     let how = letgo(&mut rng);
                     let_go(&scene, &ids, got, how, |got| {
                         Box::pin(recipe_semaphore::return_all(got))
@@ -519,7 +600,18 @@ async fn lock_round(scene: &Scene, client: &Client, lock: Arc<dyn Lock>, mode: M
         }
     }
     let fence = g.check_ops();
-    hold_on(scene, client, &mut rng, what, || g.lost(), fence).await;
+    let valid = || g.is_valid();
+    hold_on(
+        scene,
+        client,
+        &mut rng,
+        what,
+        &ids,
+        || g.lost(),
+        valid,
+        fence,
+    )
+    .await;
     let how = letgo(&mut rng);
     let_go(scene, &ids, g, how, |g| g.release()).await;
 }
@@ -566,15 +658,9 @@ async fn write_round(
         (w.fencing_token(), 0),
     );
     let fence = vec![w.check_op()];
-    hold_on(
-        scene,
-        client,
-        rng,
-        "write lock",
-        || Box::pin(w.lost()),
-        fence,
-    )
-    .await;
+    let lost = || -> LostFuture<'_> { Box::pin(w.lost()) };
+    let valid = || w.is_valid();
+    hold_on(scene, client, rng, "write lock", &[wid], lost, valid, fence).await;
     if !rng.chance(400) {
         let how = letgo(rng);
         let_go(scene, &[wid], w, how, |w| Box::pin(w.release())).await;
@@ -610,7 +696,9 @@ async fn write_round(
         let rid = scene.begin(client, path, Mode::Read, node, (read.fencing_token(), 0));
         let fence = vec![read.check_op()];
         let lost = || -> LostFuture<'_> { Box::pin(read.lost()) };
-        hold_on(scene, client, rng, "downgraded read", lost, fence).await;
+        let valid = || read.is_valid();
+        let what = "downgraded read";
+        hold_on(scene, client, rng, what, &[rid], lost, valid, fence).await;
         let how = letgo(rng);
         let_go(scene, &[rid], read, how, |g| Box::pin(g.release())).await;
     }

@@ -91,6 +91,7 @@ fn main() -> ExitCode {
         let outcome: Result<String, (u64, String)> = if async_layer {
             let config = LayerConfig {
                 faults: faults != Faults::NONE,
+                meddle: faults.meddle,
                 ..LayerConfig::new(recipe)
             };
             let swept = match trace {
@@ -100,12 +101,19 @@ fn main() -> ExitCode {
             swept
                 .map(|stats| {
                     format!(
-                        "async layer, {} holds, {} faults ({} silent expiries: {} holds said Lost in time, {} fenced writes refused)",
+                        "async layer, {} holds, {} faults ({} silent expiries: {} holds said Lost in time, {} fenced writes refused); {} schedules meddled: {} held nodes deleted by another client, {} holders told Deleted ({} within 100 ms, worst {:?}), {} told Lost or expired first, {} holds ended first",
                         stats.holds,
                         stats.faults,
                         stats.silent,
                         stats.lost_in_time,
-                        stats.fenced_refused
+                        stats.fenced_refused,
+                        stats.meddling,
+                        stats.meddles,
+                        stats.told,
+                        stats.told_fast,
+                        stats.told_worst,
+                        stats.told_otherwise,
+                        stats.ended_first
                     )
                 })
                 .map_err(|failure| (failure.seed, failure.to_string()))
@@ -117,8 +125,8 @@ fn main() -> ExitCode {
             sweep(schedules, seed, config, recipe.factory())
                 .map(|stats| {
                     format!(
-                        "{} holds, {} faults, {} steps",
-                        stats.holds, stats.faults, stats.steps
+                        "{} holds, {} faults ({} held nodes deleted by another client), {} steps",
+                        stats.holds, stats.faults, stats.meddled_held, stats.steps
                     )
                 })
                 .map_err(|failure| (failure.seed, failure.to_string()))
