@@ -19,6 +19,14 @@ impl Taken {
         self.members.push((member, guard));
     }
 
+    /// The first member one of whose nodes was seen gone (deleted by another client).
+    pub(crate) fn gone(&self) -> Option<Arc<dyn Lock>> {
+        self.members
+            .iter()
+            .find(|(_, guard)| guard.holds().iter().any(|h| h.is_gone()))
+            .map(|(member, _)| member.clone())
+    }
+
     /// Releases every member, last first, and reports each one's error. The deletes leave in
     /// that order without waiting for one another (ZooKeeper applies a session's requests in
     /// order, so others see the same deletes in the same order as with one round trip each),

@@ -23,6 +23,11 @@ use crate::{Error, MemberError};
 /// Cancel-safe: dropping an acquire releases the members already taken (in the background,
 /// in reverse order) and the member being taken leaves no node.
 ///
+/// A member whose node another client deletes while later members are being taken is not
+/// kept: every member taken is released and the set is taken again from the first, within the
+/// same deadline (up to 3 times, then the member's `NodeVanished`), so a guard never starts
+/// out holding a dead member.
+///
 /// # Examples
 ///
 /// ```no_run
@@ -58,6 +63,18 @@ use crate::{Error, MemberError};
 pub struct InterProcessMultiLock {
     /// In canonical order.
     members: Vec<Arc<dyn Lock>>,
+}
+
+/// How many times a multi-lock whose member's node vanished (deleted by another client while
+/// later members were taken) takes every member again, within the same deadline.
+const RETAKES: u32 = 3;
+
+/// How one pass over the members ended.
+enum Taking {
+    Held(MultiGuard),
+    TimedOut,
+    /// A member's node was seen gone: the member.
+    Vanished(Arc<dyn Lock>),
 }
 
 impl InterProcessMultiLock {
@@ -126,6 +143,32 @@ impl InterProcessMultiLock {
     }
 
     async fn take(&self, deadline: Option<Instant>) -> Result<Option<MultiGuard>, Error> {
+        let mut pass = 0;
+        loop {
+            match self.take_once(deadline).await? {
+                Taking::Held(guard) => return Ok(Some(guard)),
+                Taking::TimedOut => return Ok(None),
+                // Released in the background, last first; taken again from the first, within
+                // the same deadline.
+                Taking::Vanished(member) if pass < RETAKES => {
+                    pass += 1;
+                    drop(member);
+                }
+                Taking::Vanished(member) => {
+                    return Err(Error::Member(MemberError {
+                        path: member.path().to_owned(),
+                        kind: member.kind(),
+                        error: recipe_mutex::Error::NodeVanished,
+                    }));
+                }
+            }
+        }
+    }
+
+    /// One pass over the members, in order. A member whose node is seen gone (deleted by
+    /// another client) while a later one is taken ends the pass: the guard never holds a
+    /// dead member.
+    async fn take_once(&self, deadline: Option<Instant>) -> Result<Taking, Error> {
         let mut taken = Taken::default();
         for (i, member) in self.members.iter().enumerate() {
             // Planted (feature `plant`, the simulator's only): the last member is only tried,
@@ -145,7 +188,7 @@ impl InterProcessMultiLock {
                 Ok(None) => {
                     // Released in the background, last first: the deadline is kept.
                     drop(taken);
-                    return Ok(None);
+                    return Ok(Taking::TimedOut);
                 }
                 Err(error) => {
                     drop(taken);
@@ -156,8 +199,12 @@ impl InterProcessMultiLock {
                     }));
                 }
             }
+            if let Some(gone) = taken.gone() {
+                drop(taken);
+                return Ok(Taking::Vanished(gone));
+            }
         }
-        Ok(Some(MultiGuard::new(taken)))
+        Ok(Taking::Held(MultiGuard::new(taken)))
     }
 
     /// Takes every member, waiting as long as it takes.

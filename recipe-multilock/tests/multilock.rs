@@ -558,3 +558,32 @@ async fn a_multi_guard_gives_each_members_local_sequence() {
     wait_children(&c, "/t/ml-cohort/a", 0).await;
     wait_children(&c, "/t/ml-cohort/b", 0).await;
 }
+
+/// A member's node deleted by another client while the multi-lock waits for a later member:
+/// the guard does not start out holding it dead; every member is taken again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_deleted_while_later_ones_are_taken_is_taken_again() {
+    let c = client().await;
+    let other = client().await;
+    let (a, b) = ("/t/ml-retake/a", "/t/ml-retake/b");
+    let blocker = InterProcessMutex::new(other.clone(), b)
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
+    let multi = InterProcessMultiLock::new(c.clone(), &[a, b]).unwrap();
+    let taking = tokio::spawn(async move { multi.lock().await.unwrap() });
+    // `a` held, `b` waited for behind the blocker.
+    wait_children(&other, a, 1).await;
+    wait_children(&other, b, 2).await;
+    let dead = format!("{a}/{}", other.get_children(a).await.unwrap()[0]);
+    other.delete(&dead, None).await.unwrap();
+    blocker.release().await.unwrap();
+    let g = bounded(taking).await.unwrap();
+    let held_a = g.members().next().unwrap().node_path().to_owned();
+    assert_ne!(held_a, dead, "the guard holds a member deleted under it");
+    assert!(g.is_valid());
+    g.release().await.unwrap();
+    wait_children(&c, a, 0).await;
+    wait_children(&c, b, 0).await;
+}

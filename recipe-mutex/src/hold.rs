@@ -373,8 +373,10 @@ impl LockGuard {
         self.life.mark_gone();
     }
 
-    /// Whether the node was seen gone.
-    pub(crate) fn is_gone(&self) -> bool {
+    /// Whether its node was seen gone while the session lived (deleted by another client or
+    /// an operator; a fenced write's check refused): [`lost`](Self::lost) then says
+    /// [`Loss::Deleted`]. Final: a lock node's path is never made again.
+    pub fn is_gone(&self) -> bool {
         self.life.is_gone()
     }
 

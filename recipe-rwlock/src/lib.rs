@@ -384,7 +384,9 @@ impl WriteGuard {
     /// guard keeps the write hold's fencing token.
     ///
     /// On an error the write lock is released too (in the background, guaranteed) and nothing
-    /// of the downgrade is left. Waits as long as it takes (through outages the session
+    /// of the downgrade is left. A write hold whose node was seen gone (deleted by another
+    /// client: [`is_gone`](recipe_mutex::LockGuard::is_gone)) is refused at once with
+    /// [`Error::LockLost`], nothing sent. Waits as long as it takes (through outages the session
     /// survives); see [`WriteGuard::try_downgrade_for`] for a deadline. Dropped before it
     /// completes, it releases both: the read node in flight is cleaned up, the write lock
     /// released.
@@ -414,6 +416,17 @@ impl WriteGuard {
     ) -> Result<Result<ReadGuard, WriteGuard>, Error> {
         let shared = self.shared.clone();
         let (client, path) = (shared.client(), shared.path());
+        if self.guard.is_gone() {
+            // A read node made now would carry a dead write node's sequence and sort ahead of
+            // the next writer until the downgrade saw its write node gone.
+            let lost = Error::LockLost {
+                lock: path.to_owned(),
+                node: self.guard.node_path().to_owned(),
+                why: "its node is gone; no read node was made",
+            };
+            drop(self.guard);
+            return Err(lost);
+        }
         let write = self.guard.node().clone();
         let name = write.path.rsplit('/').next().unwrap_or_default();
         let uuid = recipe_mutex::random_uuid();

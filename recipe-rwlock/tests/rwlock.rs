@@ -611,5 +611,16 @@ async fn read_and_write_holders_are_told_when_another_client_deletes_their_node(
     other.delete(down.node_path(), None).await.unwrap();
     assert_eq!(bounded(down.lost()).await, recipe_rwlock::Loss::Deleted);
     drop(down);
+
+    // A write hold known dead is not downgraded: no read node with its sequence is made.
+    let w = lock.write_lock().lock().await.unwrap();
+    let dead = w.node_path().to_owned();
+    other.delete(&dead, None).await.unwrap();
+    assert_eq!(bounded(w.lost()).await, recipe_rwlock::Loss::Deleted);
+    let refused = w.downgrade().await.unwrap_err();
+    assert!(
+        matches!(&refused, recipe_rwlock::Error::LockLost { node, .. } if *node == dead),
+        "{refused:?}"
+    );
     wait_children(&other, path, 0).await;
 }
