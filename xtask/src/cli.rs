@@ -301,7 +301,9 @@ pub struct Chaos {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// The faults, comma-separated: leader-kill, follower-kill, member-pause, partition,
-    /// client-stall, client-cut, ours-pause, curator-pause; or `all`.
+    /// link-cut, split, client-stall, client-cut, client-member-cut, client-latency,
+    /// ours-pause, curator-pause, delete-held (held lock nodes deleted through a session of
+    /// the nemesis's own, as an operator would); or `all`.
     #[arg(long, default_value = "all")]
     pub nemesis: String,
     /// Our worker processes.
@@ -330,7 +332,9 @@ pub struct Chaos {
     /// predecessor's deletion without looking again; `grant-on-disconnect`: a waiter holds
     /// when its connection drops, whatever is ahead of it; `cohort-double-grant`, with
     /// `--cohort`: a cohort grants its node to two local waiters at once); the run must then fail with
-    /// holds the servers' log shows were not granted. Builds a zk-worker of its own with
+    /// holds the servers' log shows were not granted; or `no-node-watch`, with the nemesis
+    /// `delete-held`: a hold keeps no watch on its node, and the run must fail with holds of
+    /// ours never told that their node was deleted. Builds a zk-worker of its own with
     /// xtask's feature `plant`.
     #[arg(long, value_enum)]
     pub plant: Option<crate::chaos::ours::ChaosPlant>,

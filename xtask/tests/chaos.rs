@@ -5,8 +5,9 @@
 //! judge, from the servers' transaction logs alone, must find no violation of ours (exclusion,
 //! grants, tokens, lost updates) and every recipe's marks on both sides. What the clients'
 //! histories show of exclusion is printed beside it. Every nemesis must have appeared, and
-//! ours must have attempted a stale write (a pause aimed at a hold), refused. Our workers are this build's `zk-worker` (a debug
-//! build: slower, the same code).
+//! ours must have attempted a stale write (a pause aimed at a hold), refused; the operator
+//! must have deleted held nodes of both libraries, and ours must have been told in time.
+//! Our workers are this build's `zk-worker` (a debug build: slower, the same code).
 
 #![allow(clippy::unwrap_used)]
 
@@ -121,6 +122,18 @@ fn a_minute_of_chaos_finds_nothing_wrong() {
         ours(|r| r.stale_attempted) > 0 && ours(|r| r.fenced) > 0,
         "no stale write of ours attempted and fenced:\n{report}"
     );
+    // The operator (`delete-held`) deleted held nodes of both libraries, as the servers' log
+    // shows (the lost signal's table above timed ours against its bound).
+    for lib in ["rust", "java"] {
+        assert!(
+            judge
+                .ended_by_delete
+                .iter()
+                .any(|d| d.by_operator && d.name.starts_with(lib)),
+            "no held node of {lib}'s deleted by the operator: {:?}\n{judge}",
+            outcome.timeline
+        );
+    }
     assert_eq!(ours(|r| r.stale_accepted), 0, "{report}");
     let _ = std::fs::remove_dir_all(&outcome.dir);
 }

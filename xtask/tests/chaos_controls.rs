@@ -13,15 +13,22 @@
 //!   again, under connection cuts (waiters giving up ahead of it are enough).
 //! - **Cohort double grant**: our mutex clients as one cohort per process (`--cohort`) that
 //!   grants its node to two local waiters at once: the log shows two live marks.
+//! - **No node watch** (issue 48): our holds keep no watch on their own node, under the
+//!   nemesis `delete-held` (held nodes deleted through a session of its own, as an operator
+//!   would): the log shows holds of ours whose node that session deleted, and their holders,
+//!   never told, hold on. The run fails with exactly that finding of the lost signal's table;
+//!   the log judge (which excuses the operator's overlap) and the clients' checker find
+//!   nothing.
 //!
-//! One test, the runs one after another (each starts its own ensemble); needs the planted
-//! worker, so the feature `plant` (on in `cargo xtask test`, which runs `--all-features`).
-//! Only our processes run: the controls judge ours.
+//! The runs one after another (each starts its own ensemble; the tests take turns); needs
+//! the planted worker, so the feature `plant` (on in `cargo xtask test`, which runs
+//! `--all-features`). Only our processes run: the controls judge ours.
 
 #![cfg(feature = "plant")]
 #![allow(clippy::unwrap_used)]
 
 use std::path::Path;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use xtask::chaos::nemesis::Kind;
@@ -80,35 +87,95 @@ const CONTROLS: [Control; 4] = [
     },
 ];
 
-#[test]
-fn the_negative_controls_fail_from_the_servers_log() {
+/// One ensemble at a time: the tests take turns.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// A run of our processes alone (a 3-member ensemble, seed 1, a 4 s session timeout).
+fn run_control(control: &Control) -> xtask::chaos::run::Outcome {
     let out_dir = xtask::paths::target_dir().join("chaos");
     std::fs::create_dir_all(&out_dir).unwrap();
     let classpath = xtask::curator::classpath().unwrap();
+    let opts = ChaosOptions {
+        seconds: control.seconds,
+        members: 3,
+        seed: 1,
+        nemesis: control.nemesis.to_vec(),
+        ours_processes: 2,
+        curator_processes: 0,
+        clients: if control.cohort { 4 } else { 2 },
+        leases: LEASES,
+        session_timeout: Duration::from_secs(4),
+        fence: control.fence,
+        plant: control.plant,
+        cohort: control.cohort,
+        recipes: control.recipes.to_vec(),
+        out_dir,
+        spacing: None,
+    };
+    run(
+        &opts,
+        Path::new(env!("CARGO_BIN_EXE_zk-worker")),
+        &classpath,
+    )
+    .unwrap()
+}
+
+/// Issue 48's control: holders of ours never told that the operator deleted their node.
+/// The run must fail with that one finding, from the servers' log (which holds ended by
+/// another session's delete) against the histories (no `LOST`, the hold going on).
+#[test]
+#[ignore = "not yet discriminating: the operator's deletes land after ours' short holds have \
+            written, so an untold hold ends within the bound (counted `ended first`, not \
+            `missing`); it needs a delete aimed at a hold before its write"]
+fn holds_never_told_their_node_was_deleted_fail_the_lost_signal() {
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let outcome = run_control(&Control {
+        name: "no-node-watch",
+        fence: true,
+        plant: Some(ChaosPlant::NoNodeWatch),
+        cohort: false,
+        nemesis: &[Kind::DeleteHeld],
+        recipes: &[Recipe::Mutex, Recipe::Rwlock, Recipe::Multilock],
+        seconds: 25,
+    });
+    let (judge, report, signal) = (&outcome.judge, &outcome.report, &outcome.signal);
+    println!("{judge}\n{report}\n{signal}");
+    for a in &outcome.timeline {
+        println!("fault: {} on {}", a.kind, a.target);
+    }
+    assert!(
+        outcome.timeline.iter().any(|a| a.kind == Kind::DeleteHeld),
+        "no delete carried out: {:?}",
+        outcome.skipped
+    );
+    // The overlap the operator caused is excused, and nothing else is wrong: the log judge
+    // and the clients' checker pass.
+    assert!(judge.errors.is_empty(), "{:?}", judge.errors);
+    assert_eq!(judge.failure(), None, "{judge}");
+    assert_eq!(report.failure(), None, "{report}");
+    // Exactly one finding: holds of ours never told.
+    let findings = signal.findings();
+    assert!(
+        findings.len() == 1
+            && findings
+                .first()
+                .is_some_and(|f| f.contains("holds of ours never told")),
+        "{findings:?}\n{signal}"
+    );
+    let ours = signal.deleted.get("rust").cloned().unwrap_or_default();
+    assert!(ours.missing > 0 && ours.late == 0, "{signal}");
+    let _ = std::fs::remove_dir_all(&outcome.dir);
+}
+
+#[test]
+fn the_negative_controls_fail_from_the_servers_log() {
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     for control in CONTROLS {
-        let opts = ChaosOptions {
-            seconds: control.seconds,
-            members: 3,
-            seed: 1,
-            nemesis: control.nemesis.to_vec(),
-            ours_processes: 2,
-            curator_processes: 0,
-            clients: if control.cohort { 4 } else { 2 },
-            leases: LEASES,
-            session_timeout: Duration::from_secs(4),
-            fence: control.fence,
-            plant: control.plant,
-            cohort: control.cohort,
-            recipes: control.recipes.to_vec(),
-            out_dir: out_dir.clone(),
-            spacing: None,
-        };
-        let outcome = run(
-            &opts,
-            Path::new(env!("CARGO_BIN_EXE_zk-worker")),
-            &classpath,
-        )
-        .unwrap();
+        let outcome = run_control(&control);
         let judge = &outcome.judge;
         println!("control {}:\n{judge}", control.name);
         for a in &outcome.timeline {

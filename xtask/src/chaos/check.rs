@@ -7,8 +7,11 @@
 //!   thirds of the session timeout: the server expires a session it has not heard from for
 //!   the timeout, and a client pings every third) ends half a timeout into that pause, before
 //!   the earliest expiry; a pause during the acquire counts too (a hold decided before the
-//!   pause and returned after it is as stale: it ends where it begins). Within those bounds a node existed and the holder was right to
-//!   believe it held: two that overlap are an **overlap**, a broken lock.
+//!   pause and returned after it is as stale: it ends where it begins); and a hold whose
+//!   lock node the operator deleted (the servers' log says which and when: the nemesis's
+//!   `delete-held`) ends at the delete, where the next waiter is rightly let in (only that
+//!   hold, on that node, and only from then on). Within those bounds a node existed and the
+//!   holder was right to believe it held: two that overlap are an **overlap**, a broken lock.
 //! - **The register** of each lock (and of each multi-lock member): the accepted writes, in
 //!   the register's version order, each from a hold. A **lost update** is an accepted write
 //!   that read less than the accepted write before it had written. A **stale write** is a
@@ -80,6 +83,42 @@ pub struct LeftNode {
     pub czxid: i64,
 }
 
+/// A hold whose lock node the operator deleted, from the servers' log: from then on its
+/// holder may still believe it holds while the next waiter rightly does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorDelete {
+    /// The holder (`rust-0.mutex.1`).
+    pub who: String,
+    /// Its acquisition's count.
+    pub n: u64,
+    /// Which of the hold's records the node was (`member-<k>` for a multi-lock's member);
+    /// `None`: every record of the hold (it held one node).
+    pub on: Option<String>,
+    /// When (the delete's time on the servers' clock, ns since the Unix epoch).
+    pub at: u64,
+}
+
+/// The operator's deletes among the log judge's held nodes deleted by another session: the
+/// mark names the hold (`<who>-<n>`), the node's directory the multi-lock's member.
+pub fn operator_deletes(ends: &[super::judge::DeletedEnd]) -> Vec<OperatorDelete> {
+    ends.iter()
+        .filter(|d| d.by_operator)
+        .filter_map(|d| {
+            let (who, n) = d.name.rsplit_once('-')?;
+            let (dir, _) = super::judge::tree::split(&d.node);
+            let member = (0..super::layout::MEMBERS)
+                .find(|&k| super::layout::member_path(k) == dir)
+                .map(|k| format!("member-{k}"));
+            Some(OperatorDelete {
+                who: who.to_owned(),
+                n: n.parse().ok()?,
+                on: member,
+                at: u64::try_from(d.time_ms).ok()?.saturating_mul(1_000_000),
+            })
+        })
+        .collect()
+}
+
 /// What the checker is given.
 #[derive(Debug, Clone)]
 pub struct Input<'a> {
@@ -99,6 +138,8 @@ pub struct Input<'a> {
     /// zxid it lost), if it did: a node created from there on is in a history the servers
     /// did not keep (a delete of it may be what they lost), so it is reported, not judged.
     pub servers_lost_from: Option<i64>,
+    /// Holds whose node the operator deleted ([`operator_deletes`]).
+    pub operator_deletes: &'a [OperatorDelete],
 }
 
 /// One recipe and library's counts.
@@ -115,6 +156,8 @@ pub struct Row {
     /// Holds whose client's session was replaced between the acquire's call and the hold's
     /// end (cut there).
     pub session_cut: u64,
+    /// Holds cut where the operator deleted their node.
+    pub deleted_cut: u64,
     /// Register writes.
     pub writes: u64,
     /// Accepted writes that read less than the write before them wrote.
@@ -229,13 +272,13 @@ impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "{:<16} {:<8} {:>7} {:>7} {:>8} {:>9} {:>7} {:>6} {:>17} {:>7} {:>6} {:>6}",
+            "{:<16} {:<8} {:>7} {:>7} {:>8} {:>12} {:>7} {:>6} {:>17} {:>7} {:>6} {:>6}",
             "recipe",
             "library",
             "cycles",
             "holds",
             "overlaps",
-            "cut/sess",
+            "cut/sess/del",
             "writes",
             "lost",
             "stale att/rej/acc",
@@ -246,13 +289,13 @@ impl fmt::Display for Report {
         for ((recipe, lib), r) in &self.rows {
             writeln!(
                 f,
-                "{:<16} {:<8} {:>7} {:>7} {:>8} {:>9} {:>7} {:>6} {:>17} {:>7} {:>6} {:>6}",
+                "{:<16} {:<8} {:>7} {:>7} {:>8} {:>12} {:>7} {:>6} {:>17} {:>7} {:>6} {:>6}",
                 recipe.name(),
                 if lib == "rust" { "ours" } else { "Curator" },
                 r.cycles,
                 r.holds,
                 r.overlaps,
-                format!("{}/{}", r.cut_holds, r.session_cut),
+                format!("{}/{}/{}", r.cut_holds, r.session_cut, r.deleted_cut),
                 r.writes,
                 r.lost_updates,
                 format!(
@@ -266,8 +309,8 @@ impl fmt::Display for Report {
         }
         writeln!(
             f,
-            "(cut/sess: holds cut at a lost signal or a long pause / at their session's \
-             replacement; stale: writes after a newer holder's, attempted/rejected/accepted; \
+            "(cut/sess/del: holds cut at a lost signal or a long pause / at their session's \
+             replacement / where the operator deleted their node; stale: writes after a newer holder's, attempted/rejected/accepted; \
              no-sig: holds whose session surely expired, with no lost signal)"
         )?;
         writeln!(f, "acquires by style/outcome:")?;
@@ -453,6 +496,18 @@ pub fn check(input: &Input<'_>) -> Report {
             .rows
             .entry((who.recipe, who.lib.clone()))
             .or_default();
+        // The operator deleted this hold's node: from then on the next waiter rightly holds.
+        let deleted = input
+            .operator_deletes
+            .iter()
+            .filter(|d| d.who == hold.who && d.n == hold.n)
+            .filter(|d| d.on.as_ref().is_none_or(|on| *on == hold.on))
+            .map(|d| d.at)
+            .min();
+        if let Some(at) = deleted.filter(|&at| at < to) {
+            to = at.max(hold.from);
+            row.deleted_cut += 1;
+        }
         if to < hold.to {
             row.cut_holds += 1;
         }

@@ -10,11 +10,14 @@
 //! members, partitions the ensemble (one member off, two members from each other, a
 //! minority split off), stalls, cuts and delays either side's client connections, cuts the
 //! clients from one member, and pauses whole client processes past their session timeout
-//! (the GC-pause case, aimed at a hold); faults overlap in pairs. The log judge ([`judge`])
+//! (the GC-pause case, aimed at a hold), and deletes held lock nodes of both libraries
+//! through a session of its own, as an operator would ([`operator`]); faults overlap in
+//! pairs. The log judge ([`judge`])
 //! decides exclusion, grants, tokens and the registers from the servers' transaction logs
 //! alone; the clients' checker ([`check`], pure) decides what only the clients can show
 //! (stuck acquires, missing lost signals, nodes left) and reports what they saw of
-//! exclusion; [`signal`] measures how soon each hold the server ended was told. The run
+//! exclusion; [`signal`] measures how soon each hold the server ended, or whose node
+//! another session deleted, was told. The run
 //! prints a table per recipe and library and the faults' timeline, and draws the run
 //! ([`chart`]) under `target/chaos/`.
 
@@ -27,6 +30,7 @@ pub mod history;
 pub mod judge;
 pub mod layout;
 pub mod nemesis;
+pub mod operator;
 pub mod ours;
 pub mod run;
 pub mod signal;

@@ -44,11 +44,19 @@ pub enum Kind {
     OursPause,
     /// One of Curator's client processes is paused the same way.
     CuratorPause,
+    /// What an operator's `deleteall` or another client's bug does: through a session of the
+    /// nemesis's own (recorded, so that the judge knows its deletes for the operator's), a
+    /// few lock nodes that are held at that moment are deleted, of both libraries (nodes the
+    /// recipe's rule grants and a live mark names, each deleted only while that mark lives).
+    /// The next waiter is then rightly granted while the old holder may still believe it
+    /// holds: ours must be told (`lost()`), and its fenced writes refused. An instant fault,
+    /// alone (see [`Kind::may_overlap`]).
+    DeleteHeld,
 }
 
 impl Kind {
     /// Every kind, in the order `--nemesis` lists them.
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 13] = [
         Kind::LeaderKill,
         Kind::FollowerKill,
         Kind::MemberPause,
@@ -61,6 +69,7 @@ impl Kind {
         Kind::ClientLatency,
         Kind::OursPause,
         Kind::CuratorPause,
+        Kind::DeleteHeld,
     ];
 
     /// The name on the command line.
@@ -78,6 +87,7 @@ impl Kind {
             Kind::ClientLatency => "client-latency",
             Kind::OursPause => "ours-pause",
             Kind::CuratorPause => "curator-pause",
+            Kind::DeleteHeld => "delete-held",
         }
     }
 
@@ -126,10 +136,15 @@ impl Kind {
     /// different kinds, at least one of them on the clients' side (two faults on the ensemble
     /// at once would mostly be a long loss of quorum, and each heal would undo the other's
     /// member: killed while paused, resumed when restarted), and not a stall with a delay.
+    /// A delete of held nodes runs alone: the lost signal's bound for it (see
+    /// [`super::signal`]) is what a connected holder owes; a holder cut off or paused learns
+    /// of the delete when it is back, which the recipe crates' own tests cover.
     pub fn may_overlap(self, other: Kind) -> bool {
         // A stall and a delay set the same proxies' mode: one's heal would end the other.
         let modes = [Kind::ClientStall, Kind::ClientLatency];
         self != other
+            && self != Kind::DeleteHeld
+            && other != Kind::DeleteHeld
             && (self.on_clients() || other.on_clients())
             && !(modes.contains(&self) && modes.contains(&other))
     }
@@ -151,7 +166,7 @@ impl Kind {
             Kind::ClientLatency => between(Duration::from_secs(2), Duration::from_secs(6)),
             // Some stalls outlast the session, some do not.
             Kind::ClientStall => between(t.mul_f64(0.3), t.mul_f64(1.6)),
-            Kind::ClientCut => Duration::ZERO,
+            Kind::ClientCut | Kind::DeleteHeld => Duration::ZERO,
             // Surely expired: one and a half timeouts and more (see the checker).
             Kind::OursPause | Kind::CuratorPause => between(t.mul_f64(1.6), t.mul_f64(2.2)),
         }
@@ -325,8 +340,10 @@ mod tests {
                 overlaps += 1;
             }
         }
+        // About one in three may begin a pair, when the next kind may overlap it (a
+        // delete of held nodes never does): between a seventh and a half are seconds.
         assert!(
-            overlaps * 6 > steps.len() && overlaps * 2 < steps.len(),
+            overlaps * 7 > steps.len() && overlaps * 2 < steps.len(),
             "{overlaps} overlaps in {}",
             steps.len()
         );

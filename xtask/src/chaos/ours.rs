@@ -294,8 +294,9 @@ fn harness_line(line: &str) {
     }
 }
 
-/// A defect planted in our workers, for the chaos suite's negative controls: each makes a
-/// second holder that the servers' log shows.
+/// A defect planted in our workers, for the chaos suite's negative controls: each but the
+/// last makes a second holder that the servers' log shows; the last leaves holders of ours
+/// untold when another session deletes their node (with the nemesis `delete-held`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ChaosPlant {
     /// A waiter holds on its predecessor's deletion without listing again.
@@ -305,14 +306,18 @@ pub enum ChaosPlant {
     GrantOnDisconnect,
     /// A cohort grants its node to two local waiters at once (with `--cohort`).
     CohortDoubleGrant,
+    /// A hold keeps no watch on its own node: a holder whose node another session deleted is
+    /// never told (with the nemesis `delete-held`: the lost signal's table fails).
+    NoNodeWatch,
 }
 
 impl ChaosPlant {
     /// Every plant.
-    pub const ALL: [ChaosPlant; 3] = [
+    pub const ALL: [ChaosPlant; 4] = [
         ChaosPlant::Shortcut,
         ChaosPlant::GrantOnDisconnect,
         ChaosPlant::CohortDoubleGrant,
+        ChaosPlant::NoNodeWatch,
     ];
 
     /// The name on the command line.
@@ -321,6 +326,7 @@ impl ChaosPlant {
             ChaosPlant::Shortcut => "shortcut",
             ChaosPlant::GrantOnDisconnect => "grant-on-disconnect",
             ChaosPlant::CohortDoubleGrant => "cohort-double-grant",
+            ChaosPlant::NoNodeWatch => "no-node-watch",
         }
     }
 
@@ -337,6 +343,7 @@ impl ChaosPlant {
             ChaosPlant::Shortcut => Plant::HandOffShortcut,
             ChaosPlant::GrantOnDisconnect => Plant::GrantOnDisconnect,
             ChaosPlant::CohortDoubleGrant => Plant::CohortDoubleGrant,
+            ChaosPlant::NoNodeWatch => Plant::NoNodeWatch,
         }));
         Ok(())
     }

@@ -12,6 +12,7 @@ use super::history;
 use super::judge::{self, Verdict};
 use super::layout;
 use super::nemesis::{self, Kind, Step};
+use super::operator::Operator;
 use super::ours::OursConfig;
 use crate::interop::holds::Clock;
 use crate::recipe::Recipe;
@@ -219,8 +220,28 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
     for (_, w) in &mut workers {
         w.go()?;
     }
-    let (timeline, skipped) = carry_out(&steps, started, &clock, &mut zk, &proxies, &mut workers);
+    // The operator (`delete-held`): a session of its own, straight to the members.
+    let mut operator = if opts.nemesis.contains(&Kind::DeleteHeld) {
+        Some(Operator::new(&direct, &opts.recipes, opts.leases)?)
+    } else {
+        None
+    };
+    let (timeline, skipped) = carry_out(
+        &steps,
+        started,
+        &clock,
+        &mut zk,
+        &proxies,
+        &mut workers,
+        &mut operator,
+    );
     let end = clock.now();
+    let operators = operator
+        .as_ref()
+        .map_or_else(Vec::new, |o| o.sessions().to_vec());
+    if let Some(o) = operator.as_mut() {
+        o.close();
+    }
 
     let done_by = started + run_for + opts.session_timeout * 3 + Duration::from_secs(60);
     for (_, w) in &mut workers {
@@ -242,6 +263,7 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
     let idle_bound = longest_stretch(&timeline) + opts.session_timeout * 2;
     let judge_cfg = judge::Config {
         idle_bound_ms: Some(i64::try_from(idle_bound.as_millis()).unwrap_or(i64::MAX)),
+        operators,
         ..judge::Config::chaos(&opts.recipes, opts.leases)
     };
     let verdict = judge::judge_dirs(&data_dirs, &judge_cfg)?;
@@ -273,6 +295,7 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
         })
         .collect();
     let session_ns = u64::try_from(opts.session_timeout.as_nanos()).unwrap_or(u64::MAX);
+    let operator_deletes = check::operator_deletes(&verdict.ended_by_delete);
     let report = check::check(&check::Input {
         events: &events,
         pauses: &pauses,
@@ -281,12 +304,15 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
         acquire_deadline: end + 2 * session_ns + 10_000_000_000,
         nodes_left: &nodes_left,
         servers_lost_from: verdict.server_loss.as_ref().map(|f| f.since),
+        operator_deletes: &operator_deletes,
     });
     let signal = super::signal::measure(
         &verdict.ended_by_server,
+        &verdict.ended_by_delete,
         &events,
         &pauses,
         u64::try_from(opts.session_timeout.as_millis()).unwrap_or(u64::MAX),
+        super::signal::DELETED_BOUND_MS,
     );
     Ok(Outcome {
         report,
@@ -396,6 +422,7 @@ fn carry_out(
     zk: &mut Ensemble,
     proxies: &[crate::FaultProxy],
     workers: &mut [(String, WorkerProcess)],
+    operator: &mut Option<Operator>,
 ) -> (Vec<Applied>, Vec<String>) {
     /// A fault under way: when to heal it, what it is so far, how.
     struct Active {
@@ -436,7 +463,7 @@ fn carry_out(
         heal_due(&mut active, Some(at), zk, workers, &mut timeline);
         std::thread::sleep(at.saturating_duration_since(Instant::now()));
         let heal_at = Instant::now() + step.lasts;
-        match apply(step, zk, proxies, workers) {
+        match apply(step, zk, proxies, workers, operator) {
             Ok((target, heal)) => {
                 eprintln!(
                     "chaos: {:>6.1} s  {} on {target} for {:.1} s{}",
@@ -486,6 +513,7 @@ fn apply(
     zk: &mut Ensemble,
     proxies: &[crate::FaultProxy],
     workers: &mut [(String, WorkerProcess)],
+    operator: &mut Option<Operator>,
 ) -> Result<(String, Heal)> {
     let pick = usize::try_from(step.pick).unwrap_or(0);
     match step.kind {
@@ -657,6 +685,14 @@ fn apply(
                 Ok(())
             });
             Ok((name, heal))
+        }
+        Kind::DeleteHeld => {
+            let operator = operator
+                .as_mut()
+                .ok_or("no operator session (delete-held was not asked for)")?;
+            let target = operator.delete_held(pick)?;
+            let heal: Heal = Box::new(|_, _, _| Ok(()));
+            Ok((target, heal))
         }
     }
 }

@@ -70,6 +70,7 @@ fn run_lost(
         acquire_deadline: 1_000 * S,
         nodes_left,
         servers_lost_from: lost_from,
+        operator_deletes: &[],
     })
 }
 
@@ -379,4 +380,103 @@ fn a_lost_update_is_counted_against_the_older_hold() {
     let r = run(&events, &[], &[]);
     assert_eq!(row(&r, "java").lost_updates, 1, "{r}");
     assert_eq!(row(&r, "rust").lost_updates, 0, "{r}");
+}
+
+/// Issue 48: the operator deleted a held node (the nemesis's `delete-held`); the next waiter
+/// was rightly let in while the old holder, never told (Curator's), held on. The old hold
+/// ends at the delete: only that hold, only on that node, only from then on.
+#[test]
+fn a_hold_whose_node_the_operator_deleted_ends_at_the_delete() {
+    let old = "java-0.mutex.0";
+    let events = vec![
+        hold(old, 1, 10 * S, 40 * S),
+        hold("rust-0.mutex.0", 1, 21 * S, 30 * S),
+    ];
+    let with = |deletes: &[OperatorDelete]| {
+        check(&Input {
+            events: &events,
+            pauses: &[],
+            session_timeout: T,
+            leases: 3,
+            acquire_deadline: 1_000 * S,
+            nodes_left: &[],
+            servers_lost_from: None,
+            operator_deletes: deletes,
+        })
+    };
+    let at = |who: &str, n: u64, on: Option<&str>, at: u64| OperatorDelete {
+        who: who.into(),
+        n,
+        on: on.map(str::to_owned),
+        at,
+    };
+    let r = with(&[at(old, 1, None, 20 * S)]);
+    assert_eq!(r.clients_view(), None, "{r}");
+    assert_eq!(
+        (row(&r, "java").deleted_cut, row(&r, "java").cut_holds),
+        (1, 1)
+    );
+    // Without it, or for another hold, or after the newer hold began: an overlap.
+    for deletes in [
+        vec![],
+        vec![at(old, 2, None, 20 * S)],
+        vec![at("java-1.mutex.0", 1, None, 20 * S)],
+        vec![at(old, 1, None, 25 * S)],
+        vec![at(old, 1, Some("member-1"), 20 * S)],
+    ] {
+        let r = with(&deletes);
+        assert!(
+            r.clients_view()
+                .is_some_and(|v| v.contains("1 overlapping holds")),
+            "{deletes:?}: {r}"
+        );
+    }
+}
+
+/// The log judge's list goes over: the operator's deletes only, named by their mark, a
+/// multi-lock's member by its directory.
+#[test]
+fn the_operators_deletes_come_from_the_log_judges_list() {
+    let end = |name: &str, node: &str, by_operator| crate::chaos::judge::DeletedEnd {
+        name: name.into(),
+        node: node.into(),
+        zxid: 7,
+        time_ms: 1_500,
+        deleter: 0x400,
+        by_operator,
+    };
+    let list = operator_deletes(&[
+        end(
+            "rust-0.mutex.1-12",
+            "/chaos/mutex/_c_a-lock-0000000001",
+            true,
+        ),
+        end(
+            "java-1.multilock.0-3",
+            "/chaos/multilock/2/_c_b-lock-0000000004",
+            true,
+        ),
+        end(
+            "rust-0.mutex.1-13",
+            "/chaos/mutex/_c_c-lock-0000000005",
+            false,
+        ),
+    ]);
+    assert_eq!(
+        list,
+        [
+            OperatorDelete {
+                who: "rust-0.mutex.1".into(),
+                n: 12,
+                on: None,
+                at: 1_500_000_000,
+            },
+            OperatorDelete {
+                who: "java-1.multilock.0".into(),
+                n: 3,
+                on: Some("member-2".into()),
+                at: 1_500_000_000,
+            },
+        ]
+    );
 }

@@ -23,7 +23,16 @@
 //! - **inner lock**: a semaphore's lease is created by a session whose node in the inner
 //!   lock (`<path>/locks`) is granted.
 //!
-//! No rule cuts a hold: the marks live exactly as long as the server kept them.
+//! No rule cuts a hold: the marks live exactly as long as the server kept them. One excusal,
+//! by the record: a lock node deleted by the **operator** (a session the run names in
+//! [`Config::operators`]: the nemesis's own, deleting held nodes as an operator's `deleteall`
+//! would) lets the next waiter in while its old holder may still believe it holds; from the
+//! delete's zxid on, the old holder's mark (made before the delete) is left out of its
+//! directory's exclusion and counted as **excused**. Nothing else about it is excused: a
+//! mark or register write naming the deleted node is judged as before (a stale write of ours
+//! accepted is a violation). Every held node a session other than its owner deleted
+//! (operator or not) is listed ([`Verdict::ended_by_delete`]) for the lost signal's
+//! timeliness.
 //! [`Verdict::failure`] fails on any violation of ours and on what stops the log from being
 //! read as a whole (two members disagreeing on a zxid, a zxid in no log, a replay that does
 //! not fit); Curator's are counted beside.
@@ -83,6 +92,9 @@ pub struct Config {
     /// missed its turn (ms, on the servers' clock); `None`: not judged. A chaos run gives the
     /// longest stretch of faults plus two session timeouts.
     pub idle_bound_ms: Option<i64>,
+    /// The operator's sessions (the nemesis's own, recorded when it opened them): their
+    /// deletes of lock nodes are the operator's, not a recipe's.
+    pub operators: Vec<i64>,
 }
 
 impl Config {
@@ -130,6 +142,7 @@ impl Config {
             registers: layout::REGISTERS.to_owned(),
             locks,
             idle_bound_ms: None,
+            operators: Vec::new(),
         }
     }
 }
@@ -154,6 +167,9 @@ pub struct Row {
     pub no_inner: u64,
     /// Nodes granted and left unmarked past the bound: a waiter that missed its turn.
     pub missed_turns: u64,
+    /// Marks left out of their directory's exclusion because the operator deleted the node
+    /// they held (from the delete on): not a violation, the operator's doing.
+    pub excused: u64,
 }
 
 impl Row {
@@ -192,6 +208,24 @@ pub struct ServerEnd {
     pub time_ms: i64,
 }
 
+/// A held lock node (one a live mark named) deleted by a session other than its owner: an
+/// operator's delete, or another client's. One per mark that named it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeletedEnd {
+    /// The mark's name (`<who>-<n>`: the holder and its acquisition's count).
+    pub name: String,
+    /// The lock node deleted (its full path).
+    pub node: String,
+    /// The zxid of the delete.
+    pub zxid: i64,
+    /// Its time as the leader wrote it, ms since the Unix epoch.
+    pub time_ms: i64,
+    /// The session that deleted it.
+    pub deleter: i64,
+    /// Whether that session is the operator's ([`Config::operators`]).
+    pub by_operator: bool,
+}
+
 /// What the judge found.
 #[derive(Debug, Clone, Default)]
 pub struct Verdict {
@@ -216,6 +250,10 @@ pub struct Verdict {
     /// Marks the server ended itself, with their session (expired, or closed with the hold
     /// still on): for the lost-signal timeliness, which the clients' side measures.
     pub ended_by_server: Vec<ServerEnd>,
+    /// Held nodes deleted by a session other than their owner, in zxid order: for the lost
+    /// signal's timeliness, and (the operator's) for the clients' checker to cut the old
+    /// holder's hold where its node went.
+    pub ended_by_delete: Vec<DeletedEnd>,
     /// What keeps the log from being judged as a whole: unreadable files, members
     /// disagreeing, zxids in no log, a replay that does not fit, data that does not parse.
     pub errors: Vec<String>,
@@ -288,7 +326,7 @@ impl fmt::Display for Verdict {
         )?;
         writeln!(
             f,
-            "{:<16} {:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8} {:>6}",
+            "{:<16} {:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8} {:>6} {:>7}",
             "recipe",
             "lib",
             "marks",
@@ -298,12 +336,13 @@ impl fmt::Display for Verdict {
             "tokens",
             "lost",
             "no-inner",
-            "missed"
+            "missed",
+            "excused"
         )?;
         for ((label, lib), r) in &self.rows {
             writeln!(
                 f,
-                "{label:<16} {lib:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8} {:>6}",
+                "{label:<16} {lib:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8} {:>6} {:>7}",
                 r.marks,
                 r.writes,
                 r.not_granted,
@@ -311,7 +350,27 @@ impl fmt::Display for Verdict {
                 r.tokens,
                 r.lost_updates,
                 r.no_inner,
-                r.missed_turns
+                r.missed_turns,
+                r.excused
+            )?;
+        }
+        let deletes = |operator: bool| {
+            let mut nodes: Vec<&str> = self
+                .ended_by_delete
+                .iter()
+                .filter(|d| d.by_operator == operator)
+                .map(|d| d.node.as_str())
+                .collect();
+            nodes.sort_unstable();
+            nodes.dedup();
+            nodes.len()
+        };
+        let (operator, others) = (deletes(true), deletes(false));
+        if operator + others > 0 {
+            writeln!(
+                f,
+                "  held nodes deleted by another session: {operator} by the operator (excused: \
+                 the marks counted in `excused`), {others} by a client"
             )?;
         }
         if let Some(loss) = &self.server_loss {
@@ -381,6 +440,8 @@ pub fn judge_members(members: &[logs::MemberLog], cfg: &Config) -> Verdict {
 struct Live {
     session: i64,
     mark: Mark,
+    /// The zxid that made it.
+    zxid: i64,
 }
 
 /// A register's last accepted write.
@@ -417,6 +478,10 @@ struct Judge<'c> {
     granted_since: HashMap<String, (i64, i64)>,
     /// Nodes a mark has named.
     claimed: std::collections::HashSet<String>,
+    /// Lock nodes the operator deleted: the zxid of the delete and the node's czxid.
+    operator_deleted: HashMap<String, (i64, i64)>,
+    /// Marks already counted as excused.
+    excused: std::collections::HashSet<String>,
     verdict: Verdict,
 }
 
@@ -433,6 +498,8 @@ pub fn judge(entries: &[TxnEntry], cfg: &Config) -> Verdict {
         blamed_later: Vec::new(),
         granted_since: HashMap::new(),
         claimed: std::collections::HashSet::new(),
+        operator_deleted: HashMap::new(),
+        excused: std::collections::HashSet::new(),
         verdict: Verdict::default(),
     };
     for entry in entries {
@@ -527,6 +594,9 @@ impl Judge<'_> {
             Change::Created(path) if Self::under(path, &self.cfg.marks).is_some() => {
                 self.mark_created(zxid, path);
             }
+            Change::Deleted(path) if self.lock_dir(tree::split(path).0).is_some() => {
+                self.lock_node_deleted(entry, path);
+            }
             Change::Deleted(path) => {
                 let closed = matches!(entry.body, zk_proto::txnlog::TxnBody::CloseSession(_));
                 if self.marks.remove(path).is_some() && closed {
@@ -575,6 +645,61 @@ impl Judge<'_> {
             }
             Change::DataSet(_) => {}
         }
+    }
+
+    /// A lock node deleted at `entry`: when a session other than its owner deleted it, each
+    /// live mark naming it (with its token) ended there; when that session is the operator's,
+    /// the node is remembered for the excusal.
+    fn lock_node_deleted(&mut self, entry: &TxnEntry, path: &str) {
+        let (zxid, deleter) = (entry.zxid(), entry.session_id());
+        let Some(life) = self.tree.lives.iter().rev().find(|n| n.path == path) else {
+            return;
+        };
+        if life.owner == Some(deleter) {
+            return; // its owner's delete or closeSession
+        }
+        let czxid = life.czxid;
+        let by_operator = self.cfg.operators.contains(&deleter);
+        if by_operator {
+            self.operator_deleted.insert(path.to_owned(), (zxid, czxid));
+        }
+        for (mark, live) in &self.marks {
+            let named = live
+                .mark
+                .holds
+                .iter()
+                .any(|h| h.node == path && h.token == czxid);
+            if let Some(name) = Self::under(mark, &self.cfg.marks).filter(|_| named) {
+                self.verdict.ended_by_delete.push(DeletedEnd {
+                    name: name.to_owned(),
+                    node: path.to_owned(),
+                    zxid,
+                    time_ms: entry.header.time,
+                    deleter,
+                    by_operator,
+                });
+            }
+        }
+    }
+
+    /// Whether `held`, named by a mark made at `marked`, is excused at `zxid`: the operator
+    /// deleted that very node (its token is the deleted node's czxid) after the mark was made
+    /// and at or before `zxid`.
+    fn excused_at(&self, held: &Held, marked: i64, zxid: i64) -> bool {
+        self.operator_deleted
+            .get(&held.node)
+            .is_some_and(|&(deleted, czxid)| {
+                czxid == held.token && marked < deleted && deleted <= zxid
+            })
+    }
+
+    /// ` (deleted by the operator's session S at zxid Z)` when the operator deleted `node`.
+    fn operator_how(&self, node: &str) -> String {
+        self.operator_deleted
+            .get(node)
+            .map_or_else(String::new, |(z, _)| {
+                format!(" (deleted by the operator at zxid {z:#x})")
+            })
     }
 
     /// How a node that is gone went: the zxid and session of its delete.
@@ -660,7 +785,10 @@ impl Judge<'_> {
                 } else {
                     |r| &mut r.not_granted
                 };
-                let text = format!("mark {path} of session {session:#x}: {why}");
+                let text = format!(
+                    "mark {path} of session {session:#x}: {why}{}",
+                    self.operator_how(&held.node)
+                );
                 self.verdict.violate(zxid, &label, &mark.lib, count, text);
             }
         }
@@ -669,6 +797,7 @@ impl Judge<'_> {
             Live {
                 session,
                 mark: mark.clone(),
+                zxid,
             },
         );
         // Exclusion in each directory the new mark holds a node in.
@@ -678,17 +807,39 @@ impl Judge<'_> {
                 continue;
             };
             let mut in_dir: Vec<(&String, &Live, &Held)> = Vec::new();
+            let mut excused: Vec<(String, String, String)> = Vec::new();
             for (p, live) in &self.marks {
                 for h in &live.mark.holds {
-                    if tree::split(&h.node).0 == dir {
+                    if tree::split(&h.node).0 != dir {
+                        continue;
+                    }
+                    // Its node deleted by the operator since the mark was made: the holder
+                    // may believe it holds, the lock rightly went on.
+                    if self.excused_at(h, live.zxid, zxid) {
+                        excused.push((p.clone(), live.mark.lib.clone(), h.node.clone()));
+                    } else {
                         in_dir.push((p, live, h));
                     }
                 }
             }
-            let writers = in_dir
-                .iter()
-                .filter(|(_, _, h)| rules::is_writer(l.kind, tree::split(&h.node).1))
-                .count();
+            let is_writer = |node: &str| rules::is_writer(l.kind, tree::split(node).1);
+            let writers = in_dir.iter().filter(|(_, _, h)| is_writer(&h.node)).count();
+            // Counted once per mark, the first time leaving it out spared a breach.
+            let excused_writers = excused.iter().filter(|(_, _, n)| is_writer(n)).count();
+            let all = in_dir.len() + excused.len();
+            if !excused.is_empty()
+                && !rules::excludes(
+                    l.kind,
+                    writers + excused_writers,
+                    all - writers - excused_writers,
+                )
+            {
+                for (p, lib, _) in excused {
+                    if self.excused.insert(p) {
+                        self.verdict.row(&l.label, &lib).excused += 1;
+                    }
+                }
+            }
             if rules::excludes(l.kind, writers, in_dir.len() - writers) {
                 continue;
             }
@@ -755,8 +906,9 @@ impl Judge<'_> {
                 } else {
                     |r| &mut r.not_granted
                 };
+                let how = self.operator_how(&held.node);
                 self.verdict
-                    .violate(zxid, &label, &lib, count, format!("{what}: {why}"));
+                    .violate(zxid, &label, &lib, count, format!("{what}: {why}{how}"));
             }
             Ok(_) => {
                 let marked = self

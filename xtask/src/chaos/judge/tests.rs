@@ -198,8 +198,11 @@ impl Log {
     }
 
     fn judge(&self) -> Verdict {
-        let cfg = Config::chaos(&Recipe::ALL, 2);
-        let verdict = judge_members(&[self.member()], &cfg);
+        self.judge_with(&Config::chaos(&Recipe::ALL, 2))
+    }
+
+    fn judge_with(&self, cfg: &Config) -> Verdict {
+        let verdict = judge_members(&[self.member()], cfg);
         println!("{verdict}");
         verdict
     }
@@ -772,4 +775,185 @@ fn a_lost_tail_of_creates_shows_in_the_next_creates_children_version() {
     );
     assert!(v.to_string().contains("the children version of"), "{v}");
     assert_eq!(v.failure(), None, "{v}");
+}
+
+/// The nemesis's own session, deleting held nodes as an operator would.
+const OP: i64 = 0x400;
+
+/// A holds `a` and writes; B waits on `b`; then `deleter` deletes `a` while A's mark lives
+/// (A's process still believes it holds); B is granted, marks and writes; A's fenced write
+/// is refused (logged as an error, nothing applied), then A unmarks. The log, A's mark and
+/// the judge's config naming OP as the operator.
+fn deleted_while_held(deleter: i64) -> (Log, String, Config) {
+    let mut log = Log::new();
+    log.push(
+        OP,
+        TxnBody::CreateSession(CreateSessionTxn { timeout: 60_000 }),
+    );
+    let (a, ta) = log.node(A, M, "_c_a-lock-0000000000");
+    let (b, tb) = log.node(B, M, "_c_b-lock-0000000001");
+    let ma = log.mark(A, "rust", &[(&a, ta)]);
+    log.write("mutex", 1, "rust", &a, ta);
+    log.time = 5_000;
+    // The operator's delete, guarded by the holder's mark (the nemesis's multi).
+    log.push(deleter, TxnBody::Multi(vec![check(&ma), delete_body(&a)]));
+    let mb = log.mark(B, "rust", &[(&b, tb)]);
+    log.write("mutex", 2, "rust", &b, tb);
+    log.push(
+        STORE,
+        TxnBody::Multi(vec![
+            TxnBody::Error(ErrorTxn { err: -101 }),
+            TxnBody::Error(ErrorTxn { err: -2 }),
+        ]),
+    );
+    log.delete(A, &ma);
+    log.delete(B, &mb);
+    log.delete(B, &b);
+    let cfg = Config {
+        operators: vec![OP],
+        ..Config::chaos(&Recipe::ALL, 2)
+    };
+    (log, ma, cfg)
+}
+
+fn delete_body(path: &str) -> TxnBody {
+    TxnBody::Delete(DeleteTxn { path: path.into() })
+}
+
+/// Issue 48: the operator deleted a held node; the next waiter is rightly granted while the
+/// old holder's mark lives on. That overlap is the operator's: excused (counted), the delete
+/// listed for the lost signal's timeliness. The same delete by a client is not excused.
+#[test]
+fn an_operators_delete_of_a_held_node_excuses_the_old_holder_and_a_clients_does_not() {
+    let (log, ma, cfg) = deleted_while_held(OP);
+    let v = log.judge_with(&cfg);
+    clean(&v);
+    let ours = row(&v, "mutex", "rust");
+    assert_eq!((ours.marks, ours.excused), (2, 1));
+    let name = ma.strip_prefix("/chaos-marks/").unwrap();
+    assert_eq!(v.ended_by_delete.len(), 1);
+    let end = &v.ended_by_delete[0];
+    assert_eq!(
+        (
+            end.name.as_str(),
+            end.node.as_str(),
+            end.deleter,
+            end.by_operator,
+            end.time_ms
+        ),
+        (name, "/chaos/mutex/_c_a-lock-0000000000", OP, true, 5_000)
+    );
+    // Nothing the server ended itself.
+    assert!(v.ended_by_server.is_empty());
+
+    // The same delete, by a session the run does not name as the operator's (another
+    // client's bug): the overlap is judged as before, and charged to the holder whose node
+    // the rule no longer grants.
+    let (log, _, cfg) = deleted_while_held(C);
+    let v = log.judge_with(&cfg);
+    let ours = row(&v, "mutex", "rust");
+    assert_eq!((ours.exclusion, ours.excused), (1, 0));
+    assert!(v.failure().is_some());
+    assert_eq!(
+        v.ended_by_delete
+            .iter()
+            .map(|e| e.by_operator)
+            .collect::<Vec<_>>(),
+        [false]
+    );
+    // Without the operator named at all, the same.
+    let (log, _, _) = deleted_while_held(OP);
+    assert_eq!(row(&log.judge(), "mutex", "rust").exclusion, 1);
+}
+
+/// The excusal covers the overlap only: a stale write of ours accepted after the operator's
+/// delete is still a violation (the fence should have refused it), and a mark made after its
+/// node was deleted is neither granted nor excused.
+#[test]
+fn after_an_operators_delete_a_stale_write_or_a_late_mark_still_fails() {
+    let (mut log, ma, cfg) = deleted_while_held(OP);
+    let a = "/chaos/mutex/_c_a-lock-0000000000";
+    let ta = log.entries.iter().find_map(|e| match &e.body {
+        TxnBody::Create(t) if t.path == a => Some(e.header.zxid),
+        _ => None,
+    });
+    let ta = ta.unwrap();
+    // A's write accepted after B's (its fence was off, or not checked).
+    log.write("mutex", 3, "rust", a, ta);
+    let v = log.judge_with(&cfg);
+    let ours = row(&v, "mutex", "rust");
+    assert_eq!(
+        (ours.not_granted, ours.excused),
+        (1, 1),
+        "{:#?}",
+        v.violations
+    );
+    let stale = v
+        .violations
+        .iter()
+        .find(|v| v.text.contains("write 3"))
+        .unwrap();
+    assert!(
+        stale.text.contains("does not exist") && stale.text.contains("deleted by the operator"),
+        "{}",
+        stale.text
+    );
+    assert!(v.failure().is_some());
+    let _ = ma;
+
+    // A Curator holder whose node the operator deleted before it marked (Curator marks
+    // plainly): its mark is not granted, and it is not excused beside the next holder's.
+    let mut log = Log::new();
+    log.push(
+        OP,
+        TxnBody::CreateSession(CreateSessionTxn { timeout: 60_000 }),
+    );
+    let (a, ta) = log.node(A, M, "_c_a-lock-0000000000");
+    let (b, tb) = log.node(B, M, "_c_b-lock-0000000001");
+    log.push(OP, delete_body(&a));
+    let plain = format!("/chaos-marks/java-{A:x}-1");
+    log.push(A, create(&plain, &mark_data("java", &[(&a, ta)]), true));
+    log.mark(B, "rust", &[(&b, tb)]);
+    let v = log.judge_with(&cfg);
+    let java = row(&v, "mutex", "java");
+    assert_eq!((java.not_granted, java.exclusion, java.excused), (1, 1, 0));
+    assert_eq!(row(&v, "mutex", "rust").violations(), 0);
+    // A delete of a node no live mark named ends no hold.
+    assert!(v.ended_by_delete.is_empty());
+}
+
+/// Only from the delete's zxid on: a second holder let in while the first one's node still
+/// lived is a breach, whatever the operator deletes later.
+#[test]
+fn a_breach_before_the_operators_delete_is_judged_as_before() {
+    let mut log = Log::new();
+    log.push(
+        OP,
+        TxnBody::CreateSession(CreateSessionTxn { timeout: 60_000 }),
+    );
+    let (a, ta) = log.node(A, M, "_c_a-lock-0000000000");
+    let (b, tb) = log.node(B, M, "_c_b-lock-0000000001");
+    let (c, tc) = log.node(C, M, "_c_c-lock-0000000002");
+    let ma = log.mark(A, "rust", &[(&a, ta)]);
+    log.mark(B, "rust", &[(&b, tb)]); // too early: A's node lives
+    log.push(OP, TxnBody::Multi(vec![check(&ma), delete_body(&a)]));
+    let cfg = Config {
+        operators: vec![OP],
+        ..Config::chaos(&Recipe::ALL, 2)
+    };
+    let v = log.judge_with(&cfg);
+    let ours = row(&v, "mutex", "rust");
+    assert_eq!((ours.not_granted, ours.exclusion, ours.excused), (1, 1, 0));
+    // After the delete, B's node is first: C marks beside B, a breach (A is left out).
+    log.mark(C, "rust", &[(&c, tc)]);
+    let v = log.judge_with(&cfg);
+    let ours = row(&v, "mutex", "rust");
+    assert_eq!((ours.not_granted, ours.exclusion, ours.excused), (2, 2, 1));
+    let last = v
+        .violations
+        .iter()
+        .rev()
+        .find(|v| v.text.contains("live marks"))
+        .unwrap();
+    assert!(last.text.starts_with("2 live marks"), "{}", last.text);
 }
