@@ -441,6 +441,48 @@ mod tests {
         );
     }
 
+    /// Seen in a 3.8 ensemble's log: a failed multi's passed check logged with its own record
+    /// (path, version) under the error type. ZooKeeper reads the code and ignores the rest.
+    #[test]
+    fn an_inner_error_with_more_than_its_code_reads_its_code() {
+        let check = CheckVersionTxn {
+            path: "/locks/a/_c_x-lock-0000000001".into(),
+            version: -1,
+        }
+        .to_bytes()
+        .unwrap();
+        let mut multi = header(1, OpCode::Multi).to_bytes().unwrap().to_vec();
+        multi.put_i32(2);
+        multi.put_i32(OpCode::Error.code());
+        multi.put_i32(i32::try_from(check.len()).unwrap());
+        multi.extend_from_slice(&check);
+        multi.put_i32(OpCode::Error.code());
+        multi.put_i32(4);
+        multi.put_i32(-101);
+        let entry = TxnEntry::decode(&multi).unwrap();
+        let first_code = i32::from_be_bytes(check[..4].try_into().unwrap());
+        assert_eq!(
+            entry.body,
+            TxnBody::Multi(vec![
+                TxnBody::Error(ErrorTxn { err: first_code }),
+                TxnBody::Error(ErrorTxn { err: -101 }),
+            ])
+        );
+        // Any other inner type keeps its trailing bytes an error.
+        let mut padded = header(1, OpCode::Multi).to_bytes().unwrap().to_vec();
+        padded.put_i32(1);
+        padded.put_i32(OpCode::Check.code());
+        padded.put_i32(i32::try_from(check.len() + 1).unwrap());
+        padded.extend_from_slice(&check);
+        padded.put_u8(0);
+        match TxnEntry::decode(&padded) {
+            Err(TxnLogError::Decode { source, .. }) => {
+                assert!(source.to_string().contains("Txn.data"), "{source}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn an_inner_error_counts_from_the_record() {
         let mut multi = header(1, OpCode::Multi).to_bytes().unwrap().to_vec();

@@ -429,7 +429,12 @@ fn decode_multi(r: &mut Reader<'_>) -> Result<Vec<TxnBody>, TxnLogError> {
         let mut inner = Reader::new(data);
         let body = TxnBody::decode_in(&mut inner, op, op_offset, Place::Inner)
             .and_then(|body| {
-                inner.finish("Txn.data")?;
+                // An error's buffer may hold more than its code: a failed multi's ops are
+                // sometimes logged with their own record (a check's path and version) under
+                // the error type. ZooKeeper reads the code and ignores the rest; so do we.
+                if op != OpCode::Error {
+                    inner.finish("Txn.data")?;
+                }
                 Ok(body)
             })
             .map_err(|e| match e {
