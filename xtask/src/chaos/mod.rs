@@ -74,6 +74,7 @@ pub fn run(cli: &crate::cli::Chaos) -> Result<(), Box<dyn Error>> {
         recipes,
         out_dir: out_dir.clone(),
         spacing: None,
+        hold: None,
     };
     let ours_bin = if cli.plant.is_some() {
         planted_worker()?

@@ -9,13 +9,7 @@
 //! is deleted in one `multi` with a check of the mark that names it: the delete happens only
 //! while that hold's mark lives, so every delete the fault makes ends a hold the servers'
 //! log shows. The semaphores' inner locks are left alone (no mark names their nodes; an
-//! acquirer holds them only to make its lease), and of a multi-lock only the first member's
-//! nodes are deleted: our multi-lock's fenced writes check its members in order, and a
-//! multi whose first check passes and a later one fails is sometimes logged by ZooKeeper
-//! with the passed check's record under the error type (its commit rewrote the shared
-//! record's type before the leader's own log append), which zk-proto's log reader refuses
-//! (`Txn.data: N trailing bytes`; seen in a run deleting member 1 and 2's nodes).
-
+//! acquirer holds them only to make its lease). Any member of a multi-lock may go.
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
@@ -123,14 +117,12 @@ impl Operator {
     pub fn new(connect: &str, recipes: &[Recipe], leases: u32) -> Result<Operator> {
         let locks = super::judge::Config::chaos(recipes, leases).locks;
         let inner: BTreeSet<String> = locks.iter().filter_map(|l| l.inner.clone()).collect();
-        let later_members: BTreeSet<String> =
-            (1..layout::MEMBERS).map(layout::member_path).collect();
         Ok(Operator {
             rt: crate::worker_process::side_runtime()?,
             connect: connect.to_owned(),
             locks: locks
                 .into_iter()
-                .filter(|l| !inner.contains(&l.dir) && !later_members.contains(&l.dir))
+                .filter(|l| !inner.contains(&l.dir))
                 .collect(),
             client: None,
             sessions: Vec::new(),

@@ -66,6 +66,10 @@ pub struct OursConfig {
     /// `CohortMutex` and one `CohortReadWriteLock` (said on the command line as `+cohort`
     /// after the fence).
     pub cohort: bool,
+    /// How long each hold lasts (said as `+hold=MS` after the fence); `None`: a random
+    /// 0.2-3 ms. Long holds make a negative control's untold holds outlive the lost signal's
+    /// bound.
+    pub hold: Option<Duration>,
     /// The recipes to run.
     pub recipes: Vec<Recipe>,
 }
@@ -82,13 +86,16 @@ impl OursConfig {
             self.leases.to_string(),
             self.session_timeout.as_millis().to_string(),
             format!(
-                "{}{}",
+                "{}{}{}",
                 match (self.fence, self.plant) {
                     (_, Some(plant)) => plant.name(),
                     (true, None) => "fence",
                     (false, None) => "no-fence",
                 },
-                if self.cohort { "+cohort" } else { "" }
+                if self.cohort { "+cohort" } else { "" },
+                self.hold
+                    .map(|h| format!("+hold={}", h.as_millis()))
+                    .unwrap_or_default()
             ),
             self.recipes
                 .iter()
@@ -121,12 +128,17 @@ impl OursConfig {
                     .into(),
             );
         };
+        let (fence, hold) = match fence.split_once("+hold=") {
+            Some((fence, ms)) => (fence, Some(Duration::from_millis(ms.parse()?))),
+            None => (fence.as_str(), None),
+        };
         let (fence, cohort) = match fence.strip_suffix("+cohort") {
             Some(fence) => (fence.to_owned(), true),
-            None => (fence.clone(), false),
+            None => (fence.to_owned(), false),
         };
         Ok(OursConfig {
             cohort,
+            hold,
             connect: connect.clone(),
             process: process.parse()?,
             clients: clients.parse()?,
@@ -867,6 +879,14 @@ impl Contender {
         }
     }
 
+    /// How long the next hold lasts: the configured length, else a random 0.2-3 ms.
+    fn hold_for(&mut self) -> Duration {
+        match self.cfg.hold {
+            Some(hold) => hold,
+            None => Duration::from_micros(200 + self.roll(2800)),
+        }
+    }
+
     fn lost(&self, at: u64) {
         self.shared.push(Event::Lost(Lost {
             who: self.name.clone(),
@@ -880,7 +900,7 @@ impl Contender {
     /// after a write that failed, waits for the signal (a careful holder asks the guard before
     /// going on) up to a session timeout and a little. When the signal fired, if it did.
     async fn work(&mut self, guard: &dyn Guard, regs: &[String]) -> Option<u64> {
-        let hold_for = Duration::from_micros(200 + self.roll(2800));
+        let hold_for = self.hold_for();
         let lost = guard.lost();
         tokio::pin!(lost);
         let mut lost_at = None;
@@ -1026,7 +1046,7 @@ impl Contender {
                     &[(lease.node_path(), lease.fencing_token())],
                 )
                 .await;
-            let hold_for = Duration::from_micros(200 + self.roll(2800));
+            let hold_for = self.hold_for();
             let mut lost_at = tokio::select! {
                 _ = lease.lost() => Some(self.now()),
                 () = tokio::time::sleep(hold_for) => None,

@@ -56,6 +56,9 @@ pub struct ChaosOptions {
     /// `gap` of health before and after each ([`nemesis::spaced`], for measuring recovery);
     /// otherwise the seeded schedule, faults in shuffled rounds, some in pairs.
     pub spacing: Option<Duration>,
+    /// How long each hold of ours lasts; `None`: a random 0.2-3 ms (the negative control for
+    /// the lost signal on deleted nodes holds longer than its bound).
+    pub hold: Option<Duration>,
 }
 
 /// A fault as carried out: what, on what, from when to when (ns on the shared clock).
@@ -161,6 +164,7 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
         fence: opts.fence,
         plant: opts.plant,
         cohort: opts.cohort,
+        hold: opts.hold,
         recipes: opts.recipes.clone(),
     };
     let curators = OursConfig {
@@ -168,6 +172,7 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
         fence: true,
         plant: None,
         cohort: false,
+        hold: None,
         ..ours.clone()
     };
     for p in 0..opts.ours_processes {

@@ -319,6 +319,7 @@ pub fn run(opts: &Options) -> Result<()> {
             recipes: vec![Recipe::Mutex],
             out_dir: out_dir.clone(),
             spacing: Some(opts.gap),
+            hold: None,
         };
         let outcome = crate::chaos::run::run(&chaos, &ours_bin, &classpath)?;
         for why in [outcome.judge.failure(), outcome.report.failure()]
