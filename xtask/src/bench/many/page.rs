@@ -190,6 +190,7 @@ fn table(rows: &[Row]) -> Table {
             "B/lock acq. (wire)",
             "awaited RTs acq.",
             "handshakes acq.",
+            "server watches held",
         ],
         2,
     );
@@ -213,6 +214,7 @@ fn table(rows: &[Row]) -> Table {
                     format!("{:.0}", f.acquire_bytes_per_lock),
                     f.acquire_round_trips.to_string(),
                     o.acquire.handshakes.to_string(),
+                    o.watches.map_or_else(|| "–".to_owned(), |w| w.to_string()),
                 ]);
             }
         }
@@ -572,6 +574,7 @@ mod tests {
                 requests: 1000,
                 ..Traffic::default()
             },
+            watches: Some(1000),
         }
     }
 

@@ -114,6 +114,8 @@ pub(super) struct Outcome {
     pub(super) acquire: Traffic,
     /// The tap's counts from `RELEASE` to `RELEASED`.
     pub(super) release: Traffic,
+    /// The server's watches with every lock held (`wchs`' total), if it said.
+    pub(super) watches: Option<u64>,
 }
 
 /// Runs `case` on a fresh server.
@@ -137,6 +139,12 @@ pub(super) fn case(workers: &Workers, case: &Case, force_sync: bool) -> Result<O
     if acquired.held != case.n as u64 {
         return Err(format!("{} of {} locks held", acquired.held, case.n).into());
     }
+    // Asked after the tap's counts, so its request is not counted: what every held lock
+    // keeps watched at the server (ours: one data watch on its own node).
+    let watches = server
+        .four_letter("wchs")
+        .ok()
+        .and_then(|wchs| total_watches(&wchs));
 
     worker.send(Step::Release.line())?;
     let released = Released::parse(&worker.expect("RELEASED ", Instant::now() + budget)?)?;
@@ -152,5 +160,23 @@ pub(super) fn case(workers: &Workers, case: &Case, force_sync: bool) -> Result<O
         released,
         acquire: Traffic::of(&between.since(&before)),
         release: Traffic::of(&after.since(&between)),
+        watches,
     })
+}
+
+/// The total from `wchs`' answer (`Total watches:N`).
+fn total_watches(wchs: &str) -> Option<u64> {
+    wchs.lines()
+        .find_map(|l| l.trim().strip_prefix("Total watches:"))
+        .and_then(|n| n.trim().parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_watch_total_is_read_from_wchs() {
+        let wchs = "1 connections watching 100000 paths\nTotal watches:100000\n";
+        assert_eq!(super::total_watches(wchs), Some(100_000));
+        assert_eq!(super::total_watches("no such line"), None);
+    }
 }
