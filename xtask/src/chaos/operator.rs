@@ -135,7 +135,7 @@ impl Operator {
     }
 
     /// Deletes held nodes, up to [`PER_LIBRARY`] of each library seen holding, looking for
-    /// them for up to [`BUDGET`]: what it deleted, as `lib node` items.
+    /// them for up to `BUDGET` (1.5 s): what it deleted, as `lib node` items.
     ///
     /// # Errors
     /// No session can be opened, or nothing held was found to delete.
