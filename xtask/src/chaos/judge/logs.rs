@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use zk_proto::txnlog::{TxnEntry, TxnLogReader};
+use zk_proto::txnlog::{TxnBody, TxnEntry, TxnLogReader};
 
 /// One member's log: its entries in file order, and what stopped a file early.
 #[derive(Debug, Clone, Default)]
@@ -93,7 +93,7 @@ pub fn merge(members: &[MemberLog]) -> Merged {
                 }
                 Some((first, kept, count)) => {
                     *count += 1;
-                    if kept.header != entry.header || kept.body != entry.body {
+                    if kept.header != entry.header || !same_body(&kept.body, &entry.body) {
                         merged.errors.push(format!(
                             "zxid {:#x}: member {first} logged {:?} {:?}, member {m} {:?} {:?}",
                             entry.zxid(),
@@ -140,4 +140,45 @@ pub fn merge(members: &[MemberLog]) -> Merged {
         merged.entries.push(entry.clone());
     }
     merged
+}
+
+/// Whether two members logged the same transaction body. Two failed multis of as many ops
+/// count as the same: nothing of either is applied, and ZooKeeper's leader may log a failed
+/// multi's ops under the error type with another record than its followers do (seen in a
+/// 3.8 ensemble: the leader's error op carried the op's own check record, which reads as
+/// another code).
+fn same_body(a: &TxnBody, b: &TxnBody) -> bool {
+    match (a, b) {
+        (TxnBody::Multi(x), TxnBody::Multi(y)) if a.changed_nothing() && b.changed_nothing() => {
+            x.len() == y.len()
+        }
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use zk_proto::txnlog::{DeleteTxn, ErrorTxn, TxnBody};
+
+    use super::same_body;
+
+    #[test]
+    fn failed_multis_of_as_many_ops_are_the_same_whatever_their_codes() {
+        let error = |err| TxnBody::Error(ErrorTxn { err });
+        let delete = TxnBody::Delete(DeleteTxn {
+            path: "/a".to_owned(),
+        });
+        let leader = TxnBody::Multi(vec![error(29), error(-101)]);
+        let follower = TxnBody::Multi(vec![error(0), error(-101)]);
+        assert!(same_body(&leader, &follower));
+        assert!(!same_body(
+            &leader,
+            &TxnBody::Multi(vec![error(0), error(-101), error(-2)])
+        ));
+        // An applied multi is compared whole.
+        let applied = TxnBody::Multi(vec![delete.clone()]);
+        assert!(!same_body(&applied, &TxnBody::Multi(vec![error(-101)])));
+        assert!(same_body(&applied, &TxnBody::Multi(vec![delete])));
+        assert!(!same_body(&error(1), &error(2)));
+    }
 }
