@@ -20,7 +20,7 @@ use zk_testkit::{Ensemble, ZkOptions};
 // The mutex's real-server test helpers (one server per test binary, clients, bounded waits).
 #[path = "../../recipe-mutex/tests/support/mod.rs"]
 mod support;
-use support::{bounded, client, client_at, wait_children};
+use support::{bounded, client, client_at, until, wait_children};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn members_are_taken_in_canonical_order_and_released_in_reverse() {
@@ -539,12 +539,7 @@ async fn a_multi_guard_gives_each_members_local_sequence() {
     ])
     .unwrap();
     let taking = tokio::spawn(async move { multi.lock().await.unwrap() });
-    bounded(async {
-        while cohort.waiting() == 0 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await;
+    until(|| cohort.waiting() > 0).await;
     first.release().await.unwrap();
     let g = bounded(taking).await.unwrap();
     assert_eq!(

@@ -15,7 +15,7 @@ use zk_client::{Client, SessionState};
 use zk_testkit::FaultProxy;
 
 mod support;
-use support::{bounded, client, client_at, server, wait_children, wait_state};
+use support::{bounded, client, client_at, server, until, wait_children, wait_state};
 
 /// How many lock nodes were ever created under `path` (its children version counts creates
 /// and deletes: half of it once every node is gone).
@@ -353,12 +353,7 @@ async fn an_attempt_outlives_the_short_lived_runtime_of_a_waiter() {
             });
         }
     });
-    bounded(async {
-        while cohort.waiting() < 2 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await;
+    until(|| cohort.waiting() >= 2).await;
     // Another process queues first, so the next attempt waits; then the holder goes, and
     // the attempt starts.
     let blocker = tokio::spawn(async move { other.lock().await.unwrap() });

@@ -13,7 +13,7 @@ use zk_client::{Client, CreateMode, CreateOptions, Op, SessionState};
 use zk_testkit::FaultProxy;
 
 mod support;
-use support::{bounded, client, client_at, server, wait_children, wait_state};
+use support::{bounded, client, client_at, server, until, wait_children, wait_state};
 
 /// A persistent node at `path` holding "0", for fenced writes.
 async fn data_node(c: &Client, path: &str) {
@@ -126,12 +126,7 @@ async fn a_cohort_never_hands_on_a_node_deleted_under_it() {
         let cohort = cohort.clone();
         async move { cohort.lock().await }
     });
-    bounded(async {
-        while cohort.waiting() == 0 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await;
+    until(|| cohort.waiting() > 0).await;
     other.delete(&dead, None).await.unwrap();
     assert_eq!(bounded(first.lost()).await, Loss::Deleted);
     assert!(!first.is_valid());

@@ -13,7 +13,7 @@ use recipe_mutex::{CohortBound, Error, InterProcessMutex, Loss};
 use zk_client::{CreateMode, CreateOptions, Op};
 
 mod support;
-use support::{bounded, client, wait_children};
+use support::{bounded, client, until, wait_children};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_fenced_write_marks_the_hold_and_the_cohort_hands_on_no_dead_node() {
@@ -42,12 +42,7 @@ async fn a_refused_fenced_write_marks_the_hold_and_the_cohort_hands_on_no_dead_n
         let cohort = cohort.clone();
         async move { cohort.lock().await }
     });
-    bounded(async {
-        while cohort.waiting() == 0 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await;
+    until(|| cohort.waiting() > 0).await;
     other.delete(&dead, None).await.unwrap();
     // No watch: nothing tells the holder until its fenced write is refused.
     assert!(first.is_valid(), "told without a watch");

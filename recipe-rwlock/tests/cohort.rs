@@ -19,7 +19,7 @@ use zk_testkit::FaultProxy;
 
 #[path = "../../recipe-mutex/tests/support/mod.rs"]
 mod support;
-use support::{bounded, client, client_at, server, wait_children};
+use support::{bounded, client, client_at, server, until, wait_children};
 
 fn cohort(c: &Client, path: &str, bound: CohortBound) -> CohortReadWriteLock {
     InterProcessReadWriteLock::new(c.clone(), path)
@@ -38,16 +38,6 @@ fn wide() -> CohortBound {
 /// version counts creates and deletes).
 async fn creates(c: &Client, path: &str) -> i32 {
     c.exists(path).await.unwrap().map_or(0, |s| s.cversion) / 2
-}
-
-/// Until `cond` holds, polling (each step yields).
-async fn until(mut cond: impl FnMut() -> bool) {
-    bounded(async {
-        while !cond() {
-            tokio::task::yield_now().await;
-        }
-    })
-    .await;
 }
 
 /// A local reader in a task of its own, once it waits: its guard.

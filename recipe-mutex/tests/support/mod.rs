@@ -37,6 +37,17 @@ pub async fn bounded<F: std::future::Future>(f: F) -> F::Output {
     tokio::time::timeout(BOUND, f).await.expect("timed out")
 }
 
+/// Until `cond` holds (asked once per scheduler turn), or a panic after [`BOUND`]: for
+/// states only the code under test can show (a cohort's waiters).
+pub async fn until(mut cond: impl FnMut() -> bool) {
+    bounded(async {
+        while !cond() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+}
+
 /// Waits until `path` has `n` children (as the lock queue grows or drains).
 pub async fn wait_children(c: &Client, path: &str, n: usize) {
     bounded(async {
