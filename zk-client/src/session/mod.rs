@@ -10,7 +10,7 @@ mod xids;
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -230,6 +230,12 @@ pub struct Session<T> {
     last_zxid: i64,
     xids: Xids,
     pending: VecDeque<Pending<T>>,
+    /// The watchers whose registering request is in [`Session::pending`], each with whether
+    /// it is still wanted (its handle was not dropped): the reply of an unwanted one
+    /// registers nothing. By id, so that forgetting a watcher costs the same however many
+    /// requests are in flight (a scan of `pending` per forget was quadratic when many holds
+    /// ended at once, each forgetting its watch with its delete in flight).
+    watches_in_flight: HashMap<WatcherId, bool>,
     /// Auth packets in flight: where each starts in the connection's output, and its
     /// caller (`None` for the session's own replays).
     auths: VecDeque<(u64, Option<T>)>,
@@ -287,6 +293,7 @@ impl<T> Session<T> {
             last_zxid: 0,
             xids: Xids::default(),
             pending: VecDeque::new(),
+            watches_in_flight: HashMap::new(),
             auths: VecDeque::new(),
             auth_info: Vec::new(),
             hosts: 1,
@@ -439,7 +446,8 @@ impl<T> Session<T> {
     /// Sends `request`, to complete `token` with its reply; `watch` leaves a watch of that
     /// kind on the request's path for that watcher if the request succeeds (for `exists`, a
     /// data watch when the node exists and an exists watch when it does not; the kind given
-    /// is ignored for `addWatch`, whose mode decides).
+    /// is ignored for `addWatch`, whose mode decides). A watcher is registered by one request
+    /// at a time.
     ///
     /// Fails at once, giving the token back, when the session cannot send (not connected,
     /// closing, or ended) or the request is over the frame limit; nothing is sent then.
@@ -461,6 +469,14 @@ impl<T> Session<T> {
             Ok(effect) => effect,
             Err(e) => return Err((token, e)),
         };
+        if let Effect::Watch { id, .. } = &effect {
+            if self.watches_in_flight.contains_key(id) {
+                return Err((
+                    token,
+                    Error::InvalidArgument("this watcher already has a request in flight"),
+                ));
+            }
+        }
         let xids_before = self.xids.clone();
         let at = self.next_offset();
         let xid = match request {
@@ -487,6 +503,9 @@ impl<T> Session<T> {
                 self.closing = true;
             }
             crate::log::debug!(xid, op = ?request.op_code(), "request");
+            if let Effect::Watch { id, .. } = &effect {
+                self.watches_in_flight.insert(*id, true);
+            }
             self.pending.push_back(Pending {
                 xid,
                 op: request.op_code(),
@@ -505,10 +524,8 @@ impl<T> Session<T> {
     pub fn forget_watch(&mut self, path: &str, id: WatcherId) -> Option<Request> {
         let emptied = self.watches.forget(path, id);
         // Its request may still be in flight: then its reply must not register it.
-        for p in &mut self.pending {
-            if matches!(&p.effect, Effect::Watch { id: w, .. } if *w == id) {
-                p.effect = Effect::None;
-            }
+        if let Some(wanted) = self.watches_in_flight.get_mut(&id) {
+            *wanted = false;
         }
         // ZooKeeper 3.8 removes persistent watches only with `Any`, which would take the
         // path's other watches with them: remove only when no other watcher is left on it
@@ -807,6 +824,7 @@ impl<T> Session<T> {
                 let Some(p) = self.pending.pop_front() else {
                     return Err(ProtocolError::UnexpectedXid { expected, got }.into());
                 };
+                let p = self.settle(p);
                 if header.zxid > 0 {
                     self.last_zxid = header.zxid;
                 }
@@ -872,6 +890,17 @@ impl<T> Session<T> {
             result,
         });
         Ok(())
+    }
+
+    /// A request leaving [`Session::pending`]: its watch effect is dropped if its watcher was
+    /// forgotten meanwhile.
+    fn settle(&mut self, mut p: Pending<T>) -> Pending<T> {
+        if let Effect::Watch { id, .. } = &p.effect {
+            if self.watches_in_flight.remove(id) == Some(false) {
+                p.effect = Effect::None;
+            }
+        }
+        p
     }
 
     fn apply_effect(&mut self, effect: &Effect, err: ErrorCode) {
@@ -1013,6 +1042,7 @@ impl<T> Session<T> {
             }
         };
         for p in std::mem::take(&mut self.pending) {
+            let p = self.settle(p);
             if let Effect::Watch { id, .. } = p.effect {
                 self.events.push_back(SessionEvent::Unwatched(id));
             }
@@ -1047,6 +1077,7 @@ impl<T> Session<T> {
             return;
         }
         if let Some(p) = self.pending.pop_front() {
+            let p = self.settle(p);
             if let Effect::Watch { id, .. } = p.effect {
                 self.events.push_back(SessionEvent::Unwatched(id));
             }

@@ -1418,3 +1418,40 @@ fn bytes_after_the_known_fields_are_ignored_as_java_does() {
     cut.truncate(cut.len() - 1);
     assert!(s.handle_frame(t0, &cut).is_err());
 }
+
+#[test]
+fn a_watcher_forgotten_while_its_request_is_in_flight_is_never_registered() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    // Many requests in flight: the forget looks its watcher up, it does not scan them.
+    s.submit(t0, get_data("/a", true), 1, Some(WatcherId(1)))
+        .unwrap();
+    s.submit(t0, get_data("/b", true), 2, Some(WatcherId(2)))
+        .unwrap();
+    // One watcher, one request at a time.
+    assert!(matches!(
+        s.submit(t0, get_data("/c", true), 3, Some(WatcherId(1))),
+        Err((3, Error::InvalidArgument(_)))
+    ));
+    let _ = sent(&mut s);
+    assert_eq!(s.forget_watch("/a", WatcherId(1)), None);
+    s.handle_frame(t0, &data_reply(1, 3, b"a")).unwrap();
+    s.handle_frame(t0, &data_reply(2, 3, b"b")).unwrap();
+    let _ = events(&mut s);
+    // /a's event reaches nobody; /b's reaches its watcher.
+    s.handle_frame(t0, &notification(EventType::NodeDeleted, "/a"))
+        .unwrap();
+    s.handle_frame(t0, &notification(EventType::NodeDeleted, "/b"))
+        .unwrap();
+    let fired: Vec<WatcherId> = events(&mut s)
+        .into_iter()
+        .filter_map(|e| match e {
+            SessionEvent::Watch { id, .. } => Some(id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(fired, [WatcherId(2)]);
+    // Its request answered, the id is free again.
+    s.submit(t0, get_data("/a", true), 4, Some(WatcherId(1)))
+        .unwrap();
+}
