@@ -15,7 +15,15 @@
 //!   whose session owns the node was checked when the mark was made).
 //! - **exclusion**: at every zxid the live marks of each lock directory satisfy its
 //!   exclusion (one holder; no reader beside a writer; at most N leases). A breach is blamed
-//!   on the marks whose node the rule does not grant at that zxid (the new mark if none).
+//!   on each mark whose node the rule does not grant at that zxid, except where the record
+//!   shows who took that node away: deleted after the mark was made by a session neither its
+//!   owner nor the operator's, it is that session's library that let the next holder in (the
+//!   new mark is blamed if no mark is ungranted).
+//! - **foreign deletes**: a lock node deleted by a session other than its owner (and not
+//!   the operator's, below) is a violation of the deleter's library, whether the node held or
+//!   waited. A session's library is what its registration or its marks say; one that said
+//!   neither is Curator's (ours register every session before it touches a lock, and one
+//!   that did not is a judge error).
 //! - **tokens**: each register's accepted writes, in zxid (= version) order, carry tokens
 //!   that never decrease.
 //! - **lost updates**: each accepted write's value is the previous value plus one; a breach
@@ -167,6 +175,9 @@ pub struct Row {
     pub no_inner: u64,
     /// Nodes granted and left unmarked past the bound: a waiter that missed its turn.
     pub missed_turns: u64,
+    /// Lock nodes owned by another session that a session of this library deleted (the
+    /// operator's deletes aside): whatever the node was doing, only its owner may remove it.
+    pub foreign_deletes: u64,
     /// Marks left out of their directory's exclusion because the operator deleted the node
     /// they held (from the delete on): not a violation, the operator's doing.
     pub excused: u64,
@@ -181,6 +192,7 @@ impl Row {
             + self.lost_updates
             + self.no_inner
             + self.missed_turns
+            + self.foreign_deletes
     }
 }
 
@@ -326,7 +338,7 @@ impl fmt::Display for Verdict {
         )?;
         writeln!(
             f,
-            "{:<16} {:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8} {:>6} {:>7}",
+            "{:<16} {:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8} {:>6} {:>7} {:>7}",
             "recipe",
             "lib",
             "marks",
@@ -337,12 +349,13 @@ impl fmt::Display for Verdict {
             "lost",
             "no-inner",
             "missed",
+            "foreign",
             "excused"
         )?;
         for ((label, lib), r) in &self.rows {
             writeln!(
                 f,
-                "{label:<16} {lib:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8} {:>6} {:>7}",
+                "{label:<16} {lib:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8} {:>6} {:>7} {:>7}",
                 r.marks,
                 r.writes,
                 r.not_granted,
@@ -351,6 +364,7 @@ impl fmt::Display for Verdict {
                 r.lost_updates,
                 r.no_inner,
                 r.missed_turns,
+                r.foreign_deletes,
                 r.excused
             )?;
         }
@@ -466,7 +480,8 @@ struct Judge<'c> {
     libs: HashMap<i64, String>,
     /// When each registered session registered.
     registered: HashMap<i64, i64>,
-    /// The first lock node each session created (zxid, path).
+    /// The first lock node each session created or deleted: zxid, and what it did
+    /// (`created <path>`, `deleted <path>`).
     first_node: HashMap<i64, (i64, String)>,
     /// Violations found before their session's library is known (leases made without the
     /// inner lock, missed turns): zxid, session, label, what, the row's counter; blamed at
@@ -537,20 +552,15 @@ pub fn judge(entries: &[TxnEntry], cfg: &Config) -> Verdict {
     for (zxid, session, label, text, count) in std::mem::take(&mut j.blamed_later) {
         // Ours register every session before using it (checked below): one that neither
         // registered nor marked is one Curator made on its own.
-        let lib = j
-            .libs
-            .get(&session)
-            .map_or("java", String::as_str)
-            .to_owned();
+        let lib = j.lib_of(session);
         j.verdict.violate(zxid, &label, &lib, count, text);
     }
-    for (session, (zxid, path)) in &j.first_node {
+    for (session, (zxid, what)) in &j.first_node {
         if j.libs.get(session).is_some_and(|l| l == "rust")
             && j.registered.get(session).is_none_or(|r| r > zxid)
         {
             j.verdict.errors.push(format!(
-                "zxid {zxid:#x}: session {session:#x} of ours created {path} before it \
-                 registered"
+                "zxid {zxid:#x}: session {session:#x} of ours {what} before it registered"
             ));
         }
     }
@@ -614,7 +624,7 @@ impl Judge<'_> {
                 if let Some(l) = self.lock_dir(dir).cloned() {
                     self.first_node
                         .entry(entry.session_id())
-                        .or_insert_with(|| (zxid, path.clone()));
+                        .or_insert_with(|| (zxid, format!("created {path}")));
                     if let Some(inner) = &l.inner {
                         self.lease_created(zxid, entry.session_id(), &l, inner, path);
                     }
@@ -658,10 +668,24 @@ impl Judge<'_> {
         if life.owner == Some(deleter) {
             return; // its owner's delete or closeSession
         }
-        let czxid = life.czxid;
+        let (czxid, owner) = (life.czxid, life.owner);
         let by_operator = self.cfg.operators.contains(&deleter);
         if by_operator {
             self.operator_deleted.insert(path.to_owned(), (zxid, czxid));
+        } else if let Some(owner) = owner {
+            // Another client's node: only its owner (or the operator) may take it away.
+            self.first_node
+                .entry(deleter)
+                .or_insert_with(|| (zxid, format!("deleted {path}")));
+            let label = self
+                .lock_dir(tree::split(path).0)
+                .map_or_else(|| "?".to_owned(), |l| l.label.clone());
+            let lib = self.lib_of(deleter);
+            let text = format!(
+                "{path} of session {owner:#x} (czxid {czxid:#x}) deleted by session {deleter:#x}"
+            );
+            self.verdict
+                .violate(zxid, &label, &lib, |r| &mut r.foreign_deletes, text);
         }
         for (mark, live) in &self.marks {
             let named = live
@@ -704,13 +728,38 @@ impl Judge<'_> {
 
     /// How a node that is gone went: the zxid and session of its delete.
     fn gone_how(&self, node: &str) -> String {
-        self.tree
+        let life = self.tree.lives.iter().rev().find(|n| n.path == node);
+        match life.map(|n| (n.deleted, n.deleted_by)) {
+            Some((Some(z), Some(s))) => format!(" (deleted at zxid {z:#x} by session {s:#x})"),
+            Some((Some(z), None)) => format!(" (deleted at zxid {z:#x})"),
+            _ => String::new(),
+        }
+    }
+
+    /// The library of `session` as far as the record has said by now. Ours register every
+    /// session before it touches a lock (checked at the end, with [`Judge::first_node`]), so
+    /// a session that has neither registered nor marked is Curator's.
+    fn lib_of(&self, session: i64) -> String {
+        self.libs
+            .get(&session)
+            .map_or_else(|| "java".to_owned(), String::clone)
+    }
+
+    /// The session that took `held`'s node away from under `live` (the mark naming it),
+    /// when the record shows one other than the node's owner: that node's life (by its
+    /// token) deleted after the mark was made, by a session neither its owner (a release
+    /// before the unmark is the holder's own doing) nor the operator's (whose deletes are
+    /// excused).
+    fn vanished_by(&self, held: &Held, live: &Live) -> Option<i64> {
+        let life = self
+            .tree
             .lives
             .iter()
             .rev()
-            .find(|n| n.path == node)
-            .and_then(|n| n.deleted)
-            .map_or_else(String::new, |z| format!(" (deleted at zxid {z:#x})"))
+            .find(|n| n.path == held.node && n.czxid == held.token)?;
+        let (deleted, by) = (life.deleted?, life.deleted_by?);
+        (deleted > live.zxid && life.owner != Some(by) && !self.cfg.operators.contains(&by))
+            .then_some(by)
     }
 
     /// Whether `held`'s node is live, carries its token, and is granted; else why not.
@@ -853,19 +902,29 @@ impl Judge<'_> {
                     format!("{p} ({}, session {:#x}{why})", live.mark.lib, live.session)
                 })
                 .collect();
-            let mut blamed: Vec<String> = in_dir
+            // Blamed on each holder whose node the rule does not grant, or, when the record
+            // shows another session took that node away from under the holder's mark (which
+            // let the next one in), on that session; on the new mark if none.
+            let mut blamed: Vec<(String, String)> = in_dir
                 .iter()
                 .filter(|(_, live, h)| self.check_held(h, Some(live.session)).is_err())
-                .map(|(_, live, _)| live.mark.lib.clone())
+                .map(|(_, live, h)| match self.vanished_by(h, live) {
+                    Some(deleter) => (
+                        self.lib_of(deleter),
+                        format!("; blamed on session {deleter:#x}, which deleted {}", h.node),
+                    ),
+                    None => (live.mark.lib.clone(), String::new()),
+                })
                 .collect();
             if blamed.is_empty() {
-                blamed.push(mark.lib.clone());
+                blamed.push((mark.lib.clone(), String::new()));
             }
-            blamed.sort();
-            blamed.dedup();
-            for lib in blamed {
+            // One per library, a deleter's explanation first.
+            blamed.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+            blamed.dedup_by(|a, b| a.0 == b.0);
+            for (lib, why) in blamed {
                 let text = format!(
-                    "{} live marks in {dir}: {}",
+                    "{} live marks in {dir}: {}{why}",
                     in_dir.len(),
                     holders.join(", ")
                 );

@@ -847,12 +847,15 @@ fn an_operators_delete_of_a_held_node_excuses_the_old_holder_and_a_clients_does_
     assert!(v.ended_by_server.is_empty());
 
     // The same delete, by a session the run does not name as the operator's (another
-    // client's bug): the overlap is judged as before, and charged to the holder whose node
-    // the rule no longer grants.
+    // client's bug): the overlap is judged as before, and charged to the deleter (C, ours),
+    // as is the delete itself.
     let (log, _, cfg) = deleted_while_held(C);
     let v = log.judge_with(&cfg);
     let ours = row(&v, "mutex", "rust");
-    assert_eq!((ours.exclusion, ours.excused), (1, 0));
+    assert_eq!(
+        (ours.exclusion, ours.foreign_deletes, ours.excused),
+        (1, 1, 0)
+    );
     assert!(v.failure().is_some());
     assert_eq!(
         v.ended_by_delete
@@ -861,9 +864,14 @@ fn an_operators_delete_of_a_held_node_excuses_the_old_holder_and_a_clients_does_
             .collect::<Vec<_>>(),
         [false]
     );
-    // Without the operator named at all, the same.
+    // Without the operator named at all, its session is a client's like any other: one
+    // that never registered is Curator's, so the delete and the overlap it let in are
+    // charged there, not to our holders.
     let (log, _, _) = deleted_while_held(OP);
-    assert_eq!(row(&log.judge(), "mutex", "rust").exclusion, 1);
+    let v = log.judge();
+    assert_eq!(row(&v, "mutex", "rust").violations(), 0, "{v}");
+    let java = row(&v, "mutex", "java");
+    assert_eq!((java.exclusion, java.foreign_deletes), (1, 1), "{v}");
 }
 
 /// The excusal covers the overlap only: a stale write of ours accepted after the operator's
@@ -956,4 +964,114 @@ fn a_breach_before_the_operators_delete_is_judged_as_before() {
         .find(|v| v.text.contains("live marks"))
         .unwrap();
     assert!(last.text.starts_with("2 live marks"), "{}", last.text);
+}
+
+/// A Curator session: it never registers, its marks say `java`.
+const J: i64 = 0x500;
+/// Another Curator session.
+const K: i64 = 0x600;
+
+/// A lock node's path and token.
+type Node = (String, i64);
+
+/// A history where Curator's J holds `j` (marked), Curator's K waits on `k` and ours C on
+/// `c`; the sessions J and K opened.
+fn curator_holds() -> (Log, Node, Node, Node, String) {
+    let mut log = Log::new();
+    for s in [J, K] {
+        log.push(
+            s,
+            TxnBody::CreateSession(CreateSessionTxn { timeout: 4000 }),
+        );
+    }
+    let j = log.node(J, M, "_c_j-lock-0000000000");
+    let k = log.node(K, M, "_c_k-lock-0000000001");
+    let c = log.node(C, M, "_c_c-lock-0000000002");
+    let mj = log.mark(J, "java", &[(&j.0, j.1)]);
+    (log, j, k, c, mj)
+}
+
+/// Issue 49, blame: our session deletes Curator's holder's node and holds beside it. The
+/// record says who took the node away: the delete is a finding against ours, and so is the
+/// overlap it let in (the old judge charged it to Curator, whose node was "not granted").
+#[test]
+fn ours_deleting_curators_held_node_and_holding_beside_it_is_charged_to_ours() {
+    let (mut log, j, _, c, _) = curator_holds();
+    log.delete(K, &format!("{M}/_c_k-lock-0000000001")); // K gave up: c is next
+    log.delete(C, &j.0);
+    log.mark(C, "rust", &[(&c.0, c.1)]);
+    let v = log.judge();
+    assert_eq!(row(&v, "mutex", "java").violations(), 0, "{v}");
+    let ours = row(&v, "mutex", "rust");
+    assert_eq!((ours.exclusion, ours.violations()), (1, 2), "{v}");
+    assert!(v.failure().is_some(), "{v}");
+    let texts: Vec<&str> = v.violations.iter().map(|v| v.text.as_str()).collect();
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains(&format!("{} of session {J:#x}", j.0))
+                && t.contains(&format!("deleted by session {C:#x}"))),
+        "{texts:?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("live marks") && t.contains(&format!("blamed on session {C:#x}"))),
+        "{texts:?}"
+    );
+}
+
+/// The same delete when Curator's next waiter follows: the overlap is between two Curator
+/// marks, yet ours let it in (the old judge charged it to Curator, and nothing to ours).
+/// Once Curator's old holder has unmarked, no overlap is left on the record, and the delete
+/// alone is still ours to answer for.
+#[test]
+fn ours_deleting_curators_held_node_before_curators_next_waiter_is_charged_to_ours() {
+    let (mut log, j, k, _, mj) = curator_holds();
+    log.delete(C, &j.0);
+    log.mark(K, "java", &[(&k.0, k.1)]);
+    let v = log.judge();
+    assert_eq!(row(&v, "mutex", "java").violations(), 0, "{v}");
+    assert_eq!(row(&v, "mutex", "rust").exclusion, 1, "{v}");
+    assert_eq!(row(&v, "mutex", "rust").violations(), 2, "{v}");
+    assert!(v.failure().is_some());
+
+    let (mut log, j, k, _, mj2) = curator_holds();
+    log.delete(C, &j.0);
+    log.delete(J, &mj2);
+    log.mark(K, "java", &[(&k.0, k.1)]);
+    let v = log.judge();
+    assert_eq!(row(&v, "mutex", "java").violations(), 0, "{v}");
+    let ours = row(&v, "mutex", "rust");
+    assert_eq!((ours.exclusion, ours.violations()), (0, 1), "{v}");
+    assert!(v.failure().is_some());
+    let _ = mj;
+}
+
+/// Any lock node, held or waiting: only its owner (or the operator) may delete it. A
+/// Curator session deleting our waiter's node is counted against Curator; a holder that
+/// deletes its own node before its mark is its own overlap's cause.
+#[test]
+fn a_delete_of_another_sessions_lock_node_is_the_deleters_and_ones_own_is_not() {
+    let (mut log, j, _, c, mj) = curator_holds();
+    log.delete(K, &c.0); // Curator's K deletes our waiter's node
+    log.delete(J, &mj);
+    log.delete(J, &j.0);
+    let v = log.judge();
+    assert_eq!(row(&v, "mutex", "java").violations(), 1, "{v}");
+    assert_eq!(row(&v, "mutex", "rust").violations(), 0, "{v}");
+    assert_eq!(v.failure(), None, "Curator's are counted, not failed");
+
+    // J releases its node while its mark lives (its own bug), K marks: J's, not a deleter's.
+    let (mut log, j, k, _, _) = curator_holds();
+    log.delete(J, &j.0);
+    log.mark(K, "java", &[(&k.0, k.1)]);
+    let v = log.judge();
+    let java = row(&v, "mutex", "java");
+    assert_eq!((java.exclusion, java.violations()), (1, 1), "{v}");
+    assert!(
+        v.violations[0].text.contains(&format!("by session {J:#x}")),
+        "{v}"
+    );
+    assert_eq!(row(&v, "mutex", "rust").violations(), 0, "{v}");
 }

@@ -19,6 +19,9 @@ pub struct NodeLife {
     pub data: Bytes,
     /// The zxid that deleted it (a delete, or its owner's closeSession), if any.
     pub deleted: Option<i64>,
+    /// The session whose transaction deleted it (the delete's, or the closeSession's), if
+    /// it was deleted.
+    pub deleted_by: Option<i64>,
     /// The zxid that set each data version (version `k` at index `k - 1`).
     pub versions: Vec<i64>,
     /// Each create of a child: the `cversion` it gave this node, and its zxid (strictly
@@ -151,7 +154,7 @@ impl Tree {
                 }
                 for path in paths {
                     if self.live.contains_key(&path) {
-                        self.delete(&path, zxid, out);
+                        self.delete(&path, zxid, session, out);
                     }
                 }
             }
@@ -174,7 +177,7 @@ impl Tree {
             }
             TxnBody::Delete(t) | TxnBody::DeleteContainer(t) => {
                 if self.live.contains_key(&t.path) {
-                    self.delete(&t.path, zxid, out);
+                    self.delete(&t.path, zxid, session, out);
                 } else {
                     self.anomalies
                         .push(format!("zxid {zxid:#x}: delete of {}, not there", t.path));
@@ -290,13 +293,14 @@ impl Tree {
             owner,
             data: data.unwrap_or_default(),
             deleted: None,
+            deleted_by: None,
             versions: Vec::new(),
             cversions: Vec::new(),
         });
         out.push(Change::Created(path.to_owned()));
     }
 
-    fn delete(&mut self, path: &str, zxid: i64, out: &mut Vec<Change>) {
+    fn delete(&mut self, path: &str, zxid: i64, session: i64, out: &mut Vec<Change>) {
         let Some(i) = self.live.remove(path) else {
             return;
         };
@@ -309,6 +313,7 @@ impl Tree {
         }
         if let Some(life) = self.lives.get_mut(i) {
             life.deleted = Some(zxid);
+            life.deleted_by = Some(session);
             if let Some(s) = life.owner {
                 if let Some(e) = self.ephemerals.get_mut(&s) {
                     e.remove(path);
