@@ -343,6 +343,11 @@ pub struct Chaos {
     /// for all of them when it ends.
     #[arg(long)]
     pub cohort: bool,
+    /// Pass a run whose servers lost committed transactions (ZooKeeper's bug: the log
+    /// judge finds it) when nothing judged up to the loss fails it; without this flag such a
+    /// run is inconclusive and fails.
+    #[arg(long)]
+    pub accept_server_loss: bool,
 }
 
 /// `stress RECIPE [FLAGS]`.

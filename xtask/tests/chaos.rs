@@ -40,6 +40,7 @@ fn a_minute(seed: u64, change: impl FnOnce(&mut ChaosOptions)) -> Outcome {
         out_dir,
         spacing: None,
         hold: None,
+        accept_server_loss: false,
     };
     change(&mut opts);
     let classpath = xtask::curator::classpath().unwrap();

@@ -113,6 +113,7 @@ fn run_control(control: &Control, hold: Option<Duration>) -> xtask::chaos::run::
         out_dir,
         spacing: None,
         hold,
+        accept_server_loss: false,
     };
     run(
         &opts,

@@ -134,10 +134,11 @@ pub struct Input<'a> {
     pub acquire_deadline: u64,
     /// Nodes found under the lock paths at the end.
     pub nodes_left: &'a [LeftNode],
-    /// Where the servers' log judge found ZooKeeper lost committed history (the first
-    /// zxid it lost), if it did: a node created from there on is in a history the servers
-    /// did not keep (a delete of it may be what they lost), so it is reported, not judged.
-    pub servers_lost_from: Option<i64>,
+    /// The history the servers' log judge found ZooKeeper lost, if it did: a node made in
+    /// that stretch, or deleted there by the log, is in a history the servers did not keep (a
+    /// delete of it may be what they lost), so it is reported, not judged. Nodes made before
+    /// it and not deleted in it, or made after it, are judged.
+    pub servers_lost: Option<&'a super::judge::LostStretch>,
     /// Holds whose node the operator deleted ([`operator_deletes`]).
     pub operator_deletes: &'a [OperatorDelete],
 }
@@ -192,8 +193,8 @@ pub struct Report {
     /// Nodes left, each with the client whose session owns it (`?` when no client recorded
     /// that session).
     pub nodes_left: Vec<(String, String)>,
-    /// Nodes left that were created in or after history the servers lost (see
-    /// [`Input::servers_lost_from`]), with their client: reported, not judged.
+    /// Nodes left whose life ended in history the servers lost (see
+    /// [`Input::servers_lost`]), with their client: reported, not judged.
     pub left_in_lost_history: Vec<(String, String)>,
     /// Lines that did not fit (a write without its hold): a harness or worker bug.
     pub malformed: Vec<String>,
@@ -332,7 +333,7 @@ impl fmt::Display for Report {
         if !self.left_in_lost_history.is_empty() {
             writeln!(
                 f,
-                "nodes left that were made in history the servers lost (not judged): {}",
+                "nodes left made or deleted in history the servers lost (not judged): {}",
                 self.left_in_lost_history.len()
             )?;
             for (node, who) in self.left_in_lost_history.iter().take(SAMPLES) {
@@ -366,7 +367,11 @@ pub fn check(input: &Input<'_>) -> Report {
             who.to_owned(),
         )
     };
-    let in_lost = |n: &&LeftNode| input.servers_lost_from.is_some_and(|from| n.czxid >= from);
+    let in_lost = |n: &&LeftNode| {
+        input
+            .servers_lost
+            .is_some_and(|l| l.covers(&n.path, n.czxid))
+    };
     let mut report = Report {
         nodes_left: input
             .nodes_left

@@ -75,6 +75,7 @@ pub fn run(cli: &crate::cli::Chaos) -> Result<(), Box<dyn Error>> {
         out_dir: out_dir.clone(),
         spacing: None,
         hold: None,
+        accept_server_loss: cli.accept_server_loss,
     };
     let ours_bin = if cli.plant.is_some() {
         planted_worker()?

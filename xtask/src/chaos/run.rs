@@ -59,6 +59,10 @@ pub struct ChaosOptions {
     /// How long each hold of ours lasts; `None`: a random 0.2-3 ms (the negative control for
     /// the lost signal on deleted nodes holds longer than its bound).
     pub hold: Option<Duration>,
+    /// Whether the run passes when the servers lost committed transactions and nothing
+    /// judged up to there fails it ([`judge::Config::accept_server_loss`]); otherwise such a
+    /// run is inconclusive and fails.
+    pub accept_server_loss: bool,
 }
 
 /// A fault as carried out: what, on what, from when to when (ns on the shared clock).
@@ -269,6 +273,7 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
     let judge_cfg = judge::Config {
         idle_bound_ms: Some(i64::try_from(idle_bound.as_millis()).unwrap_or(i64::MAX)),
         operators,
+        accept_server_loss: opts.accept_server_loss,
         ..judge::Config::chaos(&opts.recipes, opts.leases)
     };
     let verdict = judge::judge_dirs(&data_dirs, &judge_cfg)?;
@@ -308,7 +313,7 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
         leases: opts.leases,
         acquire_deadline: end + 2 * session_ns + 10_000_000_000,
         nodes_left: &nodes_left,
-        servers_lost_from: verdict.server_loss.as_ref().map(|f| f.since),
+        servers_lost: verdict.lost_stretch.as_ref(),
         operator_deletes: &operator_deletes,
     });
     let signal = super::signal::measure(

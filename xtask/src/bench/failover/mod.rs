@@ -320,6 +320,7 @@ pub fn run(opts: &Options) -> Result<()> {
             out_dir: out_dir.clone(),
             spacing: Some(opts.gap),
             hold: None,
+            accept_server_loss: false,
         };
         let outcome = crate::chaos::run::run(&chaos, &ours_bin, &classpath)?;
         for why in [outcome.judge.failure(), outcome.report.failure()]

@@ -55,12 +55,12 @@ fn run(events: &[Event], pauses: &[Pause], nodes_left: &[LeftNode]) -> Report {
     run_lost(events, pauses, nodes_left, None)
 }
 
-/// [`run`], with the servers' log showing they lost history from `lost_from`.
+/// [`run`], with the servers' log showing they lost the history `lost`.
 fn run_lost(
     events: &[Event],
     pauses: &[Pause],
     nodes_left: &[LeftNode],
-    lost_from: Option<i64>,
+    lost: Option<&crate::chaos::judge::LostStretch>,
 ) -> Report {
     check(&Input {
         events,
@@ -69,7 +69,7 @@ fn run_lost(
         leases: 3,
         acquire_deadline: 1_000 * S,
         nodes_left,
-        servers_lost_from: lost_from,
+        servers_lost: lost,
         operator_deletes: &[],
     })
 }
@@ -282,14 +282,41 @@ fn a_stuck_acquire_and_a_node_left_fail_the_run() {
     assert!(r.failure().unwrap().contains("1 nodes of ours left"), "{r}");
     // A node made in history the servers lost (their delete of it may be what they lost):
     // reported, not judged; one made before the loss is still judged.
-    let r = run_lost(&sessions, &[], &[node(7)], Some(0x3e_0000_000b));
+    let lost = |from, to, deleted: &[i64]| crate::chaos::judge::LostStretch {
+        from,
+        to,
+        deleted: deleted
+            .iter()
+            .map(|&c| ("/chaos/mutex/_c_x-lock-0000000009".to_owned(), c))
+            .collect(),
+    };
+    let stretch = lost(0x3e_0000_000b, 0x3f_0000_0000, &[]);
+    let r = run_lost(&sessions, &[], &[node(7)], Some(&stretch));
     assert_eq!((r.failure(), r.nodes_left.len()), (None, 0), "{r}");
     assert_eq!(r.left_in_lost_history.len(), 1, "{r}");
     assert!(
-        r.to_string().contains("made in history the servers lost"),
+        r.to_string()
+            .contains("made or deleted in history the servers lost"),
         "{r}"
     );
-    let r = run_lost(&sessions, &[], &[node(7)], Some(0x3e_0000_0011));
+    let stretch = lost(0x3e_0000_0011, 0x3f_0000_0000, &[]);
+    let r = run_lost(&sessions, &[], &[node(7)], Some(&stretch));
+    assert!(r.failure().unwrap().contains("1 nodes of ours left"), "{r}");
+    // Issue 49: only the lost stretch. A node made after the servers' state parted from the
+    // log (their own history again) is judged; one made before the stretch whose delete the
+    // log has in it is not (that delete may be what they lost), one deleted elsewhere is.
+    let stretch = lost(0x3e_0000_0001, 0x3e_0000_000f, &[]);
+    let r = run_lost(&sessions, &[], &[node(7)], Some(&stretch));
+    assert!(r.failure().unwrap().contains("1 nodes of ours left"), "{r}");
+    let stretch = lost(0x3e_0000_0011, 0x3f_0000_0000, &[0x3e_0000_0010]);
+    let r = run_lost(&sessions, &[], &[node(7)], Some(&stretch));
+    assert_eq!(
+        (r.failure(), r.left_in_lost_history.len()),
+        (None, 1),
+        "{r}"
+    );
+    let stretch = lost(0x3e_0000_0011, 0x3f_0000_0000, &[0x3e_0000_0005]);
+    let r = run_lost(&sessions, &[], &[node(7)], Some(&stretch));
     assert!(r.failure().unwrap().contains("1 nodes of ours left"), "{r}");
 }
 
@@ -400,7 +427,7 @@ fn a_hold_whose_node_the_operator_deleted_ends_at_the_delete() {
             leases: 3,
             acquire_deadline: 1_000 * S,
             nodes_left: &[],
-            servers_lost_from: None,
+            servers_lost: None,
             operator_deletes: deletes,
         })
     };

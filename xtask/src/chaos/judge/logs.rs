@@ -8,6 +8,9 @@ use zk_proto::txnlog::{TxnBody, TxnEntry, TxnLogReader};
 /// One member's log: its entries in file order, and what stopped a file early.
 #[derive(Debug, Clone, Default)]
 pub struct MemberLog {
+    /// Log files read (whole or not): a member with none has left no record, which the
+    /// judge says rather than judging nothing.
+    pub files: usize,
     /// Every entry read, in the order of the files (by their zxid) and of the records.
     pub entries: Vec<TxnEntry>,
     /// Files whose last record was torn (cut short or without its `'B'`: a write torn by a
@@ -20,6 +23,7 @@ pub struct MemberLog {
 /// Reads one log file's bytes: its entries up to the padding, the end, a torn last record
 /// (then `torn` is set) or an error (said in `errors`, prefixed by `name`).
 pub fn read_file(name: &str, bytes: &[u8], into: &mut MemberLog) {
+    into.files += 1;
     let log = match TxnLogReader::new(bytes) {
         Ok(log) => log,
         Err(e) => {

@@ -41,9 +41,19 @@
 //! accepted is a violation). Every held node a session other than its owner deleted
 //! (operator or not) is listed ([`Verdict::ended_by_delete`]) for the lost signal's
 //! timeliness.
-//! [`Verdict::failure`] fails on any violation of ours and on what stops the log from being
-//! read as a whole (two members disagreeing on a zxid, a zxid in no log, a replay that does
-//! not fit); Curator's are counted beside.
+//!
+//! What the judge cannot read is an error, never a pass: a member with no log files, an
+//! empty committed history, members disagreeing on a zxid, a zxid in no log, a replay that
+//! does not fit (a create of a live path, a register's data version ahead of the log's: the
+//! logs lack a committed write), a node under the marks that is not ephemeral or does not
+//! parse. When the servers show they lost committed transactions (a version set again at
+//! or below what the log had reached), the judgement stops at the start of the epoch that
+//! parted from the log and drops what it found from there ([`Verdict::server_loss`]); the run
+//! is then **inconclusive** and fails unless it accepts the loss
+//! ([`Config::accept_server_loss`]). The report says how many txns, marks and writes it
+//! judged.
+//! [`Verdict::failure`] fails on any violation of ours, any error, and an unaccepted server
+//! loss; Curator's violations are counted beside.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -103,6 +113,10 @@ pub struct Config {
     /// The operator's sessions (the nemesis's own, recorded when it opened them): their
     /// deletes of lock nodes are the operator's, not a recipe's.
     pub operators: Vec<i64>,
+    /// Whether a run whose servers lost committed transactions passes when nothing judged up
+    /// to the loss fails it. By default such a run is inconclusive, and fails
+    /// ([`Verdict::failure`]): what came after the loss was not judged.
+    pub accept_server_loss: bool,
 }
 
 impl Config {
@@ -151,6 +165,7 @@ impl Config {
             locks,
             idle_bound_ms: None,
             operators: Vec::new(),
+            accept_server_loss: false,
         }
     }
 }
@@ -193,6 +208,29 @@ impl Row {
             + self.no_inner
             + self.missed_turns
             + self.foreign_deletes
+    }
+}
+
+/// The history the servers lost: from the first zxid they forgot to where their state
+/// parted from the log ([`tree::Forgotten`]'s `since` and `parted`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LostStretch {
+    /// The first zxid the servers forgot.
+    pub from: i64,
+    /// Where their state parted from the log: their own history again from here on.
+    pub to: i64,
+    /// The nodes (path, czxid) the log shows deleted in the stretch: deletes the servers
+    /// may have lost.
+    pub deleted: Vec<(String, i64)>,
+}
+
+impl LostStretch {
+    /// Whether the node at `path` made at `czxid` lived its end in the lost history: made
+    /// there, or deleted there by the log (so a node left by it may be the servers' loss,
+    /// not a client's). A node made before and not deleted there, or made after, is not.
+    pub fn covers(&self, path: &str, czxid: i64) -> bool {
+        (self.from..self.to).contains(&czxid)
+            || self.deleted.iter().any(|(p, c)| p == path && *c == czxid)
     }
 }
 
@@ -253,10 +291,15 @@ pub struct Verdict {
     pub violations: Vec<Violation>,
     /// Where the servers showed they lost committed transactions (their state parted from
     /// their logs): the judgement stops there, and what it found from where they parted is
-    /// dropped. ZooKeeper's bug, not a lock's; the run is judged up to there.
+    /// dropped. ZooKeeper's bug, not a lock's; the run is judged up to there, and is
+    /// inconclusive (it fails) unless it accepts the loss ([`Config::accept_server_loss`]).
     pub server_loss: Option<tree::Forgotten>,
     /// Transactions not judged after a server loss.
     pub unjudged: usize,
+    /// The history the servers lost, with the nodes it made or deleted, when they lost some.
+    pub lost_stretch: Option<LostStretch>,
+    /// Whether the run accepts a server loss ([`Config::accept_server_loss`]).
+    pub server_loss_accepted: bool,
     /// Which row counter each violation went to (with `violations`, in its order).
     counted: Vec<fn(&mut Row) -> &mut u64>,
     /// Marks the server ended itself, with their session (expired, or closed with the hold
@@ -282,7 +325,25 @@ impl Verdict {
         if !self.errors.is_empty() {
             why.push(format!("{} log judge errors", self.errors.len()));
         }
+        if let Some(loss) = self
+            .server_loss
+            .as_ref()
+            .filter(|_| !self.server_loss_accepted)
+        {
+            why.push(format!(
+                "inconclusive: the servers lost committed transactions (from zxid {:#x}; {} \
+                 txns not judged)",
+                loss.since, self.unjudged
+            ));
+        }
         (!why.is_empty()).then(|| why.join(", "))
+    }
+
+    /// Marks and register writes judged, over every recipe and library.
+    pub fn judged(&self) -> (u64, u64) {
+        self.rows
+            .values()
+            .fold((0, 0), |(m, w), r| (m + r.marks, w + r.writes))
     }
 
     fn row(&mut self, label: &str, lib: &str) -> &mut Row {
@@ -330,10 +391,12 @@ impl Verdict {
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (a, b) = self.span.unwrap_or_default();
+        let (marks, writes) = self.judged();
         writeln!(
             f,
-            "log judge: {} txns, zxids {a:#x}..{b:#x} (every member's log, merged; {} \
-             logged by a minority left out, never committed)",
+            "log judge: {} txns judged ({marks} marks, {writes} register writes), zxids \
+             {a:#x}..{b:#x} (every member's log, merged; {} logged by a minority left out, \
+             never committed)",
             self.txns, self.uncommitted
         )?;
         writeln!(
@@ -406,6 +469,15 @@ impl fmt::Display for Verdict {
                 loss.parted,
                 self.unjudged
             )?;
+            writeln!(
+                f,
+                "  {}",
+                if self.server_loss_accepted {
+                    "the loss is accepted: the run is judged up to there"
+                } else {
+                    "INCONCLUSIVE: the run fails (a run may accept a server loss)"
+                }
+            )?;
         }
         for v in self.violations.iter().take(SHOWN) {
             writeln!(f, "  zxid {:#x} {} {}: {}", v.zxid, v.label, v.lib, v.text)?;
@@ -441,9 +513,21 @@ pub fn judge_members(members: &[logs::MemberLog], cfg: &Config) -> Verdict {
     let mut verdict = judge(&merged.entries, cfg);
     verdict.uncommitted = merged.uncommitted.len();
     for (m, member) in members.iter().enumerate() {
+        if member.files == 0 {
+            verdict.errors.push(format!(
+                "member {m}: no log files (its data dir holds no record to judge)"
+            ));
+        }
         verdict
             .errors
             .extend(member.errors.iter().map(|e| format!("member {m}: {e}")));
+    }
+    if merged.entries.is_empty() {
+        verdict.errors.push(
+            "the committed history is empty (no transaction logged by a majority of the \
+             members): nothing to judge"
+                .to_owned(),
+        );
     }
     verdict.errors.extend(merged.errors);
     verdict
@@ -563,6 +647,18 @@ pub fn judge(entries: &[TxnEntry], cfg: &Config) -> Verdict {
                 "zxid {zxid:#x}: session {session:#x} of ours {what} before it registered"
             ));
         }
+    }
+    j.verdict.server_loss_accepted = cfg.accept_server_loss;
+    if let Some(f) = &j.verdict.server_loss {
+        let (from, to) = (f.since, f.parted);
+        let deleted = j
+            .tree
+            .lives
+            .iter()
+            .filter(|n| n.deleted.is_some_and(|d| (from..to).contains(&d)))
+            .map(|n| (n.path.clone(), n.czxid))
+            .collect();
+        j.verdict.lost_stretch = Some(LostStretch { from, to, deleted });
     }
     if let Some(since) = j.verdict.server_loss.as_ref().map(|f| f.parted) {
         // Judged against a history the servers no longer had: dropped, and uncounted.
@@ -806,7 +902,13 @@ impl Judge<'_> {
             return;
         };
         let Some(session) = node.owner else {
-            return; // a persistent parent, not a mark
+            // A mark lives as long as its holder's session, or it stands for a hold that
+            // ended: one that is not ephemeral is no mark the judge can read.
+            let data = String::from_utf8_lossy(&node.data).into_owned();
+            self.verdict.errors.push(format!(
+                "zxid {zxid:#x}: {path} (data {data:?}) under the marks is not ephemeral"
+            ));
+            return;
         };
         if let Some(lib) = marks::parse_session(&node.data) {
             self.libs.insert(session, lib);

@@ -29,9 +29,10 @@ pub struct NodeLife {
     pub cversions: Vec<(i32, i64)>,
 }
 
-/// The servers contradicting their own logs: a `setData` whose new data version, or a create
-/// whose parent's new children version, says the servers did not have changes the logs show
-/// a majority of members committed (ZooKeeper lost committed transactions). Lock directories
+/// The servers contradicting their own logs: a `setData` whose new data version (at or
+/// below the log's), or a create whose parent's new children version, says the servers did
+/// not have changes the logs show a majority of members committed (ZooKeeper lost committed
+/// transactions). A data version ahead of the log's is the log lacking a write, an anomaly. Lock directories
 /// see a create every few milliseconds, so a lost tail shows within milliseconds of the
 /// epoch that lost it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -188,7 +189,18 @@ impl Tree {
                     if let Some(life) = self.lives.get_mut(i) {
                         life.data = t.data.clone().unwrap_or_default();
                         let version = usize::try_from(t.version).unwrap_or(0);
-                        if version != life.versions.len() + 1 && self.forgotten.is_none() {
+                        let had = life.versions.len();
+                        if version > had + 1 {
+                            // Ahead of the log: the log lacks committed writes of this node
+                            // (a txn missing from every member's log), not the servers
+                            // forgetting any.
+                            self.anomalies.push(format!(
+                                "zxid {zxid:#x}: setData of {} to data version {version}, where \
+                                 the log had reached {had}: the logs lack committed writes",
+                                t.path
+                            ));
+                            life.versions.resize(version - 1, zxid);
+                        } else if version != had + 1 && self.forgotten.is_none() {
                             let since = life.versions.get(version.saturating_sub(1)).copied();
                             let since = since.unwrap_or(zxid);
                             self.forgotten = Some(Forgotten {
