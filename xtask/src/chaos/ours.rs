@@ -9,7 +9,9 @@
 //! on the server for the log judge ([`marks`]): created by the lock's session in one `multi`
 //! with the hold's checks before the work, deleted after it and before the release; the
 //! register values name the node and token they were written under. A hold whose mark was
-//! not surely made writes nothing.
+//! not surely made writes nothing, and leaves an unmarked record instead (through the store
+//! session), later set to say how soon its holder was told it lost the hold: the judge
+//! accounts for every hold of ours by one or the other.
 //!
 //! Lines: `READY` once every client is connected; `GO` starts the run; after it, `DONE
 //! events=N` once every client has stopped (an acquire still running long after the run's
@@ -775,6 +777,9 @@ impl Contender {
             .map(|h| (h.node_path(), h.fencing_token()))
             .collect();
         let mark = self.mark(guard.check_ops(), &held).await;
+        if mark.is_err() {
+            self.unmarked(&held, guard.lost()).await;
+        }
         // Unmarked (its create failed or its outcome is unknown), the hold writes nothing:
         // the servers' log would show a write no mark stands for.
         let regs = if mark.is_ok() { regs } else { &[] };
@@ -858,6 +863,58 @@ impl Contender {
                 }
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Accounts on the record for a hold whose mark could not be made ([`marks`]'s unmarked
+    /// record, which the log judge reads): made through the store session (it outlives the
+    /// lock's), and once the guard says the hold is lost, set to say how long after the
+    /// failure that was. Waits for the signal (as a careful holder that cannot mark would
+    /// before going on) up to a session timeout and a little, while the record is made; a
+    /// holder never told stays recorded as untold, which the judge charges.
+    async fn unmarked(
+        &self,
+        held: &[(&str, i64)],
+        lost: impl std::future::Future<Output = recipe_mutex::Loss>,
+    ) {
+        let failed = Instant::now();
+        let path = format!(
+            "{}/{}{}-{}",
+            marks::MARKS,
+            marks::UNMARKED,
+            self.name,
+            self.n
+        );
+        let bound = self.cfg.session_timeout + Duration::from_secs(2);
+        let told = async {
+            tokio::time::timeout(bound, lost)
+                .await
+                .ok()
+                .map(|_| failed.elapsed())
+        };
+        let made = async {
+            let data = marks::unmarked_data("rust", held, None);
+            let ephemeral = CreateOptions::new(CreateMode::Ephemeral);
+            loop {
+                match self.store.create(&path, data.as_bytes(), &ephemeral).await {
+                    Ok(_) | Err(zk_client::Error::NodeExists) => return true,
+                    Err(_) if self.store.state().is_terminal() => return false,
+                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
+            }
+        };
+        let (told, made) = tokio::join!(told, made);
+        let Some(after) = told.filter(|_| made) else {
+            return;
+        };
+        let ms = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
+        let data = marks::unmarked_data("rust", held, Some(ms));
+        loop {
+            match self.store.set_data(&path, data.as_bytes(), None).await {
+                Ok(_) => return,
+                Err(_) if self.store.state().is_terminal() => return,
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
         }
     }
 
@@ -1040,12 +1097,11 @@ impl Contender {
                 continue;
             };
             let from = self.now();
-            let mark = self
-                .mark(
-                    vec![lease.check_op()],
-                    &[(lease.node_path(), lease.fencing_token())],
-                )
-                .await;
+            let held = [(lease.node_path(), lease.fencing_token())];
+            let mark = self.mark(vec![lease.check_op()], &held).await;
+            if mark.is_err() {
+                self.unmarked(&held, lease.lost()).await;
+            }
             let hold_for = self.hold_for();
             let mut lost_at = tokio::select! {
                 _ = lease.lost() => Some(self.now()),

@@ -276,7 +276,12 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
         accept_server_loss: opts.accept_server_loss,
         ..judge::Config::chaos(&opts.recipes, opts.leases)
     };
-    let verdict = judge::judge_dirs(&data_dirs, &judge_cfg)?;
+    let mut verdict = judge::judge_dirs(&data_dirs, &judge_cfg)?;
+    // Every hold of ours, as its worker recorded it, accounted for on the record (its mark,
+    // or a recorded failure to mark and the lost signal within a session timeout).
+    let events = history::read_dir(&dir)?;
+    let session_ms = u64::try_from(opts.session_timeout.as_millis()).unwrap_or(u64::MAX);
+    verdict.account(&our_holds(&events), session_ms);
     // Every finding, beside the histories (kept when the run fails), and the members' logs
     // when the judge failed (`cargo xtask txnlog <dir>/member-N` reads them).
     std::fs::write(dir.join("judge.txt"), verdict.all_findings())?;
@@ -293,7 +298,6 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
     }
     drop(zk);
 
-    let events = history::read_dir(&dir)?;
     let pauses: Vec<Pause> = timeline
         .iter()
         .filter(|a| matches!(a.kind, Kind::OursPause | Kind::CuratorPause))
@@ -334,6 +338,22 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
         events,
         dir,
     })
+}
+
+/// Every hold of ours in the workers' histories, by the name its mark was to have
+/// (`<who>-<n>`; a multi-lock's members are one hold).
+fn our_holds(events: &[history::Event]) -> Vec<judge::OurHold> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            history::Event::Hold(h) if h.who.starts_with("rust-") => Some(judge::OurHold {
+                name: format!("{}-{}", h.who, h.n),
+                label: history::Who::parse(&h.who)
+                    .map_or_else(|_| "?".to_owned(), |w| w.recipe.name().to_owned()),
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The longest stretch of time some fault lasted, overlapping faults merged.

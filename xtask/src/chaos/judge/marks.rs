@@ -14,6 +14,13 @@
 //!   (Curator replaces an expired session on its own), so a session that never registered
 //!   is Curator's, and the judge checks that no registered session of ours made a lock node
 //!   before its registration.
+//! - A hold of ours whose mark could not be made (its `multi` failed, or its outcome stayed
+//!   unknown for a session timeout) leaves an **unmarked record** instead: an EPHEMERAL node
+//!   `<MARKS>/unmarked-<name>` (`<name>` the mark's own) made by the worker's store session
+//!   (which outlives the lock's), data `unmarked <lib> <node>@<token>[ ...]`; once the guard
+//!   has told the holder it lost the hold, the worker sets it to the same followed by
+//!   ` lost <ms>`: how long after the failure the holder was told. The judge accounts for
+//!   every hold of ours by its mark or by such a record ([`super::Verdict::account`]).
 //! - A register write is a `setData` of `<REGISTERS>/<register>` whose data is `<value>
 //!   <lib> <node>@<token>`: the value (what the old checker reads), the library, and the
 //!   lock node under which it was written with that node's token (for a multi-lock's
@@ -50,6 +57,46 @@ pub struct Mark {
     pub lib: String,
     /// The nodes held.
     pub holds: Vec<Held>,
+}
+
+/// The name prefix of an unmarked record (under [`MARKS`], before the mark's own name).
+pub const UNMARKED: &str = "unmarked-";
+
+/// An unmarked record's data: the holds that could not be marked and, once the holder was
+/// told it lost them, how long after the failure that was (ms).
+pub fn unmarked_data(lib: &str, holds: &[(&str, i64)], lost_after_ms: Option<u64>) -> String {
+    let mut s = format!("unmarked {}", mark_data(lib, holds));
+    if let Some(ms) = lost_after_ms {
+        s.push_str(&format!(" lost {ms}"));
+    }
+    s
+}
+
+/// An unmarked record's data, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unmarked {
+    /// `rust` (Curator's worker leaves none).
+    pub lib: String,
+    /// The nodes the hold could not mark.
+    pub holds: Vec<Held>,
+    /// How long after the failure its holder was told it lost them, if it was (ms).
+    pub lost_after_ms: Option<u64>,
+}
+
+/// Parses an unmarked record's data.
+pub fn parse_unmarked(data: &[u8]) -> Option<Unmarked> {
+    let text = std::str::from_utf8(data).ok()?;
+    let rest = text.strip_prefix("unmarked ")?;
+    let (rest, lost_after_ms) = match rest.rsplit_once(" lost ") {
+        Some((rest, ms)) => (rest, Some(ms.parse().ok()?)),
+        None => (rest, None),
+    };
+    let mark = parse_mark(rest.as_bytes())?;
+    Some(Unmarked {
+        lib: mark.lib,
+        holds: mark.holds,
+        lost_after_ms,
+    })
 }
 
 /// A register value, parsed.
@@ -148,5 +195,17 @@ mod tests {
         assert_eq!(parse_register(b"0").unwrap(), Value { value: 0, by: None });
         assert_eq!(parse_register(b"0 rust"), None);
         assert_eq!(register_value(b""), 0);
+        let u = unmarked_data("rust", &[("/x", 7)], None);
+        assert_eq!(parse_mark(u.as_bytes()), None, "not read as a mark");
+        let p = parse_unmarked(u.as_bytes()).unwrap();
+        assert_eq!(
+            (p.lib.as_str(), p.holds.len(), p.lost_after_ms),
+            ("rust", 1, None)
+        );
+        let told = unmarked_data("rust", &[("/x", 7), ("/y", 8)], Some(1234));
+        let p = parse_unmarked(told.as_bytes()).unwrap();
+        assert_eq!((p.holds.len(), p.lost_after_ms), (2, Some(1234)));
+        assert_eq!(parse_unmarked(b"unmarked rust /x@7 lost soon"), None);
+        assert_eq!(parse_unmarked(b"unmarked rust"), None);
     }
 }

@@ -30,6 +30,12 @@
 //!   is blamed on the write, or on the one before if that one was not granted.
 //! - **inner lock**: a semaphore's lease is created by a session whose node in the inner
 //!   lock (`<path>/locks`) is granted.
+//! - **accounted holds** (given the workers' own list of holds of ours, with
+//!   [`Verdict::account`]): every hold of ours left its mark, or an unmarked record (its
+//!   mark failed) whose holder was told it lost the hold within the bound (a session
+//!   timeout, in a chaos run) after the failure. A hold that left neither, or whose holder
+//!   was never told or told late, is a violation of ours: a hold the marks cannot judge is
+//!   still one its holder must have been told it did not have.
 //!
 //! No rule cuts a hold: the marks live exactly as long as the server kept them. One excusal,
 //! by the record: a lock node deleted by the **operator** (a session the run names in
@@ -193,6 +199,10 @@ pub struct Row {
     /// Lock nodes owned by another session that a session of this library deleted (the
     /// operator's deletes aside): whatever the node was doing, only its owner may remove it.
     pub foreign_deletes: u64,
+    /// Holds of ours (as their workers recorded them) that left neither their mark nor an
+    /// unmarked record whose holder was told it lost the hold within the bound
+    /// ([`Verdict::account`]).
+    pub unaccounted: u64,
     /// Marks left out of their directory's exclusion because the operator deleted the node
     /// they held (from the delete on): not a violation, the operator's doing.
     pub excused: u64,
@@ -208,6 +218,7 @@ impl Row {
             + self.no_inner
             + self.missed_turns
             + self.foreign_deletes
+            + self.unaccounted
     }
 }
 
@@ -232,6 +243,24 @@ impl LostStretch {
         (self.from..self.to).contains(&czxid)
             || self.deleted.iter().any(|(p, c)| p == path && *c == czxid)
     }
+}
+
+/// An unmarked record ([`marks`]): a hold that could not leave its mark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnmarkedHold {
+    /// Where the record was made or last set.
+    pub zxid: i64,
+    /// How long after the failure the holder was told it lost the hold, if it was (ms).
+    pub lost_after_ms: Option<u64>,
+}
+
+/// A hold of ours as its worker recorded it, to be accounted for ([`Verdict::account`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OurHold {
+    /// The name its mark was to have (`<who>-<n>`: the client and its acquisition's count).
+    pub name: String,
+    /// Its recipe's label (the report's row).
+    pub label: String,
 }
 
 /// One violation found.
@@ -300,6 +329,13 @@ pub struct Verdict {
     pub lost_stretch: Option<LostStretch>,
     /// Whether the run accepts a server loss ([`Config::accept_server_loss`]).
     pub server_loss_accepted: bool,
+    /// Every mark's name (its path under the marks: `<who>-<n>`), registrations and
+    /// unmarked records aside.
+    pub marked: std::collections::BTreeSet<String>,
+    /// The unmarked records, by the name of the mark their hold could not make.
+    pub unmarked: BTreeMap<String, UnmarkedHold>,
+    /// Holds of ours accounted for by [`Verdict::account`] (`None`: not accounted).
+    pub accounted: Option<usize>,
     /// Which row counter each violation went to (with `violations`, in its order).
     counted: Vec<fn(&mut Row) -> &mut u64>,
     /// Marks the server ended itself, with their session (expired, or closed with the hold
@@ -337,6 +373,65 @@ impl Verdict {
             ));
         }
         (!why.is_empty()).then(|| why.join(", "))
+    }
+
+    /// Accounts for every hold of ours in `holds` (the workers' own list, one per
+    /// acquisition that held; a name listed twice counts once): each has its mark on the
+    /// record, or an unmarked record whose holder was told it lost the hold at most
+    /// `bound_ms` after the failure; any other is a violation of ours (`unaccounted`).
+    /// After a server loss nothing is accounted (marks from the parting on were not read):
+    /// [`Verdict::accounted`] stays `None`, and the report says so.
+    pub fn account(&mut self, holds: &[OurHold], bound_ms: u64) {
+        if self.server_loss.is_some() {
+            return;
+        }
+        let end = self.span.map_or(0, |(_, b)| b);
+        let mut seen = std::collections::HashSet::new();
+        for hold in holds {
+            if !seen.insert(hold.name.as_str()) || self.marked.contains(&hold.name) {
+                continue;
+            }
+            let (zxid, text) = match self.unmarked.get(&hold.name) {
+                Some(u) => match u.lost_after_ms {
+                    Some(ms) if ms <= bound_ms => continue,
+                    Some(ms) => (
+                        u.zxid,
+                        format!(
+                            "hold {} left no mark; its holder was told it lost the hold {ms} ms \
+                             after the failure (bound {bound_ms} ms)",
+                            hold.name
+                        ),
+                    ),
+                    None => (
+                        u.zxid,
+                        format!(
+                            "hold {} left no mark, and its holder was never told it lost the hold",
+                            hold.name
+                        ),
+                    ),
+                },
+                None => (
+                    end,
+                    format!(
+                        "hold {} left neither its mark nor an unmarked record",
+                        hold.name
+                    ),
+                ),
+            };
+            self.violate(zxid, &hold.label, "rust", |r| &mut r.unaccounted, text);
+        }
+        self.accounted = Some(seen.len());
+        self.sort();
+    }
+
+    /// The violations back in zxid order, each with its counter.
+    fn sort(&mut self) {
+        let mut both: Vec<_> = std::mem::take(&mut self.violations)
+            .into_iter()
+            .zip(std::mem::take(&mut self.counted))
+            .collect();
+        both.sort_by_key(|(v, _)| v.zxid);
+        (self.violations, self.counted) = both.into_iter().unzip();
     }
 
     /// Marks and register writes judged, over every recipe and library.
@@ -401,7 +496,7 @@ impl fmt::Display for Verdict {
         )?;
         writeln!(
             f,
-            "{:<16} {:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8} {:>6} {:>7} {:>7}",
+            "{:<16} {:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8} {:>6} {:>7} {:>6} {:>7}",
             "recipe",
             "lib",
             "marks",
@@ -413,12 +508,13 @@ impl fmt::Display for Verdict {
             "no-inner",
             "missed",
             "foreign",
+            "unacct",
             "excused"
         )?;
         for ((label, lib), r) in &self.rows {
             writeln!(
                 f,
-                "{label:<16} {lib:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8} {:>6} {:>7} {:>7}",
+                "{label:<16} {lib:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8} {:>6} {:>7} {:>6} {:>7}",
                 r.marks,
                 r.writes,
                 r.not_granted,
@@ -428,6 +524,7 @@ impl fmt::Display for Verdict {
                 r.no_inner,
                 r.missed_turns,
                 r.foreign_deletes,
+                r.unaccounted,
                 r.excused
             )?;
         }
@@ -442,6 +539,19 @@ impl fmt::Display for Verdict {
             nodes.dedup();
             nodes.len()
         };
+        match self.accounted {
+            Some(n) => writeln!(
+                f,
+                "  holds of ours accounted for: {n}, each by its mark or by an unmarked record \
+                 and the lost signal ({} unmarked records)",
+                self.unmarked.len()
+            )?,
+            None if self.server_loss.is_some() => writeln!(
+                f,
+                "  holds of ours not accounted for: the servers lost history"
+            )?,
+            None => {}
+        }
         let (operator, others) = (deletes(true), deletes(false));
         if operator + others > 0 {
             writeln!(
@@ -674,7 +784,7 @@ pub fn judge(entries: &[TxnEntry], cfg: &Config) -> Verdict {
             }
         }
     }
-    j.verdict.violations.sort_by_key(|v| v.zxid);
+    j.verdict.sort();
     let anomalies = std::mem::take(&mut j.tree.anomalies);
     j.verdict.errors.extend(anomalies);
     j.verdict
@@ -749,7 +859,21 @@ impl Judge<'_> {
             Change::DataSet(path) if Self::under(path, &self.cfg.registers).is_some() => {
                 self.written(zxid, entry.session_id(), path);
             }
-            Change::DataSet(_) => {}
+            Change::DataSet(path) => {
+                let hold = Self::under(path, &self.cfg.marks)
+                    .and_then(|name| name.strip_prefix(marks::UNMARKED))
+                    .map(str::to_owned);
+                match hold {
+                    Some(hold) => self.unmarked_record(zxid, path, hold),
+                    None if Self::under(path, &self.cfg.marks).is_some() => {
+                        self.verdict.errors.push(format!(
+                            "zxid {zxid:#x}: {path} set under the marks (only an unmarked \
+                             record's data changes)"
+                        ));
+                    }
+                    None => {}
+                }
+            }
         }
     }
 
@@ -897,6 +1021,33 @@ impl Judge<'_> {
             .map_or_else(|| "?".to_owned(), |l| l.label.clone())
     }
 
+    /// An unmarked record made or set at `zxid` ([`marks`]): kept by its hold's name for
+    /// [`Verdict::account`].
+    fn unmarked_record(&mut self, zxid: i64, path: &str, hold: String) {
+        let data = self
+            .tree
+            .node(path)
+            .map(|n| n.data.clone())
+            .unwrap_or_default();
+        match marks::parse_unmarked(&data) {
+            Some(u) => {
+                self.verdict.unmarked.insert(
+                    hold,
+                    UnmarkedHold {
+                        zxid,
+                        lost_after_ms: u.lost_after_ms,
+                    },
+                );
+            }
+            None => {
+                let data = String::from_utf8_lossy(&data).into_owned();
+                self.verdict.errors.push(format!(
+                    "zxid {zxid:#x}: unmarked record {path} with data {data:?}"
+                ));
+            }
+        }
+    }
+
     fn mark_created(&mut self, zxid: i64, path: &str) {
         let Some(node) = self.tree.node(path) else {
             return;
@@ -915,6 +1066,14 @@ impl Judge<'_> {
             self.registered.entry(session).or_insert(zxid);
             return;
         }
+        let name = Self::under(path, &self.cfg.marks)
+            .unwrap_or(path)
+            .to_owned();
+        if let Some(hold) = name.strip_prefix(marks::UNMARKED) {
+            let hold = hold.to_owned();
+            self.unmarked_record(zxid, path, hold);
+            return;
+        }
         let Some(mark) = marks::parse_mark(&node.data) else {
             let data = String::from_utf8_lossy(&node.data).into_owned();
             self.verdict
@@ -924,6 +1083,7 @@ impl Judge<'_> {
         };
         let label = self.label_of(&mark.holds);
         self.verdict.row(&label, &mark.lib).marks += 1;
+        self.verdict.marked.insert(name);
         for held in &mark.holds {
             self.granted_since.remove(&held.node);
             self.claimed.insert(held.node.clone());
