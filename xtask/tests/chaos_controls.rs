@@ -20,6 +20,10 @@
 //!   the log judge (which excuses the operator's overlap) and the clients' checker find
 //!   nothing.
 //!
+//! Each control asserts its own finding, not a sum over every kind: violations of ours (the
+//! judge's row counter for that kind: `not-granted` for the first three, `exclusion` for the
+//! cohort) in the row of one of its recipes.
+//!
 //! The runs one after another (each starts its own ensemble; the tests take turns); needs
 //! the planted worker, so the feature `plant` (on in `cargo xtask test`, which runs
 //! `--all-features`). Only our processes run: the controls judge ours.
@@ -31,13 +35,14 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use xtask::chaos::judge::{Row, Verdict};
 use xtask::chaos::nemesis::Kind;
 use xtask::chaos::ours::ChaosPlant;
 use xtask::chaos::run::{ChaosOptions, run};
 use xtask::recipe::{LEASES, Recipe};
 
-/// One control's run: what it changes, under which faults, and the judge's row counter that
-/// must show ours failing.
+/// One control's run: what it changes, under which faults, and the finding of ours it must
+/// show.
 struct Control {
     name: &'static str,
     fence: bool,
@@ -46,7 +51,37 @@ struct Control {
     nemesis: &'static [Kind],
     recipes: &'static [Recipe],
     seconds: u64,
+    /// What the log judge must find; `None`: nothing (the finding is the lost signal's).
+    expect: Option<Expect>,
 }
+
+/// The finding a control must show in the log judge's table: violations of ours (library
+/// `rust`) of one kind (a row counter), in the row of one of the control's recipes.
+struct Expect {
+    /// The counter's column, for the message.
+    kind: &'static str,
+    /// The counter.
+    count: fn(&Row) -> u64,
+}
+
+impl Expect {
+    /// The violations of ours of this kind, per recipe of `recipes`.
+    fn found(&self, judge: &Verdict, recipes: &[Recipe]) -> Vec<(&'static str, u64)> {
+        recipes
+            .iter()
+            .map(|r| {
+                let row = judge.rows.get(&(r.name().to_owned(), "rust".to_owned()));
+                (r.name(), row.map_or(0, self.count))
+            })
+            .collect()
+    }
+}
+
+/// A hold or a write whose node the recipe's rule did not grant (or that was gone).
+const NOT_GRANTED: Expect = Expect {
+    kind: "not-granted",
+    count: |r| r.not_granted,
+};
 
 const CONTROLS: [Control; 4] = [
     Control {
@@ -57,6 +92,8 @@ const CONTROLS: [Control; 4] = [
         nemesis: &[Kind::OursPause],
         recipes: &[Recipe::Mutex, Recipe::Rwlock, Recipe::Multilock],
         seconds: 40,
+        // A paused holder's unfenced write accepted after its node went with its session.
+        expect: Some(NOT_GRANTED),
     },
     Control {
         name: "grant-on-disconnect",
@@ -66,6 +103,8 @@ const CONTROLS: [Control; 4] = [
         nemesis: &[Kind::ClientCut, Kind::ClientStall],
         recipes: &Recipe::ALL,
         seconds: 30,
+        // A mark of a hold taken while a node ahead lived.
+        expect: Some(NOT_GRANTED),
     },
     Control {
         name: "shortcut",
@@ -75,6 +114,8 @@ const CONTROLS: [Control; 4] = [
         nemesis: &[Kind::ClientCut],
         recipes: &Recipe::ALL,
         seconds: 30,
+        // A mark of a hold taken on a predecessor's deletion while another node sorted first.
+        expect: Some(NOT_GRANTED),
     },
     Control {
         name: "cohort-double-grant",
@@ -84,6 +125,11 @@ const CONTROLS: [Control; 4] = [
         nemesis: &[Kind::ClientCut],
         recipes: &[Recipe::Mutex],
         seconds: 20,
+        // Two local waiters marking the one node, both granted: two live marks.
+        expect: Some(Expect {
+            kind: "exclusion",
+            count: |r| r.exclusion,
+        }),
     },
 ];
 
@@ -146,6 +192,7 @@ fn holds_not_told_their_node_was_deleted_fail_the_lost_signal() {
             nemesis: &[Kind::DeleteHeld],
             recipes: &[Recipe::Mutex, Recipe::Rwlock, Recipe::Multilock],
             seconds: 25,
+            expect: None,
         };
         let outcome = run_control(&control, hold);
         let (judge, report, signal) = (&outcome.judge, &outcome.report, &outcome.signal);
@@ -203,16 +250,14 @@ fn the_negative_controls_fail_from_the_servers_log() {
             control.name,
             judge.errors
         );
-        let ours: u64 = judge
-            .rows
-            .iter()
-            .filter(|((_, lib), _)| lib == "rust")
-            .map(|(_, row)| row.violations())
-            .sum();
+        // Its own finding: violations of ours of the expected kind, in one of its recipes.
+        let expect = control.expect.as_ref().unwrap();
+        let found = expect.found(judge, control.recipes);
         assert!(
-            ours > 0 && judge.failure().is_some(),
-            "control {}: the log judge found nothing wrong:\n{judge}",
-            control.name
+            found.iter().any(|&(_, n)| n > 0) && judge.failure().is_some(),
+            "control {}: no {} violation of ours in {found:?}:\n{judge}",
+            control.name,
+            expect.kind
         );
         let _ = std::fs::remove_dir_all(&outcome.dir);
     }
