@@ -16,9 +16,9 @@
 //! - **exclusion**: at every zxid the live marks of each lock directory satisfy its
 //!   exclusion (one holder; no reader beside a writer; at most N leases). A breach is blamed
 //!   on each mark whose node the rule does not grant at that zxid, except where the record
-//!   shows who took that node away: deleted after the mark was made by a session neither its
-//!   owner nor the operator's, it is that session's library that let the next holder in (the
-//!   new mark is blamed if no mark is ungranted).
+//!   shows who took that node away: deleted by a session neither its owner nor the
+//!   operator's, it is that session's library that let the next holder in (the new mark is
+//!   blamed if no mark is ungranted).
 //! - **foreign deletes**: a lock node deleted by a session other than its owner (and not
 //!   the operator's, below) is a violation of the deleter's library, whether the node held or
 //!   waited. A session's library is what its registration or its marks say; one that said
@@ -965,21 +965,21 @@ impl Judge<'_> {
             .map_or_else(|| "java".to_owned(), String::clone)
     }
 
-    /// The session that took `held`'s node away from under `live` (the mark naming it),
-    /// when the record shows one other than the node's owner: that node's life (by its
-    /// token) deleted after the mark was made, by a session neither its owner (a release
-    /// before the unmark is the holder's own doing) nor the operator's (whose deletes are
-    /// excused).
-    fn vanished_by(&self, held: &Held, live: &Live) -> Option<i64> {
+    /// The session that took `held`'s node away from its holder, when the record shows one
+    /// other than the node's owner: that node's life (by its token) deleted by a session
+    /// neither its owner (a release before the unmark is the holder's own doing) nor the
+    /// operator's (whose deletes are excused from the delete on, and not before the mark).
+    /// Before or after the mark was made: a holder that marks plainly (Curator's) may mark
+    /// a node taken from it after it was granted.
+    fn vanished_by(&self, held: &Held) -> Option<i64> {
         let life = self
             .tree
             .lives
             .iter()
             .rev()
             .find(|n| n.path == held.node && n.czxid == held.token)?;
-        let (deleted, by) = (life.deleted?, life.deleted_by?);
-        (deleted > live.zxid && life.owner != Some(by) && !self.cfg.operators.contains(&by))
-            .then_some(by)
+        let by = life.deleted_by?;
+        (life.owner != Some(by) && !self.cfg.operators.contains(&by)).then_some(by)
     }
 
     /// Whether `held`'s node is live, carries its token, and is granted; else why not.
@@ -1170,7 +1170,7 @@ impl Judge<'_> {
             let mut blamed: Vec<(String, String)> = in_dir
                 .iter()
                 .filter(|(_, live, h)| self.check_held(h, Some(live.session)).is_err())
-                .map(|(_, live, h)| match self.vanished_by(h, live) {
+                .map(|(_, live, h)| match self.vanished_by(h) {
                     Some(deleter) => (
                         self.lib_of(deleter),
                         format!("; blamed on session {deleter:#x}, which deleted {}", h.node),

@@ -1062,9 +1062,10 @@ fn ours_deleting_curators_held_node_and_holding_beside_it_is_charged_to_ours() {
 }
 
 /// The same delete when Curator's next waiter follows: the overlap is between two Curator
-/// marks, yet ours let it in (the old judge charged it to Curator, and nothing to ours).
-/// Once Curator's old holder has unmarked, no overlap is left on the record, and the delete
-/// alone is still ours to answer for.
+/// marks, yet ours let it in (the old judge charged it to Curator, and nothing to ours),
+/// also when Curator's holder marks only after its node was taken. Once Curator's old
+/// holder has unmarked, no overlap is left on the record, and the delete alone is still
+/// ours to answer for.
 #[test]
 fn ours_deleting_curators_held_node_before_curators_next_waiter_is_charged_to_ours() {
     let (mut log, j, k, _, mj) = curator_holds();
@@ -1075,6 +1076,28 @@ fn ours_deleting_curators_held_node_before_curators_next_waiter_is_charged_to_ou
     assert_eq!(row(&v, "mutex", "rust").exclusion, 1, "{v}");
     assert_eq!(row(&v, "mutex", "rust").violations(), 2, "{v}");
     assert!(v.failure().is_some());
+
+    // Curator's holder J granted but not yet marked (Curator marks plainly, after its
+    // acquire returned) when ours takes its node; K is let in and marks, then J marks the
+    // node it believes it holds: the overlap is ours too.
+    let mut log = Log::new();
+    for s in [J, K] {
+        log.push(
+            s,
+            TxnBody::CreateSession(CreateSessionTxn { timeout: 4000 }),
+        );
+    }
+    let j = log.node(J, M, "_c_j-lock-0000000000");
+    let k = log.node(K, M, "_c_k-lock-0000000001");
+    log.delete(C, &j.0);
+    log.mark(K, "java", &[(&k.0, k.1)]);
+    let plain = format!("/chaos-marks/java-{J:x}-1");
+    log.push(J, create(&plain, &mark_data("java", &[(&j.0, j.1)]), true));
+    let v = log.judge();
+    let java = row(&v, "mutex", "java");
+    assert_eq!((java.not_granted, java.exclusion), (1, 0), "{v}");
+    let ours = row(&v, "mutex", "rust");
+    assert_eq!((ours.foreign_deletes, ours.exclusion), (1, 1), "{v}");
 
     let (mut log, j, k, _, mj2) = curator_holds();
     log.delete(C, &j.0);
