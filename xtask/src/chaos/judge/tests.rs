@@ -1251,6 +1251,17 @@ fn a_data_version_ahead_of_the_log_is_an_error_not_a_server_loss() {
     let ours = row(&v, "mutex", "rust");
     assert_eq!((ours.not_granted, ours.exclusion), (1, 1), "{v}");
     assert!(v.failure().is_some());
+
+    // A version as far ahead as a log can say: one more anomaly, nothing sized by it.
+    log.versions.insert("mutex".into(), i32::MAX - 1);
+    log.write("mutex", 4, "rust", &a, ta);
+    let v = log.judge();
+    let ahead = v
+        .errors
+        .iter()
+        .filter(|e| e.contains("lack committed writes"))
+        .count();
+    assert_eq!((ahead, v.server_loss.is_none()), (2, true), "{v}");
 }
 
 /// Issue 49, unmarked holds: every hold of ours (the workers' own list) has its mark, or an

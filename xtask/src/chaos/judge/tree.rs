@@ -22,8 +22,10 @@ pub struct NodeLife {
     /// The session whose transaction deleted it (the delete's, or the closeSession's), if
     /// it was deleted.
     pub deleted_by: Option<i64>,
-    /// The zxid that set each data version (version `k` at index `k - 1`).
-    pub versions: Vec<i64>,
+    /// Each data version the log set, with the zxid that set it, in increasing version
+    /// (`1, 2, ...` in a history the servers kept: a version set again replaces those from
+    /// it on; one ahead leaves a gap, and is an anomaly).
+    pub versions: Vec<(i32, i64)>,
     /// Each create of a child: the `cversion` it gave this node, and its zxid (strictly
     /// increasing in any history the servers kept: every create adds one).
     pub cversions: Vec<(i32, i64)>,
@@ -188,9 +190,12 @@ impl Tree {
                 Some(i) => {
                     if let Some(life) = self.lives.get_mut(i) {
                         life.data = t.data.clone().unwrap_or_default();
-                        let version = usize::try_from(t.version).unwrap_or(0);
-                        let had = life.versions.len();
-                        if version > had + 1 {
+                        let version = t.version;
+                        let had = life.versions.last().map_or(0, |&(v, _)| v);
+                        // The versions the log set from this one on (none in a history the
+                        // servers kept: each setData adds one).
+                        let from = life.versions.partition_point(|&(v, _)| v < version);
+                        if i64::from(version) > i64::from(had) + 1 {
                             // Ahead of the log: the log lacks committed writes of this node
                             // (a txn missing from every member's log), not the servers
                             // forgetting any.
@@ -199,22 +204,22 @@ impl Tree {
                                  the log had reached {had}: the logs lack committed writes",
                                 t.path
                             ));
-                            life.versions.resize(version - 1, zxid);
-                        } else if version != had + 1 && self.forgotten.is_none() {
-                            let since = life.versions.get(version.saturating_sub(1)).copied();
-                            let since = since.unwrap_or(zxid);
+                        } else if i64::from(version) != i64::from(had) + 1
+                            && self.forgotten.is_none()
+                        {
+                            let since = life.versions.get(from).map_or(zxid, |&(_, z)| z);
                             self.forgotten = Some(Forgotten {
                                 zxid,
                                 path: t.path.clone(),
                                 what: "data version",
-                                version: t.version,
-                                had: life.versions.len(),
+                                version,
+                                had: usize::try_from(had).unwrap_or(0),
                                 since,
                                 parted: epoch_start(zxid),
                             });
                         }
-                        life.versions.truncate(version.saturating_sub(1));
-                        life.versions.push(zxid);
+                        life.versions.truncate(from);
+                        life.versions.push((version, zxid));
                     }
                     out.push(Change::DataSet(t.path.clone()));
                 }
