@@ -2,8 +2,9 @@
 //! ([`logs`]), merged by zxid and replayed into the tree's history ([`tree`]), then judged in
 //! zxid order from the log alone, whatever any client believed.
 //!
-//! Every hold leaves its **mark** on the server and every register write names the hold it
-//! was made under ([`marks`] has the format). The verdicts, per recipe and library:
+//! Every hold leaves its **mark** on the server (a hold of ours whose mark failed, an
+//! **unmarked record**) and every register write names the hold it was made under ([`marks`]
+//! has the formats). The verdicts, per recipe and library:
 //!
 //! - **granted**: at the zxid of every mark, each lock node it names exists, is owned by the
 //!   mark's session, carries the token the mark says (its czxid) and is granted by the
@@ -52,7 +53,7 @@
 //! empty committed history, members disagreeing on a zxid, a zxid in no log, a replay that
 //! does not fit (a create of a live path, a register's data version ahead of the log's: the
 //! logs lack a committed write), a node under the marks that is not ephemeral or does not
-//! parse. When the servers show they lost committed transactions (a version set again at
+//! parse, or whose data is set (an unmarked record's aside). When the servers show they lost committed transactions (a version set again at
 //! or below what the log had reached), the judgement stops at the start of the epoch that
 //! parted from the log and drops what it found from there ([`Verdict::server_loss`]); the run
 //! is then **inconclusive** and fails unless it accepts the loss
