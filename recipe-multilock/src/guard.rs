@@ -27,6 +27,29 @@ impl Taken {
             .map(|(member, _)| member.clone())
     }
 
+    /// Resolves with the first member one of whose nodes is seen gone (never if none is).
+    pub(crate) async fn first_gone(&self) -> Arc<dyn Lock> {
+        let mut waits: Vec<_> = self
+            .members
+            .iter()
+            .flat_map(|(member, guard)| {
+                guard
+                    .holds()
+                    .into_iter()
+                    .map(move |hold| (member, Box::pin(hold.gone())))
+            })
+            .collect();
+        std::future::poll_fn(|cx| {
+            for (member, wait) in &mut waits {
+                if wait.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Arc::clone(member));
+                }
+            }
+            Poll::Pending
+        })
+        .await
+    }
+
     /// Releases every member, last first, and reports each one's error. The deletes leave in
     /// that order without waiting for one another (ZooKeeper applies a session's requests in
     /// order, so others see the same deletes in the same order as with one round trip each),

@@ -166,8 +166,8 @@ impl InterProcessMultiLock {
     }
 
     /// One pass over the members, in order. A member whose node is seen gone (deleted by
-    /// another client) while a later one is taken ends the pass: the guard never holds a
-    /// dead member.
+    /// another client) while a later one is waited for or taken ends the pass: the guard
+    /// never holds a dead member.
     async fn take_once(&self, deadline: Option<Instant>) -> Result<Taking, Error> {
         let mut taken = Taken::default();
         for (i, member) in self.members.iter().enumerate() {
@@ -183,7 +183,18 @@ impl InterProcessMultiLock {
                 break;
             }
             let _ = i; // (read by the plant only)
-            match member.lock_until(deadline).await {
+            // A member taken whose node is deleted while this one is waited for ends the
+            // pass at once (the wait for this one is dropped: its node is cleaned up in the
+            // background), rather than when this one is granted, which may be never.
+            let attempt = tokio::select! {
+                biased;
+                gone = taken.first_gone() => {
+                    drop(taken);
+                    return Ok(Taking::Vanished(gone));
+                }
+                attempt = member.lock_until(deadline) => attempt,
+            };
+            match attempt {
                 Ok(Some(guard)) => taken.push(member.clone(), guard),
                 Ok(None) => {
                     // Released in the background, last first: the deadline is kept.

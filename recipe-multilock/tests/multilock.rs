@@ -582,3 +582,67 @@ async fn a_member_deleted_while_later_ones_are_taken_is_taken_again() {
     wait_children(&c, a, 0).await;
     wait_children(&c, b, 0).await;
 }
+
+/// A member deleted again on every pass: the multi-lock takes its members again
+/// `RETAKES` (3) times, then gives up with `NodeVanished` naming that member, leaving no
+/// node of its own behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_deleted_on_every_pass_ends_the_lock_after_three_retakes() {
+    let c = client().await;
+    let other = client().await;
+    let (a, b) = ("/t/ml-retakes/a", "/t/ml-retakes/b");
+    let blocker = InterProcessMutex::new(other.clone(), b)
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
+    let blocker_node = blocker.node_path().rsplit('/').next().unwrap().to_owned();
+    let multi = InterProcessMultiLock::new(c.clone(), &[a, b]).unwrap();
+    let taking = tokio::spawn(async move { multi.lock().await.map(|_| ()) });
+    let mut seen_a: Vec<String> = Vec::new();
+    let mut seen_b: Vec<String> = vec![blocker_node];
+    for _pass in 0..4 {
+        // This pass's node on `a` held and its node on `b` waiting, both new.
+        let held = new_child(&other, a, &seen_a).await;
+        let waiting = new_child(&other, b, &seen_b).await;
+        seen_b.push(waiting);
+        other.delete(&format!("{a}/{held}"), None).await.unwrap();
+        seen_a.push(held);
+    }
+    let err = bounded(taking).await.unwrap().unwrap_err();
+    assert_eq!(
+        err,
+        Error::Member(MemberError {
+            path: a.to_owned(),
+            kind: "mutex",
+            error: recipe_mutex::Error::NodeVanished,
+        })
+    );
+    // Nothing of the multi-lock's is left: `b` has the blocker's node only.
+    wait_children(&other, a, 0).await;
+    wait_children(&other, b, 1).await;
+    blocker.release().await.unwrap();
+}
+
+/// Waits until `path` has a child not in `seen`, and gives it.
+async fn new_child(c: &Client, path: &str, seen: &[String]) -> String {
+    bounded(async {
+        loop {
+            match c.get_children_and_watch(path).await {
+                Ok((kids, watcher)) => {
+                    if let Some(new) = kids.into_iter().find(|k| !seen.contains(k)) {
+                        return new;
+                    }
+                    watcher.await;
+                }
+                Err(zk_client::Error::NoNode) => {
+                    if let (None, created) = c.exists_and_watch(path).await.unwrap() {
+                        created.await;
+                    }
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+    })
+    .await
+}

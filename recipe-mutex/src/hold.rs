@@ -380,6 +380,14 @@ impl LockGuard {
         self.life.is_gone()
     }
 
+    /// Resolves once its node is seen gone while the session lives (at once if it already
+    /// was; never if it stays): the node's part of [`lost`](Self::lost) alone, for code that
+    /// must act on a delete but not on a disconnect (a multi-lock waiting for its next
+    /// member gives up the pass when a member it took is deleted).
+    pub async fn gone(&self) {
+        self.life.gone().await;
+    }
+
     /// Releases now and reports errors. The delete, once started, finishes in the background
     /// even if this future is dropped. On a session already ended (expired, closed), returns
     /// that at once ([`Error::SessionExpired`]): the lock went with it. During an outage it
