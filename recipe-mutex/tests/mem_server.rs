@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use recipe_mutex::{Error, InterProcessMutex};
 use zk_client::{Client, CreateMode, CreateOptions, Op, SessionState};
-use zk_mem_server::{MemServer, ServerConfig};
+use zk_mem_server::{MemServer, Pause, ServerConfig, WAIT_BOUND, pause, wait_state};
 
 /// The code under test, as a user writes it: runs `work` while holding job `job`'s lock,
 /// then records the run under `/jobs/{job}/runs` with a fenced write, which commits only
@@ -29,9 +29,6 @@ async fn run_job(client: &Client, job: &str, work: impl Future<Output = ()>) -> 
     guard.fenced_multi(&[run]).await?;
     guard.release().await
 }
-
-/// The bound on every wait: free on the paused clock.
-const BOUND: Duration = Duration::from_secs(600);
 
 /// A server with `/jobs/a/runs`, and a client of it.
 async fn setup(seed: u64) -> (MemServer, Client) {
@@ -50,66 +47,31 @@ async fn setup(seed: u64) -> (MemServer, Client) {
     (server, client)
 }
 
-/// Runs job `a` on `client` in a task whose work waits for the test's word; returns when
-/// the job holds its lock, with the word's sender and the task.
-async fn start_job(
-    client: &Client,
-) -> (
-    tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<Result<(), Error>>,
-) {
-    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
-    let (go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
+/// Runs job `a` on `client` in a task whose work waits at a pause point; returns when the
+/// job holds its lock and waits there, with the pause and the task.
+async fn start_job(client: &Client) -> (Pause, tokio::task::JoinHandle<Result<(), Error>>) {
+    let (mut paused, point) = pause();
     let client = client.clone();
-    let job = tokio::spawn(async move {
-        run_job(&client, "a", async move {
-            let _ = started_tx.send(());
-            let _ = go_rx.await;
-        })
-        .await
-    });
-    tokio::time::timeout(BOUND, started_rx)
-        .await
-        .unwrap()
-        .unwrap();
-    (go_tx, job)
-}
-
-/// Waits until `client`'s session is in state `want`.
-async fn wait_state(client: &Client, want: SessionState) {
-    let mut states = client.state_watch();
-    tokio::time::timeout(BOUND, states.wait_for(|s| *s == want))
-        .await
-        .unwrap()
-        .unwrap();
+    let job = tokio::spawn(async move { run_job(&client, "a", point.wait()).await });
+    paused.reached().await.unwrap();
+    (paused, job)
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_connection_cut_mid_job_keeps_the_lock_and_the_run_counts() {
     let (server, client) = setup(1).await;
-    let (go, job) = start_job(&client).await;
+    let (paused, job) = start_job(&client).await;
 
     // The server drops the connection; the client reconnects to the same session within
     // its timeout, so the lock node (an ephemeral of that session) never went.
-    // (A request made while it is disconnected fails at once with `NotConnected`, so the
-    // job's work here outlasts the blip.)
-    let mut states = client.state_stream();
+    // The cut lands when the client's task next runs: `landed` waits for it, then the
+    // client is back.
     assert!(server.cut(client.session_id()));
-    let seen = tokio::time::timeout(BOUND, async {
-        let mut seen = Vec::new();
-        while let Some(state) = states.next().await {
-            seen.push(state);
-            if state == SessionState::Connected {
-                return seen;
-            }
-        }
-        seen
-    })
-    .await
-    .unwrap();
-    assert_eq!(seen.first(), Some(&SessionState::Disconnected), "{seen:?}");
-    go.send(()).unwrap();
-    tokio::time::timeout(BOUND, job)
+    server.landed().await.unwrap();
+    assert_ne!(client.state(), SessionState::Connected);
+    wait_state(&client, SessionState::Connected).await.unwrap();
+    paused.resume();
+    tokio::time::timeout(WAIT_BOUND, job)
         .await
         .unwrap()
         .unwrap()
@@ -123,22 +85,25 @@ async fn a_connection_cut_mid_job_keeps_the_lock_and_the_run_counts() {
 #[tokio::test(start_paused = true)]
 async fn a_session_expired_mid_job_loses_the_lock_and_records_nothing() {
     let (server, client) = setup(2).await;
-    let (go, job) = start_job(&client).await;
+    let (paused, job) = start_job(&client).await;
 
     // The server expires the session (its client was away too long, say): its lock node
     // goes with it, so another worker may take the lock at once.
     assert!(server.expire(client.session_id()));
     let other = server.client(Client::builder(), 3).await.unwrap();
     let lock = InterProcessMutex::new(other.clone(), "/jobs/a/lock").unwrap();
-    let taken = tokio::time::timeout(BOUND, lock.lock())
+    let taken = tokio::time::timeout(WAIT_BOUND, lock.lock())
         .await
         .unwrap()
         .unwrap();
 
     // The first worker's write is refused, and says why.
-    wait_state(&client, SessionState::Expired).await;
-    go.send(()).unwrap();
-    let outcome = tokio::time::timeout(BOUND, job).await.unwrap().unwrap();
+    wait_state(&client, SessionState::Expired).await.unwrap();
+    paused.resume();
+    let outcome = tokio::time::timeout(WAIT_BOUND, job)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(
         matches!(outcome, Err(Error::LockLost { .. })),
         "{outcome:?}"
@@ -150,7 +115,7 @@ async fn a_session_expired_mid_job_loses_the_lock_and_records_nothing() {
 #[tokio::test(start_paused = true)]
 async fn a_partition_past_the_session_timeout_is_an_expiry_in_no_wall_time() {
     let (server, client) = setup(4).await;
-    let (go, job) = start_job(&client).await;
+    let (paused, job) = start_job(&client).await;
 
     // Cut off for an hour of virtual time: the server expires the session at its timeout
     // while the client hears nothing; when the partition heals it learns so.
@@ -161,9 +126,12 @@ async fn a_partition_past_the_session_timeout_is_an_expiry_in_no_wall_time() {
         "the lock node went with the session"
     );
     assert!(server.partition(client.session_id(), false));
-    wait_state(&client, SessionState::Expired).await;
-    go.send(()).unwrap();
-    let outcome = tokio::time::timeout(BOUND, job).await.unwrap().unwrap();
+    wait_state(&client, SessionState::Expired).await.unwrap();
+    paused.resume();
+    let outcome = tokio::time::timeout(WAIT_BOUND, job)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(
         matches!(outcome, Err(Error::LockLost { .. })),
         "{outcome:?}"

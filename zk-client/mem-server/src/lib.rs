@@ -2,11 +2,14 @@
 //!
 //! [`MemServer`] speaks ZooKeeper's real wire protocol (the same jute frames a 3.8 server
 //! reads and writes), so the code under test runs unchanged: the real `zk_client::Client`,
-//! the lock crates on it, your functions that take either. Add it as a dev-dependency:
+//! the lock crates on it, your functions that take either. It is not on crates.io yet: add
+//! it as a git dev-dependency on the repository, the same form as your dependencies on
+//! `zk-client` and the lock crates (one checkout, so one `zk_client` for both; a path
+//! dependency beside git ones would build two that do not mix):
 //!
 //! ```toml
 //! [dev-dependencies]
-//! zk-mem-server = "0.1"
+//! zk-mem-server = { git = "<this repository>" }
 //! tokio = { version = "1", features = ["macros", "rt", "test-util"] }
 //! ```
 //!
@@ -33,6 +36,15 @@
 //! | [`stop`](MemServer::stop) / [`start`](MemServer::start) | the whole ensemble restarted: sessions survive, each given its whole timeout again from the start | `Disconnected` (`Lost` if long), then the same session |
 //! | [`refuse`](MemServer::refuse) | no server accepting new connections; open ones untouched | only a reconnect fails |
 //! | [`ServerConfig::latency`] | a slow network: each request takes a seeded time to arrive, in order | slower replies; a request still on its way when its connection drops never arrives |
+//!
+//! A fault strikes the server when its call returns; the client hears of it when its own task
+//! next runs. [`MemServer::landed`] returns once every client of [`MemServer::client`] has
+//! seen what it can see of the faults so far (the table's last column).
+//!
+//! - **Test helpers**: [`MemServer::client`] (a client bound to the server), [`pause`] (the
+//!   code under test stops at a point until the test lets it go on), [`wait_state`] (a
+//!   session state), [`MemServer::landed`] (the faults seen). Each wait is bounded by
+//!   [`WAIT_BOUND`] of tokio's clock and ends in a [`WaitError`] saying what did not happen.
 //!
 //! Inspect the server directly, outside the protocol: [`MemServer::children`],
 //! [`MemServer::exists`], [`MemServer::data`], [`MemServer::ephemerals`],
@@ -126,8 +138,9 @@
 //! # Ok(()) }
 //! ```
 //!
-//! A lock under test, with its session expired behind its back, is in recipe-mutex's
-//! `tests/mem_server.rs`; the README's "Testing your code without Java" walks through it.
+//! A lock under test, with its session expired behind its back while the job holding it is
+//! paused, is the README's "Testing your code without Java" (built and run outside the
+//! workspace by CI); recipe-mutex's `tests/mem_server.rs` also cuts and partitions it.
 
 mod acl;
 mod chaos;
@@ -135,11 +148,13 @@ mod conn;
 mod data_tree;
 mod four_letter;
 mod machine;
+mod pause;
 mod seeded;
 mod server;
 mod shared;
 mod tcp;
 mod trace;
+mod wait;
 mod watches;
 
 pub use chaos::Fault;
@@ -147,5 +162,9 @@ pub use data_tree::{Change, DataTree, Node};
 pub use machine::{
     ConnId, EPOCH_MS, Output, ServerConfig, ServerMachine, SessionInfo, SnapshotError,
 };
+pub use pause::{Pause, PausePoint, pause};
 pub use server::{ADDR, MemServer};
+#[cfg(feature = "client")]
+pub use wait::wait_state;
+pub use wait::{WAIT_BOUND, WaitError};
 pub use watches::{Notification, WatchKind, WatchTable};

@@ -89,6 +89,8 @@ impl MemServer {
                 down: false,
                 partitioned: Default::default(),
                 tags: BTreeMap::new(),
+                #[cfg(feature = "client")]
+                observers: BTreeMap::new(),
                 silenced: BTreeMap::new(),
                 next_tag: 1,
                 trace: None,
@@ -196,14 +198,117 @@ impl MemServer {
             )
             .await?;
         let session = client.session_id();
-        self.shared.with(|s| s.tags.insert(session, tag));
+        let states = client.state_watch();
+        self.shared.with(|s| {
+            s.tags.insert(session, tag);
+            s.observers.insert(session, states);
+        });
         Ok(client)
+    }
+
+    /// Returns once every client of [`MemServer::client`] has seen the faults applied so far
+    /// (at once if there is nothing to see), within [`WAIT_BOUND`](crate::WAIT_BOUND).
+    ///
+    /// A fault strikes the server when its call returns; a client hears of it only when its
+    /// own task next runs. So right after [`MemServer::cut`] the client's state still reads
+    /// `Connected`, and a request made then fails `NotConnected` or `ConnectionLoss`. After
+    /// `landed`, for each client:
+    ///
+    /// - its session live, its connection dropped by the server ([`cut`](MemServer::cut),
+    ///   [`down`](MemServer::down), [`stop`](MemServer::stop), [`expire`](MemServer::expire)
+    ///   while [`refuse`](MemServer::refuse) or `down` is on): its state is no longer
+    ///   `Connected` (it has seen the loss: `Disconnected` or later, perhaps already
+    ///   `Connected` again through a new connection the server has);
+    /// - its session expired ([`expire`](MemServer::expire), or its deadline) while the server
+    ///   accepts connections: its state is `Expired` (it reconnected and was told);
+    /// - [`stall`](MemServer::stall), [`refuse`](MemServer::refuse),
+    ///   [`partition`](MemServer::partition), and any fault while it is partitioned: nothing
+    ///   to wait for, since the client sees nothing yet (its own clock will say `Disconnected`
+    ///   and `Lost`; [`wait_state`](crate::wait_state) waits for those).
+    ///
+    /// Clients connected through [`MemServer::dial`] or [`MemServer::listen`] are not
+    /// followed.
+    ///
+    /// # Errors
+    ///
+    /// [`WaitError::TimedOut`](crate::WaitError::TimedOut) when a client has not seen a
+    /// fault within the bound (its task is starved, or it was told nothing it can act on).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use zk_client::{Client, SessionState};
+    /// use zk_mem_server::{MemServer, ServerConfig};
+    ///
+    /// let server = MemServer::new(ServerConfig::new(1));
+    /// let client = server.client(Client::builder(), 1).await?;
+    /// server.cut(client.session_id());
+    /// assert_eq!(client.state(), SessionState::Connected); // not heard yet
+    /// server.landed().await?;
+    /// assert_ne!(client.state(), SessionState::Connected);
+    ///
+    /// server.expire(client.session_id());
+    /// server.landed().await?;
+    /// assert_eq!(client.state(), SessionState::Expired);
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "client")]
+    pub async fn landed(&self) -> Result<(), crate::WaitError> {
+        let deadline = Instant::now() + crate::WAIT_BOUND;
+        loop {
+            let unseen = self.shared.with(|s| {
+                // A client dropped sees nothing more.
+                s.observers.retain(|_, states| states.has_changed().is_ok());
+                let accepting = !s.refuse && !s.down;
+                let live: std::collections::BTreeSet<i64> =
+                    s.machine.sessions().iter().map(|i| i.id).collect();
+                for (&session, states) in &mut s.observers {
+                    let state = *states.borrow_and_update();
+                    let partitioned = s
+                        .tags
+                        .get(&session)
+                        .is_some_and(|t| s.partitioned.contains(t));
+                    let seen = partitioned
+                        || match (live.contains(&session), s.machine.conn_of(session)) {
+                            (true, Some(_)) => true,
+                            (true, None) => !state.is_connected(),
+                            (false, _) if accepting => state.is_terminal(),
+                            (false, _) => state.is_terminal() || !state.is_connected(),
+                        };
+                    if !seen {
+                        return Some((session, state, states.clone()));
+                    }
+                }
+                None
+            });
+            let Some((session, state, mut states)) = unseen else {
+                return Ok(());
+            };
+            // Marked seen above: wakes on the client's next state.
+            if tokio::time::timeout_at(deadline, states.changed())
+                .await
+                .is_err()
+            {
+                return Err(crate::WaitError::TimedOut {
+                    what: format!(
+                        "the client of session {session:#x}, {state:?}, seeing the faults"
+                    ),
+                    bound: crate::WAIT_BOUND,
+                });
+            }
+        }
     }
 
     // ---- faults --------------------------------------------------------------------------
 
     /// Drops `session`'s connection now: requests already applied stay applied, replies not
     /// yet written are lost, the session stays. Whether it had a connection.
+    ///
+    /// The client sees `Disconnected` (requests in flight fail `ConnectionLoss`, applied or
+    /// not), then reconnects to the same session: not when this returns, but when its task
+    /// next runs; [`MemServer::landed`] waits for that.
     pub fn cut(&self, session: i64) -> bool {
         self.shared.with(|s| {
             s.note(|| format!("fault: cut {session:#x}"));
@@ -214,6 +319,10 @@ impl MemServer {
     /// Stops (`true`) or restarts (`false`) the bytes of `session`'s current connection,
     /// both ways, without closing it: what the client sends waits unread, and what the
     /// server has for it waits unwritten. Whether it had a connection.
+    ///
+    /// The client sees nothing (its state stays `Connected`, its requests wait) until its own
+    /// read deadline, two thirds of its session timeout after it last read, drops the link:
+    /// then `Disconnected`, and a reconnect. [`MemServer::landed`] has nothing to wait for.
     pub fn stall(&self, session: i64, on: bool) -> bool {
         self.shared.with(|s| {
             s.note(|| format!("fault: stall {session:#x} {on}"));
@@ -233,6 +342,10 @@ impl MemServer {
     /// clock (no server heard for its session timeout: `Lost`). On the heal a connection the
     /// server cut meanwhile is cut (the client reconnects and hears `Expired`); the others
     /// move again. Whether the session has a tagged client ([`MemServer::client`]).
+    ///
+    /// The client sees nothing when this returns ([`MemServer::landed`] has nothing to wait
+    /// for): `Disconnected` at its read deadline, `Lost` at its session timeout, each on its
+    /// own clock; after the heal, `Connected` or `Expired`.
     pub fn partition(&self, session: i64, on: bool) -> bool {
         self.shared.with(|s| {
             let Some(&tag) = s.tags.get(&session) else {
@@ -296,6 +409,9 @@ impl MemServer {
     }
 
     /// Refuses (`true`) or accepts (`false`) new connections; open ones are untouched.
+    ///
+    /// A connected client sees nothing; one reconnecting meanwhile has its attempts refused
+    /// (`ConnectionRefused` in its outage report) and stays `Disconnected`.
     pub fn refuse(&self, on: bool) {
         self.shared.with(|s| {
             s.note(|| format!("fault: refuse {on}"));
@@ -305,6 +421,10 @@ impl MemServer {
 
     /// Expires `session` now: its ephemerals go, others' watches fire, its connection is
     /// dropped, and its client is told `Expired` when it reconnects. Whether it was live.
+    ///
+    /// The client sees `Disconnected`, then `Expired` once it reconnects (at once, unless
+    /// connections are refused or it is partitioned): when its task runs, not when this
+    /// returns; [`MemServer::landed`] waits for that.
     pub fn expire(&self, session: i64) -> bool {
         let now = Instant::now().into_std();
         self.shared.with(|s| {
@@ -316,6 +436,11 @@ impl MemServer {
     /// The server becomes unreachable: every connection is dropped and new ones are refused
     /// until [`MemServer::up`]. Sessions keep their deadlines, so a session whose client
     /// cannot come back within its timeout expires.
+    ///
+    /// Each connected client sees `Disconnected` when its task next runs
+    /// ([`MemServer::landed`] waits for that), then refused reconnects, `Lost` at its session
+    /// timeout, and `Expired` on the first reconnect after [`MemServer::up`] if the session
+    /// timed out meanwhile.
     pub fn down(&self) {
         self.shared.with(|s| {
             s.note(|| "fault: down".to_owned());
@@ -330,7 +455,8 @@ impl MemServer {
         });
     }
 
-    /// The server is reachable again (unless [`MemServer::refuse`] is on).
+    /// The server is reachable again (unless [`MemServer::refuse`] is on). Clients reconnect
+    /// on their own schedule (their back-off); [`wait_state`](crate::wait_state) waits for one.
     pub fn up(&self) {
         self.shared.with(|s| {
             s.note(|| "fault: up".to_owned());
@@ -343,6 +469,9 @@ impl MemServer {
     /// its whole timeout again, as a restarted ZooKeeper does with the sessions it loads. A
     /// client whose session timeout runs out meanwhile says `Lost`, yet its session survives
     /// if it reconnects within that timeout of the start.
+    ///
+    /// Each connected client sees `Disconnected` when its task next runs
+    /// ([`MemServer::landed`] waits for that), then refused reconnects until the start.
     pub fn stop(&self) {
         self.down();
         let now = Instant::now().into_std();
@@ -355,6 +484,7 @@ impl MemServer {
     }
 
     /// The stopped server starts again: every session gets its whole timeout from now.
+    /// Clients reconnect to their sessions on their own schedule.
     pub fn start(&self) {
         let now = Instant::now().into_std();
         self.shared.with(|s| {

@@ -48,6 +48,10 @@ pub(crate) struct State {
     pub(crate) partitioned: std::collections::BTreeSet<u64>,
     /// Each session's client tag ([`MemServer::client`]).
     pub(crate) tags: BTreeMap<i64, u64>,
+    /// Each client's session states, by session ([`crate::MemServer::client`]): what
+    /// [`crate::MemServer::landed`] compares with the server's side.
+    #[cfg(feature = "client")]
+    pub(crate) observers: BTreeMap<i64, watch::Receiver<zk_client::SessionState>>,
     /// The connections of partitioned clients, with whether the server cut them meanwhile.
     pub(crate) silenced: BTreeMap<ConnId, (u64, bool)>,
     /// The next client tag.
