@@ -89,3 +89,8 @@ pub use revoke::{REVOKE_MESSAGE, RevocationListener, revoke};
 #[doc(hidden)]
 pub use uuid::random_uuid;
 pub use waiting::WAIT_REPORT_AFTER;
+
+/// `docs/cohort.md`'s code, compiled as a doctest (no item of the crate).
+#[cfg(doctest)]
+#[doc = include_str!("../docs/cohort.md")]
+struct CohortDocs;
