@@ -8,7 +8,8 @@
 //! lock's, a `leases` child a semaphore's (of `LEASES` leases, 1 by default: the tree does not
 //! say how many), anything else a mutex's. Each line: whether it holds or whom it waits
 //! behind, its node, its session, and its data (the holder's address, as ours and Curator's
-//! write by default).
+//! write by default). A path with no node says there is no such lock; a lock's node with
+//! nobody in it, that nobody holds or waits.
 
 use recipe_mutex::InterProcessMutex;
 use recipe_rwlock::InterProcessReadWriteLock;
@@ -46,7 +47,17 @@ async fn run() -> Result<()> {
     let client = Client::builder().hosts(hosts).connect().await?;
     let children = match client.get_children(&path).await {
         Ok(children) => children,
-        Err(zk_client::Error::NoNode) => Vec::new(),
+        Err(zk_client::Error::NoNode) => {
+            // Nothing to tell a lock's kind by, and nobody in it: say so rather than call it
+            // an empty mutex.
+            println!(
+                "{path}: no such lock: no node at this path, so nobody holds or waits \
+                 (a lock's node is made by its first acquire and goes after its last \
+                 participant: an idle lock looks the same; check the path)"
+            );
+            client.close().await?;
+            return Ok(());
+        }
         Err(e) => return Err(e.into()),
     };
     let (kind, queue) = if children
@@ -62,7 +73,11 @@ async fn run() -> Result<()> {
         let mutex = InterProcessMutex::new(client.clone(), &path)?;
         ("mutex", mutex.queue().await?)
     };
-    println!("{path}: a {kind}, {} participant(s)", queue.len());
+    if queue.is_empty() {
+        println!("{path}: a {kind}, nobody holds or waits");
+    } else {
+        println!("{path}: a {kind}, {} participant(s)", queue.len());
+    }
     for participant in &queue {
         println!("  {participant}");
     }

@@ -173,3 +173,45 @@ fn who_holds_prints_a_queue_of_ours_and_curators_in_order() {
         java.wait().unwrap();
     });
 }
+
+/// A path with no node is no lock (not "a mutex, 0 participant(s)"), and a lock's node with
+/// nobody in it says nobody holds or waits: against zk-mem-server on a loopback port.
+#[test]
+fn who_holds_says_so_when_there_is_no_such_lock_or_nobody_in_it() {
+    let binary = who_holds_binary();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (server, addr) = rt.block_on(async {
+        let server = zk_mem_server::MemServer::new(zk_mem_server::ServerConfig::new(1));
+        let addr = server.listen().unwrap();
+        let c = client(&addr.to_string()).await;
+        let persistent = zk_client::CreateOptions::new(zk_client::CreateMode::Persistent);
+        c.create("/idle", b"", &persistent).await.unwrap();
+        c.close().await.unwrap();
+        (server, addr)
+    });
+    let run = |path: &str| {
+        let out = Command::new(&binary)
+            .args([addr.to_string().as_str(), path])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let never = run("/never/was");
+    assert!(
+        never.starts_with("/never/was: no such lock: no node at this path"),
+        "{never}"
+    );
+    assert!(!never.contains("a mutex"), "{never}");
+    assert_eq!(run("/idle"), "/idle: a mutex, nobody holds or waits\n");
+    drop(server);
+}

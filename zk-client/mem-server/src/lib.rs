@@ -47,7 +47,7 @@
 //!   [`WAIT_BOUND`] of tokio's clock and ends in a [`WaitError`] saying what did not happen.
 //!
 //! Inspect the server directly, outside the protocol: [`MemServer::children`],
-//! [`MemServer::exists`], [`MemServer::data`], [`MemServer::ephemerals`],
+//! [`MemServer::exists`], [`MemServer::data`], [`MemServer::node`], [`MemServer::ephemerals`],
 //! [`MemServer::sessions`], [`MemServer::zxid`].
 //!
 //! # What it serves

@@ -546,10 +546,22 @@ impl MemServer {
             .with(|s| s.machine.tree().get(path).map(|n| n.stat()))
     }
 
-    /// The data of `path`, if it exists (`None` inside for null data).
-    pub fn data(&self, path: &str) -> Option<Option<Bytes>> {
-        self.shared
-            .with(|s| s.machine.tree().get(path).map(|n| n.data.clone()))
+    /// The data of `path`, or `None` if there is no node there. Null data (a node created
+    /// with none, as Java clients can) reads as empty, as `zk_client::Client::get_data` gives
+    /// it; [`MemServer::node`] tells the two apart.
+    pub fn data(&self, path: &str) -> Option<Bytes> {
+        self.shared.with(|s| {
+            s.machine
+                .tree()
+                .get(path)
+                .map(|n| n.data.clone().unwrap_or_default())
+        })
+    }
+
+    /// Everything the server keeps of the node at `path` (its data, null or not, ACL, stat,
+    /// kind and children), or `None` if there is none.
+    pub fn node(&self, path: &str) -> Option<crate::Node> {
+        self.shared.with(|s| s.machine.tree().get(path).cloned())
     }
 
     /// Every ephemeral node with its owner, by path.
