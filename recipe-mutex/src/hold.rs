@@ -304,6 +304,13 @@ impl LockGuard {
         &self.node
     }
 
+    /// The client the lock was taken on (a clone is another handle on the same session):
+    /// for the work done under the lock (its reads, its fenced writes' other ops), so that a
+    /// function given the guard needs nothing else.
+    pub fn client(&self) -> &Client {
+        self.holds.client()
+    }
+
     /// The lock's path.
     pub fn lock_path(&self) -> &str {
         self.holds.path()
@@ -335,11 +342,6 @@ impl LockGuard {
         ops: &[zk_client::Op],
     ) -> Result<Vec<zk_client::OpResult>, Error> {
         crate::fenced::fenced_multi(&[self], ops).await
-    }
-
-    /// The client the lock was taken with.
-    pub(crate) fn client(&self) -> &Client {
-        self.holds.client()
     }
 
     /// A `multi` op that holds only while our lock node exists: put it in a transaction with

@@ -109,16 +109,16 @@ impl InterProcessMutex {
         self.holds.path()
     }
 
+    /// The client the mutex takes its locks on.
+    pub fn client(&self) -> &Client {
+        self.holds.client()
+    }
+
     /// Makes later acquisitions revocable: the lock node is created empty and the holder
     /// watches it; when another process calls [`crate::revoke`] on it, `listener` runs. Unlike
     /// Curator's, it stays armed for later acquisitions until replaced.
     pub fn make_revocable(&self, listener: impl Fn() + Send + Sync + 'static) {
         self.holds.make_revocable(Arc::new(listener));
-    }
-
-    /// The client.
-    pub(crate) fn client(&self) -> &Client {
-        self.holds.client()
     }
 
     fn holds(&self) -> &Arc<Holds> {

@@ -138,3 +138,21 @@ async fn a_partition_past_the_session_timeout_is_an_expiry_in_no_wall_time() {
     );
     assert_eq!(server.children("/jobs/a/runs"), Some(vec![]));
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_mutex_and_its_guard_give_their_client() {
+    let (server, client) = setup(5).await;
+    let other = server.client(Client::builder(), 6).await.unwrap();
+    let mutex = InterProcessMutex::new(other.clone(), "/jobs/a/lock").unwrap();
+    assert_eq!(mutex.client().session_id(), other.session_id());
+    let guard = tokio::time::timeout(WAIT_BOUND, mutex.lock())
+        .await
+        .unwrap()
+        .unwrap();
+    // A function given the guard reads under the lock with nothing else.
+    assert_ne!(guard.client().session_id(), client.session_id());
+    assert_eq!(guard.client().session_id(), other.session_id());
+    let children = guard.client().get_children("/jobs/a/lock").await.unwrap();
+    assert_eq!(children.len(), 1);
+    guard.release().await.unwrap();
+}
