@@ -38,9 +38,10 @@ pub enum WaitError {
 
 /// Waits until `client`'s session is in state `want` (now or later), within [`WAIT_BOUND`].
 ///
-/// It reads the state the client is in, then each new one; a state the client passed through
-/// before the call is not seen (a `Disconnected` already followed by a reconnect). To wait for
-/// a fault's effect, call [`MemServer::landed`](crate::MemServer::landed) after the fault.
+/// It reads the state the client is in, then the latest one after each change: a state the
+/// client passed through before the call, or between two reads, is not seen (a `Disconnected`
+/// already followed by a reconnect). To wait for a fault's effect, call
+/// [`MemServer::landed`](crate::MemServer::landed) after the fault.
 ///
 /// # Errors
 ///

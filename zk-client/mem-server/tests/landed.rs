@@ -175,18 +175,3 @@ async fn a_pause_is_reached_held_and_resumed_and_a_dropped_point_says_never() {
         Err(WaitError::TimedOut { .. })
     ));
 }
-
-#[tokio::test(start_paused = true)]
-async fn data_is_the_nodes_bytes_or_none_without_a_node_and_node_tells_all() {
-    let (server, client) = connected(9).await;
-    let p = CreateOptions::new(CreateMode::Persistent);
-    client.create("/d", b"v", &p).await.unwrap();
-    client.create("/e", b"", &p).await.unwrap();
-    assert_eq!(server.data("/d").as_deref(), Some(&b"v"[..]));
-    assert_eq!(server.data("/e").as_deref(), Some(&b""[..]));
-    assert_eq!(server.data("/nothing"), None);
-    let node = server.node("/d").unwrap();
-    assert_eq!(node.data.as_deref(), Some(&b"v"[..]));
-    assert_eq!(node.stat().data_length, 1);
-    assert!(server.node("/nothing").is_none());
-}

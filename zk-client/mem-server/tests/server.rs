@@ -1,6 +1,7 @@
 //! The real `zk_client::Client` against the in-memory wire server, on tokio's paused clock:
 //! operations and their errors, watches, sequence names, and the faults (cut, down past the
-//! session timeout, stall past the read deadline). Every wait is bounded on virtual time.
+//! session timeout, stall past the read deadline), and the inspection calls (`data`, `node`).
+//! Every wait is bounded on virtual time.
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
@@ -423,4 +424,20 @@ async fn a_seeded_run_with_chaos_replays_exactly() {
     let first = chaos_run(9).await;
     assert!(!first.0.is_empty());
     assert_eq!(first, chaos_run(9).await);
+}
+
+#[tokio::test(start_paused = true)]
+async fn data_is_the_nodes_bytes_or_none_without_a_node_and_node_tells_all() {
+    let server = MemServer::new(ServerConfig::new(9));
+    let client = client(&server, 9).await;
+    let p = CreateOptions::new(CreateMode::Persistent);
+    client.create("/d", b"v", &p).await.unwrap();
+    client.create("/e", b"", &p).await.unwrap();
+    assert_eq!(server.data("/d").as_deref(), Some(&b"v"[..]));
+    assert_eq!(server.data("/e").as_deref(), Some(&b""[..]));
+    assert_eq!(server.data("/nothing"), None);
+    let node = server.node("/d").unwrap();
+    assert_eq!(node.data.as_deref(), Some(&b"v"[..]));
+    assert_eq!(node.stat().data_length, 1);
+    assert!(server.node("/nothing").is_none());
 }
