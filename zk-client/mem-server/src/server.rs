@@ -500,7 +500,8 @@ impl MemServer {
     /// Drawn from the server's seed (a stream of its own), so a seeded test calling it at the
     /// same points replays the same faults. Stalls are lifted only by a later pick or by
     /// [`MemServer::stall`]; refusals and outages are left to the test, which knows how long
-    /// they should last.
+    /// they should last. What the client sees is the picked fault's (see each);
+    /// [`MemServer::landed`] waits for it.
     pub fn chaos(&self) -> Option<Fault> {
         let fault = self.shared.with(|s| {
             let sessions: Vec<i64> = s.machine.sessions().iter().map(|s| s.id).collect();
