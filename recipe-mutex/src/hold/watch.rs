@@ -126,10 +126,16 @@ async fn watch(
     mut revocation: Option<RevocationListener>,
 ) {
     loop {
-        match client.get_data_and_watch(&path).await {
+        // The task lives as long as the hold, and its size is that of its largest state: the
+        // read's future (about 370 B) is boxed, freed with its reply, and the node's data is
+        // dropped before the long wait, so a held lock keeps only the watcher.
+        let read = Box::pin(client.get_data_and_watch(&path)).await;
+        match read {
             Ok((data, _, watcher)) => {
                 // Checked on every read, so a revoke written before the watch is not missed.
-                if data.as_ref() == REVOKE_MESSAGE {
+                let revoked = data.as_ref() == REVOKE_MESSAGE;
+                drop(data);
+                if revoked {
                     if let Some(listener) = revocation.take() {
                         listener();
                     }
