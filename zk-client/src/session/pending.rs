@@ -2,7 +2,7 @@
 
 use zk_proto::{OpCode, Request, WatcherType};
 
-use super::{WatchKind, WatcherId, removed_watches, watch_kind_of};
+use super::{WatchKind, WatcherId};
 use crate::Error;
 
 /// A request in flight. They wait in a FIFO: ZooKeeper answers in order.
@@ -70,6 +70,29 @@ fn watch_path(request: &Request) -> Option<&str> {
         Request::GetChildren(r) => Some(&r.path),
         Request::GetChildren2(r) => Some(&r.path),
         Request::AddWatch(r) => Some(&r.path),
+        _ => None,
+    }
+}
+
+/// The kind of watch a request of this opcode leaves (for `exists`: when the node exists).
+pub(crate) fn watch_kind_of(request: &Request) -> Option<(WatchKind, Option<WatchKind>)> {
+    Some(match request {
+        Request::Exists(r) if r.watch => (WatchKind::Data, Some(WatchKind::Exists)),
+        Request::GetData(r) if r.watch => (WatchKind::Data, None),
+        Request::GetChildren(r) if r.watch => (WatchKind::Child, None),
+        Request::GetChildren2(r) if r.watch => (WatchKind::Child, None),
+        Request::AddWatch(r) => match r.mode {
+            zk_proto::AddWatchMode::Persistent => (WatchKind::Persistent, None),
+            zk_proto::AddWatchMode::PersistentRecursive => (WatchKind::PersistentRecursive, None),
+        },
+        _ => return None,
+    })
+}
+
+/// The watcher type a `removeWatches` request removes, and its path.
+pub(crate) fn removed_watches(request: &Request) -> Option<(&str, WatcherType)> {
+    match request {
+        Request::RemoveWatches(r) => Some((&r.path, r.watcher_type)),
         _ => None,
     }
 }

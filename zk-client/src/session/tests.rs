@@ -10,6 +10,7 @@ use zk_proto::{
 };
 
 use super::*;
+use crate::ProtocolError;
 
 fn secs(s: u64) -> Duration {
     Duration::from_secs(s)

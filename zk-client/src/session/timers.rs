@@ -1,6 +1,13 @@
-//! [`Timers`]: the session's deadlines, one slot each.
+//! [`Timers`]: the session's deadlines, one slot each, and [`Session::handle_timeout`], which
+//! acts on those that have passed (a ping, a read timeout, a handshake too slow, the session
+//! lost).
 
 use std::time::Instant;
+
+use zk_proto::{Request, xid};
+
+use super::{Phase, Session, SessionState};
+use crate::Error;
 
 /// The deadlines a connection has. Each is set or cleared by the session; the IO task sleeps
 /// until the earliest and then calls `Session::handle_timeout`, where a spurious wake-up does
@@ -42,4 +49,46 @@ impl Timers {
 /// Whether the deadline is set and has passed.
 pub(crate) fn expired(deadline: Option<Instant>, now: Instant) -> bool {
     deadline.is_some_and(|d| now >= d)
+}
+
+impl<T> Session<T> {
+    /// Handles the passing of time: a ping when nothing was sent for a third of the session
+    /// timeout, and an error (close the connection) when nothing was read for two thirds of
+    /// it, or the handshake took longer than the connect timeout.
+    ///
+    /// Every deadline that has passed is acted on in one call, so no timer is left in the past
+    /// (a driver would wake again at once).
+    pub fn handle_timeout(&mut self, now: Instant) -> Result<(), Error> {
+        if self.state.is_terminal() && self.phase == Phase::Down {
+            // An ended session has no deadlines: one left armed would be due forever.
+            self.timers.clear();
+            return Ok(());
+        }
+        if self.phase != Phase::Open && expired(self.timers.lost, now) {
+            self.timers.lost = None;
+            if !self.state.is_terminal() {
+                self.set_state(SessionState::Lost);
+            }
+        }
+        match self.phase {
+            Phase::Down => Ok(()),
+            Phase::Handshaking | Phase::Authenticating => {
+                if expired(self.timers.connect, now) {
+                    return Err(Error::ConnectTimeout);
+                }
+                Ok(())
+            }
+            Phase::Open => {
+                if expired(self.timers.read, now) {
+                    return Err(Error::ConnectionLoss);
+                }
+                if expired(self.timers.ping, now) {
+                    // A ping is 12 bytes: it always fits the frame limit.
+                    let _ = Request::Ping.encode_frame(xid::PING, &mut self.out, usize::MAX);
+                    self.sent(now);
+                }
+                Ok(())
+            }
+        }
+    }
 }
