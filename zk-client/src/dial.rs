@@ -8,10 +8,14 @@
 //!   does that);
 //! - for the first session, one round: then each server's failure is reported (the one
 //!   server's error itself when the connect string names one);
-//! - after a failed round, a pause that doubles from 100 ms up to 1 s;
-//! - after an established connection is lost, a random pause of up to 1 s before the next
-//!   attempt (when a server dies, its clients do not all land on the next one at once);
-//!   not when leaving a server on purpose;
+//! - after an established connection is lost, the next server in this client's order at
+//!   once (the Java client pauses up to 1 s at random first, which is most of its failover
+//!   time); the clients of a server that dies spread over the others by their own random
+//!   orders, and pause only after a whole round failed;
+//! - after a failed round, a pause that doubles from 100 ms up to 1 s, each taken at random
+//!   between its half and its whole (clients that failed together do not retry together); a
+//!   connection that ended within [`SHORT_LIVED`] of its handshake counts as a failed attempt,
+//!   so a server that accepts and drops at once is not redialled in a tight loop;
 //! - a read-write server found while on a read-only one is tried next;
 //! - a new list of servers replaces the old one at once.
 
@@ -20,8 +24,9 @@ use std::time::{Duration, Instant};
 
 use crate::Error;
 
-/// The longest random pause before reconnecting after a lost connection.
-pub(crate) const RECONNECT_JITTER: Duration = Duration::from_millis(1000);
+/// A connection that ends sooner than this after its handshake counts as a failed attempt
+/// toward the round's pause.
+pub(crate) const SHORT_LIVED: Duration = Duration::from_secs(1);
 
 /// The first pause after a round of failures; it doubles with each round.
 const BACKOFF_FIRST: Duration = Duration::from_millis(100);
@@ -48,7 +53,7 @@ pub(crate) struct Dialer {
     hosts: Vec<(String, u16)>,
     /// Attempts on the connect string's servers so far.
     attempts: usize,
-    /// Failed attempts in a row.
+    /// Failed attempts in a row (a connection that did not hold counts as one).
     failures: usize,
     /// Attempts since the last established connection (the first session: one round).
     since_established: usize,
@@ -56,6 +61,8 @@ pub(crate) struct Dialer {
     first: bool,
     preferred: Option<SocketAddr>,
     wait_until: Option<Instant>,
+    /// When the connection now up was established.
+    established_at: Option<Instant>,
     /// The failures since the last established connection (the first session: its round).
     failures_seen: Vec<Error>,
     rng: u64,
@@ -74,6 +81,7 @@ impl Dialer {
             first: true,
             preferred: None,
             wait_until: None,
+            established_at: None,
             failures_seen: Vec::new(),
             rng,
         }
@@ -126,29 +134,36 @@ impl Dialer {
             let pause = BACKOFF_FIRST
                 .saturating_mul(2u32.saturating_pow(round))
                 .min(BACKOFF_MAX);
+            // Between half the pause and the whole of it, at random.
+            let half_ms = u64::try_from(pause.as_millis() / 2).unwrap_or(u64::MAX);
+            let pause = Duration::from_millis(half_ms + self.random(half_ms + 1));
             self.wait_until = now.checked_add(pause);
         }
     }
 
-    /// A session was established (or resumed) on the connection.
-    pub(crate) fn established(&mut self) {
+    /// A session was established (or resumed) on the connection, at `now`.
+    pub(crate) fn established(&mut self, now: Instant) {
+        self.established_at = Some(now);
         self.first = false;
-        self.failures = 0;
         self.since_established = 0;
         self.failures_seen.clear();
     }
 
-    /// An established connection ended. `on_purpose`: we left it (a read-write server was
-    /// found, the server left the list), so no pause.
-    /// Returns the pause before the next attempt.
-    pub(crate) fn lost(&mut self, now: Instant, on_purpose: bool) -> Duration {
-        if on_purpose {
-            return Duration::ZERO;
+    /// An established connection ended at `now`. `on_purpose`: we left it (a read-write
+    /// server was found, the server left the list). The next server is tried at once; a
+    /// connection lost within [`SHORT_LIVED`] of its handshake (and not left on purpose)
+    /// counts as a failed attempt, toward the round's pause.
+    pub(crate) fn lost(&mut self, now: Instant, on_purpose: bool) {
+        let lived = self
+            .established_at
+            .take()
+            .map(|at| now.saturating_duration_since(at));
+        if on_purpose || lived.is_some_and(|lived| lived >= SHORT_LIVED) {
+            // A connection that held: the count of failed attempts starts again.
+            self.failures = 0;
+        } else {
+            self.failed(now, Error::ConnectionLoss);
         }
-        let jitter_ms = u64::try_from(RECONNECT_JITTER.as_millis()).unwrap_or(1000);
-        let pause = Duration::from_millis(self.random(jitter_ms));
-        self.wait_until = now.checked_add(pause);
-        pause
     }
 
     /// Try `addr` next (a read-write server found while on a read-only one).
@@ -294,60 +309,85 @@ mod tests {
     }
 
     #[test]
-    fn failed_rounds_back_off_doubling_up_to_a_second() {
+    fn failed_rounds_back_off_doubling_up_to_a_second_each_at_random_over_its_half() {
         let t0 = Instant::now();
-        let mut d = Dialer::new(hosts(2), 1);
-        host(d.next(t0));
-        d.established();
-        d.lost(t0, true);
-        let mut now = t0;
-        let mut pauses = Vec::new();
-        for _ in 0..7 {
-            for _ in 0..2 {
-                host(d.next(now));
-                d.failed(now, Error::ConnectTimeout);
-            }
-            match d.next(now) {
-                Step::WaitUntil(t) => {
-                    pauses.push(t - now);
-                    now = t;
+        let mut seen = std::collections::HashSet::new();
+        for seed in 1..20 {
+            let mut d = Dialer::new(hosts(2), seed);
+            host(d.next(t0));
+            d.established(t0);
+            d.lost(t0, true);
+            let mut now = t0;
+            let mut pauses = Vec::new();
+            for _ in 0..7 {
+                for _ in 0..2 {
+                    host(d.next(now));
+                    d.failed(now, Error::ConnectTimeout);
                 }
-                other => panic!("{other:?}"),
+                match d.next(now) {
+                    Step::WaitUntil(t) => {
+                        pauses.push((t - now).as_millis());
+                        now = t;
+                    }
+                    other => panic!("{other:?}"),
+                }
             }
+            for (pause, whole) in pauses.iter().zip([100, 200, 400, 800, 1000, 1000, 1000]) {
+                assert!((whole / 2..=whole).contains(pause), "{pauses:?}");
+            }
+            seen.insert(pauses[0]);
+            // Never gives up once a session exists.
+            assert!(matches!(d.next(now), Step::Host(..)));
         }
-        let ms: Vec<u128> = pauses.iter().map(Duration::as_millis).collect();
-        assert_eq!(ms, [100, 200, 400, 800, 1000, 1000, 1000]);
-        // Never gives up once a session exists.
-        assert!(matches!(d.next(now), Step::Host(..)));
+        assert!(seen.len() > 5, "the pauses vary: {seen:?}");
     }
 
     #[test]
-    fn a_lost_connection_pauses_at_random_under_a_second_unless_left_on_purpose() {
+    fn a_lost_connection_tries_the_next_server_at_once_and_pauses_only_after_a_failed_round() {
         let t0 = Instant::now();
-        let mut seen = std::collections::HashSet::new();
+        let lived = t0 + SHORT_LIVED;
         for seed in 1..50 {
             let mut d = Dialer::new(hosts(3), seed);
-            host(d.next(t0));
-            d.established();
-            d.lost(t0, false);
-            match d.next(t0) {
-                Step::WaitUntil(t) => {
-                    assert!(t - t0 < RECONNECT_JITTER);
-                    seen.insert((t - t0).as_millis());
-                    assert!(matches!(d.next(t), Step::Host(..)));
-                }
-                Step::Host(..) => {
-                    seen.insert(0);
-                }
-                other => panic!("{other:?}"),
-            }
+            let first = host(d.next(t0));
+            d.established(t0);
+            d.lost(lived, false);
+            // Another server, at once.
+            let next = host(d.next(lived));
+            assert_ne!(next, first);
+            // It and the third fail: the round (the lost one again) goes on without a pause.
+            d.failed(lived, Error::ConnectTimeout);
+            let third = host(d.next(lived));
+            assert!(third != first && third != next);
+            d.failed(lived, Error::ConnectTimeout);
+            assert_eq!(host(d.next(lived)), first);
+            // A whole round failed: now the pause.
+            d.failed(lived, Error::ConnectTimeout);
+            assert!(matches!(d.next(lived), Step::WaitUntil(_)));
         }
-        assert!(seen.len() > 10, "the pauses vary: {seen:?}");
-        let mut d = Dialer::new(hosts(3), 1);
-        host(d.next(t0));
-        d.established();
-        d.lost(t0, true);
-        assert!(matches!(d.next(t0), Step::Host(..)));
+    }
+
+    #[test]
+    fn a_connection_dropped_right_after_its_handshake_counts_as_a_failed_attempt() {
+        let t0 = Instant::now();
+        let mut d = Dialer::new(hosts(2), 1);
+        let mut now = t0;
+        // A server that accepts and drops at once, round after round: paused, not a tight
+        // loop.
+        for _ in 0..2 {
+            host(d.next(now));
+            d.established(now);
+            d.lost(now, false);
+        }
+        assert!(matches!(d.next(now), Step::WaitUntil(_)));
+        // Left on purpose (a read-write server found), however soon: no failure.
+        now += Duration::from_secs(5);
+        let mut d = Dialer::new(hosts(2), 1);
+        for _ in 0..4 {
+            host(d.next(now));
+            d.established(now);
+            d.lost(now, true);
+        }
+        assert!(matches!(d.next(now), Step::Host(..)));
     }
 
     #[test]
@@ -355,7 +395,7 @@ mod tests {
         let t0 = Instant::now();
         let mut d = Dialer::new(hosts(2), 1);
         host(d.next(t0));
-        d.established();
+        d.established(t0);
         let rw: SocketAddr = "127.0.0.1:9".parse().unwrap();
         d.prefer(rw);
         d.lost(t0, true);

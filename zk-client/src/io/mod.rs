@@ -358,15 +358,14 @@ impl<C: Connect> SessionTask<C> {
                         cause,
                     } => {
                         let on_purpose = std::mem::take(&mut self.leave);
-                        let pause = self.dialer.lost(Instant::now().into_std(), on_purpose);
+                        self.dialer.lost(Instant::now().into_std(), on_purpose);
                         crate::log::info!(
                             server = %addr,
                             cause = %cause.as_ref().map_or_else(|| "the connection ended".to_owned(), ToString::to_string),
                             on_purpose,
-                            pause_ms = u64::try_from(pause.as_millis()).unwrap_or(u64::MAX),
                             "connection lost: reconnecting"
                         );
-                        let _ = (cause, pause); // read by the log only
+                        let _ = cause; // read by the log only
                         continue;
                     }
                     Ended::Lost {
@@ -950,7 +949,7 @@ impl<C: Connect> SessionTask<C> {
                     self.state.send_replace(state);
                     let _ = self.states.send(state);
                     if state.is_connected() {
-                        self.dialer.established();
+                        self.dialer.established(Instant::now().into_std());
                         if let Some(ready) = self.ready.take() {
                             let _ = ready.send(Ok(()));
                         }
