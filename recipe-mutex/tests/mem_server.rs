@@ -57,6 +57,25 @@ async fn start_job(client: &Client) -> (Pause, tokio::task::JoinHandle<Result<()
     (paused, job)
 }
 
+/// Lets the paused job go on: its fenced write is refused (`LockLost`) and no run is
+/// recorded.
+async fn lets_the_job_go_and_it_writes_nothing(
+    server: &MemServer,
+    paused: Pause,
+    job: tokio::task::JoinHandle<Result<(), Error>>,
+) {
+    paused.resume();
+    let outcome = tokio::time::timeout(WAIT_BOUND, job)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(outcome, Err(Error::LockLost { .. })),
+        "{outcome:?}"
+    );
+    assert_eq!(server.children("/jobs/a/runs"), Some(vec![]));
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_connection_cut_mid_job_keeps_the_lock_and_the_run_counts() {
     let (server, client) = setup(1).await;
@@ -99,16 +118,7 @@ async fn a_session_expired_mid_job_loses_the_lock_and_records_nothing() {
 
     // The first worker's write is refused, and says why.
     wait_state(&client, SessionState::Expired).await.unwrap();
-    paused.resume();
-    let outcome = tokio::time::timeout(WAIT_BOUND, job)
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        matches!(outcome, Err(Error::LockLost { .. })),
-        "{outcome:?}"
-    );
-    assert_eq!(server.children("/jobs/a/runs"), Some(vec![]));
+    lets_the_job_go_and_it_writes_nothing(&server, paused, job).await;
     taken.release().await.unwrap();
 }
 
@@ -127,16 +137,7 @@ async fn a_partition_past_the_session_timeout_is_an_expiry_in_no_wall_time() {
     );
     assert!(server.partition(client.session_id(), false));
     wait_state(&client, SessionState::Expired).await.unwrap();
-    paused.resume();
-    let outcome = tokio::time::timeout(WAIT_BOUND, job)
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        matches!(outcome, Err(Error::LockLost { .. })),
-        "{outcome:?}"
-    );
-    assert_eq!(server.children("/jobs/a/runs"), Some(vec![]));
+    lets_the_job_go_and_it_writes_nothing(&server, paused, job).await;
 }
 
 #[tokio::test(start_paused = true)]
