@@ -28,6 +28,11 @@ pub enum Plant {
     /// A semaphore counts one lease more than its maximum as room (recipe-semaphore, feature
     /// `plant`): the count rule off by one.
     SemaphoreOneTooMany,
+    /// A semaphore's waiter lets the inner lock go as soon as it waits, and takes its lease
+    /// as soon as `leases/` changes, without counting again (in `recipes-core`'s semaphore
+    /// machine): the lease wait's own hand-off shortcut, a negative control for the chaos
+    /// suite.
+    LeaseWaitShortcut,
     /// A multi-lock reports itself held before its last member is taken: that member is
     /// taken in the background, outside the guard (recipe-multilock, feature `plant`).
     MultiSkipsLast,
@@ -64,6 +69,7 @@ mod switch {
             Some(Plant::CohortDoubleGrant) => 9,
             Some(Plant::CohortEarlyRelease) => 10,
             Some(Plant::NoNodeWatch) => 11,
+            Some(Plant::LeaseWaitShortcut) => 12,
         }
     }
 
@@ -72,6 +78,7 @@ mod switch {
         ACTIVE.store(code(plant), Ordering::SeqCst);
         recipes_core::plant::set_hand_off_shortcut(plant == Some(Plant::HandOffShortcut));
         recipes_core::plant::set_grant_on_disconnect(plant == Some(Plant::GrantOnDisconnect));
+        recipes_core::plant::set_lease_wait_shortcut(plant == Some(Plant::LeaseWaitShortcut));
     }
 
     /// Whether `plant` is the defect put back (the other recipe crates ask too).

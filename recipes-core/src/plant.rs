@@ -7,6 +7,9 @@
 //! - The grant on disconnect: a waiter holds when its connection drops, whatever is ahead of
 //!   it (the history the chaos checker's old rules excused: a second holder let in while the
 //!   first holder's node lives on, during a connection loss).
+//! - The lease wait shortcut (the semaphore's own hand-off shortcut): a waiter for a lease
+//!   lets the inner lock go as soon as it waits, and takes its lease as soon as `leases/`
+//!   changes, without counting again (so waiters side by side all take the one lease freed).
 
 #[cfg(feature = "plant")]
 mod switch {
@@ -14,6 +17,7 @@ mod switch {
 
     static SHORTCUT: AtomicBool = AtomicBool::new(false);
     static GRANT_ON_DISCONNECT: AtomicBool = AtomicBool::new(false);
+    static LEASE_WAIT_SHORTCUT: AtomicBool = AtomicBool::new(false);
 
     /// Switches the hand-off shortcut on or off.
     pub fn set_hand_off_shortcut(on: bool) {
@@ -23,6 +27,15 @@ mod switch {
     /// Switches the grant on disconnect on or off.
     pub fn set_grant_on_disconnect(on: bool) {
         GRANT_ON_DISCONNECT.store(on, Ordering::SeqCst);
+    }
+
+    /// Switches the lease wait shortcut on or off.
+    pub fn set_lease_wait_shortcut(on: bool) {
+        LEASE_WAIT_SHORTCUT.store(on, Ordering::SeqCst);
+    }
+
+    pub(crate) fn lease_wait_shortcut() -> bool {
+        LEASE_WAIT_SHORTCUT.load(Ordering::Relaxed)
     }
 
     pub(crate) fn hand_off_shortcut() -> bool {
@@ -35,10 +48,10 @@ mod switch {
 }
 
 #[cfg(feature = "plant")]
-pub use switch::{set_grant_on_disconnect, set_hand_off_shortcut};
+pub use switch::{set_grant_on_disconnect, set_hand_off_shortcut, set_lease_wait_shortcut};
 
 #[cfg(feature = "plant")]
-pub(crate) use switch::{grant_on_disconnect, hand_off_shortcut};
+pub(crate) use switch::{grant_on_disconnect, hand_off_shortcut, lease_wait_shortcut};
 
 #[cfg(not(feature = "plant"))]
 pub(crate) const fn hand_off_shortcut() -> bool {
@@ -47,5 +60,10 @@ pub(crate) const fn hand_off_shortcut() -> bool {
 
 #[cfg(not(feature = "plant"))]
 pub(crate) const fn grant_on_disconnect() -> bool {
+    false
+}
+
+#[cfg(not(feature = "plant"))]
+pub(crate) const fn lease_wait_shortcut() -> bool {
     false
 }

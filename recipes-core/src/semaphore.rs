@@ -535,20 +535,16 @@ impl SemaphoreMachine {
             return;
         }
         if count <= self.max.get() as usize {
-            let held = self
-                .ours
-                .iter()
-                .filter_map(|l| {
-                    l.czxid.map(|czxid| Held {
-                        path: self.lease_path(&l.name),
-                        czxid,
-                    })
-                })
-                .collect();
-            self.finish(Outcome::Held(held));
+            self.hold();
         } else if self.schedule.timed_out() || self.deadline_passed(now) {
             self.finish(Outcome::TimedOut);
         } else {
+            if crate::plant::lease_wait_shortcut() {
+                // The planted defect: let the inner lock go while waiting.
+                if let Some(inner) = self.inner_held.take() {
+                    self.send(Sent::DeleteExtra, Op::Delete { path: inner.path });
+                }
+            }
             // Waiting, we keep the inner lock; if its node goes (deleted by hand), another
             // client may add a lease beside ours and both would wait for ever: watch it, and
             // start over if it goes.
@@ -562,6 +558,21 @@ impl SemaphoreMachine {
                 self.watch_inner();
             }
         }
+    }
+
+    /// Holds our leases.
+    fn hold(&mut self) {
+        let held = self
+            .ours
+            .iter()
+            .filter_map(|l| {
+                l.czxid.map(|czxid| Held {
+                    path: self.lease_path(&l.name),
+                    czxid,
+                })
+            })
+            .collect();
+        self.finish(Outcome::Held(held));
     }
 
     /// Watches our inner lock node while we wait holding it.
@@ -580,6 +591,11 @@ impl SemaphoreMachine {
         if kind == WatchKind::Children && path == self.leases_dir {
             self.watching = false;
             if self.stage == Stage::Waiting && event != WatchEvent::SessionEnded {
+                if crate::plant::lease_wait_shortcut() {
+                    // The planted defect: take the lease on the change, uncounted.
+                    self.hold();
+                    return;
+                }
                 self.list(true);
             }
             return;

@@ -331,7 +331,9 @@ pub struct Chaos {
     /// Negative control: a defect planted in our recipes (`shortcut`: a waiter holds on its
     /// predecessor's deletion without looking again; `grant-on-disconnect`: a waiter holds
     /// when its connection drops, whatever is ahead of it; `cohort-double-grant`, with
-    /// `--cohort`: a cohort grants its node to two local waiters at once); the run must then fail with
+    /// `--cohort`: a cohort grants its node to two local waiters at once;
+    /// `lease-wait-shortcut`: a semaphore's waiter lets the inner lock go while it waits and
+    /// takes its lease on any change of `leases/`, uncounted); the run must then fail with
     /// holds the servers' log shows were not granted; or `no-node-watch`, with the nemesis
     /// `delete-held`: a hold keeps no watch on its node, and the run must fail with holds of
     /// ours never told that their node was deleted. Builds a zk-worker of its own with

@@ -19,10 +19,13 @@
 //!   never told, hold on. The run fails with exactly that finding of the lost signal's table;
 //!   the log judge (which excuses the operator's overlap) and the clients' checker find
 //!   nothing.
+//! - **Lease wait shortcut**: a semaphore's waiter that lets the inner lock go while it waits
+//!   and takes its lease as soon as `leases/` changes, without counting again: the log shows
+//!   marks of leases beyond the first N.
 //!
 //! Each control asserts its own finding, not a sum over every kind: violations of ours (the
-//! judge's row counter for that kind: `not-granted` for the first three, `exclusion` for the
-//! cohort) in the row of one of its recipes.
+//! judge's row counter for that kind: `not-granted` for the first three and the lease wait,
+//! `exclusion` for the cohort) in the row of one of its recipes.
 //!
 //! The runs one after another (each starts its own ensemble; the tests take turns); needs
 //! the planted worker, so the feature `plant` (on in `cargo xtask test`, which runs
@@ -133,6 +136,21 @@ const CONTROLS: [Control; 4] = [
     },
 ];
 
+/// The semaphore's lease wait, planted (run alone: `CONTROLS` holds the grants of the
+/// acquire machine).
+const LEASE_WAIT_SHORTCUT: Control = Control {
+    name: "lease-wait-shortcut",
+    fence: true,
+    plant: Some(ChaosPlant::LeaseWaitShortcut),
+    cohort: false,
+    nemesis: &[Kind::ClientCut],
+    recipes: &[Recipe::SemaphoreMutex],
+    seconds: 20,
+    // Waiters side by side, each taking the one lease freed: a mark of a lease beyond
+    // the first N.
+    expect: Some(NOT_GRANTED),
+};
+
 /// One ensemble at a time: the tests take turns.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -237,28 +255,45 @@ fn the_negative_controls_fail_from_the_servers_log() {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     for control in CONTROLS {
-        let outcome = run_control(&control, None);
-        let judge = &outcome.judge;
-        println!("control {}:\n{judge}", control.name);
-        for a in &outcome.timeline {
-            println!("fault: {} on {}", a.kind, a.target);
-        }
-        // The logs themselves were read as a whole: the failure is ours, not the judge's.
-        assert!(
-            judge.errors.is_empty(),
-            "control {}: judge errors {:?}",
-            control.name,
-            judge.errors
-        );
-        // Its own finding: violations of ours of the expected kind, in one of its recipes.
-        let expect = control.expect.as_ref().unwrap();
-        let found = expect.found(judge, control.recipes);
-        assert!(
-            found.iter().any(|&(_, n)| n > 0) && judge.failure().is_some(),
-            "control {}: no {} violation of ours in {found:?}:\n{judge}",
-            control.name,
-            expect.kind
-        );
-        let _ = std::fs::remove_dir_all(&outcome.dir);
+        fails_with_its_finding(&control);
     }
+}
+
+#[test]
+fn the_lease_wait_shortcut_fails_from_the_servers_log() {
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    fails_with_its_finding(&LEASE_WAIT_SHORTCUT);
+}
+
+/// Runs `control` and asserts its own finding: violations of ours of the expected kind, in
+/// one of its recipes, and the judge's failure.
+fn fails_with_its_finding(control: &Control) {
+    let outcome = run_control(control, None);
+    let judge = &outcome.judge;
+    println!("control {}:\n{judge}", control.name);
+    for a in &outcome.timeline {
+        println!("fault: {} on {}", a.kind, a.target);
+    }
+    // The logs themselves were read as a whole: the failure is ours, not the judge's.
+    assert!(
+        judge.errors.is_empty(),
+        "control {}: judge errors {:?}",
+        control.name,
+        judge.errors
+    );
+    let expect = control.expect.as_ref().unwrap();
+    let found = expect.found(judge, control.recipes);
+    println!(
+        "control {}: {} of ours {found:?}",
+        control.name, expect.kind
+    );
+    assert!(
+        found.iter().any(|&(_, n)| n > 0) && judge.failure().is_some(),
+        "control {}: no {} violation of ours in {found:?}:\n{judge}",
+        control.name,
+        expect.kind
+    );
+    let _ = std::fs::remove_dir_all(&outcome.dir);
 }

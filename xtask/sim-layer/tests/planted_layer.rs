@@ -4,7 +4,8 @@
 //! shortcut the chaos suite's negative control plants in the acquire machine (hold on the
 //! predecessor's deletion without listing again) and its grant on disconnect (hold when the
 //! connection drops, whatever is ahead), and a safety defect in each other recipe (a
-//! reader that holds with a write node ahead of it; a semaphore whose count rule is off by one;
+//! reader that holds with a write node ahead of it; a semaphore whose count rule is off by one,
+//! or whose waiters leave the inner lock and take a lease on any change of `leases/`, uncounted;
 //! a multi-lock that reports itself held though its last member was only tried; a cohort that
 //! grants its node to two local waiters at once; a cohort read/write lock whose readers ignore
 //! write nodes, or whose read node is deleted while some of its readers still read), and a
@@ -29,7 +30,7 @@ const BOUND: u64 = 400;
 /// sweep from seed 1. A seed fixes the schedule bit for bit but for tokio's own generator
 /// (which `watch` shard a waiter waits in: see `zk_sim_layer`), so a sweep starts at the kept
 /// seed: it catches the defect there almost always, and within [`BOUND`] schedules always.
-const KEPT: [(Plant, Recipe, u64); 20] = [
+const KEPT: [(Plant, Recipe, u64); 21] = [
     (Plant::NoRuntimeRetry, Recipe::Mutex, 7),
     (Plant::TurnIgnoresDeadline, Recipe::Mutex, 3),
     (Plant::LostEndsWaiters, Recipe::Mutex, 1),
@@ -43,6 +44,7 @@ const KEPT: [(Plant, Recipe, u64); 20] = [
         1,
     ),
     (Plant::SemaphoreOneTooMany, Recipe::SemaphoreMutex, 1),
+    (Plant::LeaseWaitShortcut, Recipe::Semaphore { leases: 2 }, 1),
     (Plant::MultiSkipsLast, Recipe::MultiLock { members: 3 }, 1),
     (Plant::CohortDoubleGrant, Recipe::CohortMutex, 1),
     (Plant::ReadIgnoresWrites, Recipe::CohortReadWrite, 1),

@@ -323,15 +323,19 @@ pub enum ChaosPlant {
     /// A hold keeps no watch on its own node: a holder whose node another session deleted is
     /// never told (with the nemesis `delete-held`: the lost signal's table fails).
     NoNodeWatch,
+    /// A semaphore's waiter lets the inner lock go while it waits, and takes its lease as
+    /// soon as `leases/` changes, without counting again: the lease wait's hand-off shortcut.
+    LeaseWaitShortcut,
 }
 
 impl ChaosPlant {
     /// Every plant.
-    pub const ALL: [ChaosPlant; 4] = [
+    pub const ALL: [ChaosPlant; 5] = [
         ChaosPlant::Shortcut,
         ChaosPlant::GrantOnDisconnect,
         ChaosPlant::CohortDoubleGrant,
         ChaosPlant::NoNodeWatch,
+        ChaosPlant::LeaseWaitShortcut,
     ];
 
     /// The name on the command line.
@@ -341,6 +345,7 @@ impl ChaosPlant {
             ChaosPlant::GrantOnDisconnect => "grant-on-disconnect",
             ChaosPlant::CohortDoubleGrant => "cohort-double-grant",
             ChaosPlant::NoNodeWatch => "no-node-watch",
+            ChaosPlant::LeaseWaitShortcut => "lease-wait-shortcut",
         }
     }
 
@@ -353,12 +358,13 @@ impl ChaosPlant {
     #[cfg(feature = "plant")]
     fn switch_on(self) -> Result<()> {
         use recipe_mutex::plant::{Plant, set};
-        set(Some(match self {
-            ChaosPlant::Shortcut => Plant::HandOffShortcut,
-            ChaosPlant::GrantOnDisconnect => Plant::GrantOnDisconnect,
-            ChaosPlant::CohortDoubleGrant => Plant::CohortDoubleGrant,
-            ChaosPlant::NoNodeWatch => Plant::NoNodeWatch,
-        }));
+        set(match self {
+            ChaosPlant::Shortcut => Some(Plant::HandOffShortcut),
+            ChaosPlant::GrantOnDisconnect => Some(Plant::GrantOnDisconnect),
+            ChaosPlant::CohortDoubleGrant => Some(Plant::CohortDoubleGrant),
+            ChaosPlant::NoNodeWatch => Some(Plant::NoNodeWatch),
+            ChaosPlant::LeaseWaitShortcut => Some(Plant::LeaseWaitShortcut),
+        });
         Ok(())
     }
 
