@@ -336,7 +336,9 @@ pub struct Chaos {
     /// takes its lease on any change of `leases/`, uncounted); the run must then fail with
     /// holds the servers' log shows were not granted; or `no-node-watch`, with the nemesis
     /// `delete-held`: a hold keeps no watch on its node, and the run must fail with holds of
-    /// ours never told that their node was deleted. Builds a zk-worker of its own with
+    /// ours never told that their node was deleted; or `deletes-others`: before each acquire
+    /// of the mutex, our client deletes the node that sorts first in the lock's directory,
+    /// by name, and the run must fail with foreign deletes charged to ours. Builds a zk-worker of its own with
     /// xtask's feature `plant`.
     #[arg(long, value_enum)]
     pub plant: Option<crate::chaos::ours::ChaosPlant>,

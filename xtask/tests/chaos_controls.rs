@@ -22,10 +22,13 @@
 //! - **Lease wait shortcut**: a semaphore's waiter that lets the inner lock go while it waits
 //!   and takes its lease as soon as `leases/` changes, without counting again: the log shows
 //!   marks of leases beyond the first N.
+//! - **Deletes others** (blame): before each acquire, our mutex client deletes the node that
+//!   sorts first in the lock's directory, another client's, by name: the log shows lock nodes
+//!   deleted by a session other than their owner's, charged to ours (`foreign`).
 //!
 //! Each control asserts its own finding, not a sum over every kind: violations of ours (the
 //! judge's row counter for that kind: `not-granted` for the first three and the lease wait,
-//! `exclusion` for the cohort) in the row of one of its recipes.
+//! `exclusion` for the cohort, `foreign` for the deletes) in the row of one of its recipes.
 //!
 //! The runs one after another (each starts its own ensemble; the tests take turns); needs
 //! the planted worker, so the feature `plant` (on in `cargo xtask test`, which runs
@@ -151,6 +154,22 @@ const LEASE_WAIT_SHORTCUT: Control = Control {
     expect: Some(NOT_GRANTED),
 };
 
+/// Blame: our client deleting another client's node by name.
+const DELETES_OTHERS: Control = Control {
+    name: "deletes-others",
+    fence: true,
+    plant: Some(ChaosPlant::DeletesOthers),
+    cohort: false,
+    nemesis: &[Kind::ClientCut],
+    recipes: &[Recipe::Mutex],
+    seconds: 20,
+    // Another session's node deleted by a session of ours: charged to ours, the deleter.
+    expect: Some(Expect {
+        kind: "foreign",
+        count: |r| r.foreign_deletes,
+    }),
+};
+
 /// One ensemble at a time: the tests take turns.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -265,6 +284,14 @@ fn the_lease_wait_shortcut_fails_from_the_servers_log() {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     fails_with_its_finding(&LEASE_WAIT_SHORTCUT);
+}
+
+#[test]
+fn our_delete_of_another_clients_node_is_charged_to_us() {
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    fails_with_its_finding(&DELETES_OTHERS);
 }
 
 /// Runs `control` and asserts its own finding: violations of ours of the expected kind, in

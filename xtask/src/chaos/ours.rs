@@ -308,9 +308,10 @@ fn harness_line(line: &str) {
     }
 }
 
-/// A defect planted in our workers, for the chaos suite's negative controls: each but the
-/// last makes a second holder that the servers' log shows; the last leaves holders of ours
-/// untold when another session deletes their node (with the nemesis `delete-held`).
+/// A defect planted in our workers, for the chaos suite's negative controls: most make a
+/// second holder that the servers' log shows; `no-node-watch` leaves holders of ours untold
+/// when another session deletes their node (with the nemesis `delete-held`);
+/// `deletes-others` makes ours that other session (the log judge's foreign deletes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ChaosPlant {
     /// A waiter holds on its predecessor's deletion without listing again.
@@ -326,16 +327,21 @@ pub enum ChaosPlant {
     /// A semaphore's waiter lets the inner lock go while it waits, and takes its lease as
     /// soon as `leases/` changes, without counting again: the lease wait's hand-off shortcut.
     LeaseWaitShortcut,
+    /// Before each acquire of the mutex, our client deletes the node that sorts first in the
+    /// lock's directory (another client's, the holder's when one holds), by name: a cleanup
+    /// deleting what is not its own (the log judge's foreign deletes).
+    DeletesOthers,
 }
 
 impl ChaosPlant {
     /// Every plant.
-    pub const ALL: [ChaosPlant; 5] = [
+    pub const ALL: [ChaosPlant; 6] = [
         ChaosPlant::Shortcut,
         ChaosPlant::GrantOnDisconnect,
         ChaosPlant::CohortDoubleGrant,
         ChaosPlant::NoNodeWatch,
         ChaosPlant::LeaseWaitShortcut,
+        ChaosPlant::DeletesOthers,
     ];
 
     /// The name on the command line.
@@ -346,6 +352,7 @@ impl ChaosPlant {
             ChaosPlant::CohortDoubleGrant => "cohort-double-grant",
             ChaosPlant::NoNodeWatch => "no-node-watch",
             ChaosPlant::LeaseWaitShortcut => "lease-wait-shortcut",
+            ChaosPlant::DeletesOthers => "deletes-others",
         }
     }
 
@@ -364,7 +371,10 @@ impl ChaosPlant {
             ChaosPlant::CohortDoubleGrant => Some(Plant::CohortDoubleGrant),
             ChaosPlant::NoNodeWatch => Some(Plant::NoNodeWatch),
             ChaosPlant::LeaseWaitShortcut => Some(Plant::LeaseWaitShortcut),
+            // The worker's own, not the recipes'.
+            ChaosPlant::DeletesOthers => None,
         });
+        DELETES_OTHERS.store(self == ChaosPlant::DeletesOthers, SeqCst);
         Ok(())
     }
 
@@ -378,6 +388,10 @@ impl ChaosPlant {
         .into())
     }
 }
+
+/// Whether the plant `deletes-others` is on in this process.
+#[cfg(feature = "plant")]
+static DELETES_OTHERS: AtomicBool = AtomicBool::new(false);
 
 /// Shared by a process's clients: the clock, the events, the acquires under way.
 struct Shared {
@@ -770,6 +784,10 @@ impl Contender {
 
     /// One cycle on a lock: acquire, update the registers under the hold, release.
     async fn cycle(&mut self, lock: &dyn Lock, mode: Mode, regs: &[String]) {
+        #[cfg(feature = "plant")]
+        if DELETES_OTHERS.load(SeqCst) && self.who.recipe == Recipe::Mutex {
+            self.delete_first().await;
+        }
         let Some((guard, style)) = self
             .acquire(|deadline| lock.lock_until(Some(deadline)))
             .await
@@ -939,6 +957,20 @@ impl Contender {
                 Err(_) if self.client.state().is_terminal() => return,
                 Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
             }
+        }
+    }
+
+    /// The plant `deletes-others`: deletes, by name, the node that sorts first (by its
+    /// sequence suffix) in the lock's directory, whoever's it is; nothing if none.
+    #[cfg(feature = "plant")]
+    async fn delete_first(&self) {
+        let dir = layout::lock_path(self.who.recipe);
+        let Ok(children) = self.client.get_children(&dir).await else {
+            return;
+        };
+        let suffix = |c: &String| c.get(c.len().saturating_sub(10)..).map(str::to_owned);
+        if let Some(first) = children.iter().min_by_key(|c| suffix(c)) {
+            let _ = self.client.delete(&format!("{dir}/{first}"), None).await;
         }
     }
 
