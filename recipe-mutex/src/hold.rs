@@ -316,6 +316,20 @@ impl LockGuard {
         self.holds.path()
     }
 
+    /// This hold's [`Sequencer`](crate::Sequencer): its lock node, czxid and session, for a
+    /// service outside ZooKeeper to check with any client
+    /// ([`Sequencer::check`](crate::Sequencer::check)) before it accepts work done under
+    /// the lock. Its text form (`to_string()`) is what travels. The mutex's rule judges it:
+    /// the guards of other lock kinds are refused by it (`NotALockNode`).
+    pub fn sequencer(&self) -> crate::Sequencer {
+        crate::Sequencer::held(
+            crate::LockKind::Mutex,
+            &self.node.path,
+            self.node.czxid,
+            self.node.session_id,
+        )
+    }
+
     /// A nested hold of the same lock, for code that would re-enter it (Curator's reentrant
     /// `acquire()` in a callee): no round trip, counted in [`LockGuard::hold_count`], ended
     /// when dropped. It borrows this guard, so it cannot outlive it and the guard cannot be

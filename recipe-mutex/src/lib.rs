@@ -68,6 +68,7 @@ pub mod participants;
 #[doc(hidden)]
 pub mod plant;
 mod revoke;
+mod sequencer;
 #[doc(hidden)]
 pub mod surface;
 #[doc(hidden)]
@@ -86,6 +87,7 @@ pub use lock::{Guard, IntoLock, Lock, LockFuture};
 pub use mutex::{InterProcessMutex, MutexGuard, participant_nodes, validate_lock_path};
 pub use participants::{Participant, Standing};
 pub use revoke::{REVOKE_MESSAGE, RevocationListener, revoke};
+pub use sequencer::{LockKind, ParseSequencerError, SEQUENCER_PREFIX, Sequencer, SequencerCheck};
 #[doc(hidden)]
 pub use uuid::random_uuid;
 pub use waiting::WAIT_REPORT_AFTER;
