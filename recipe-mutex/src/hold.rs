@@ -319,11 +319,13 @@ impl LockGuard {
     /// This hold's [`Sequencer`](crate::Sequencer): its lock node, czxid and session, for a
     /// service outside ZooKeeper to check with any client
     /// ([`Sequencer::check`](crate::Sequencer::check)) before it accepts work done under
-    /// the lock. Its text form (`to_string()`) is what travels. The mutex's rule judges it:
-    /// the guards of other lock kinds are refused by it (`NotALockNode`).
+    /// the lock. Its text form (`to_string()`) is what travels. Its kind is the node's: a
+    /// mutex's, or a read or write lock's. A downgraded read guard's is refused by a check
+    /// (`OtherNode`): it carries the write hold's fencing token, not its read node's czxid.
     pub fn sequencer(&self) -> crate::Sequencer {
+        let name = self.node.path.rsplit('/').next().unwrap_or_default();
         crate::Sequencer::held(
-            crate::LockKind::Mutex,
+            crate::LockKind::of_node(name),
             &self.node.path,
             self.node.czxid,
             self.node.session_id,

@@ -12,6 +12,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use recipes_core::participants::{Rule, Standing, places};
+use recipes_core::rwlock::{READ_LOCK_NAME, WRITE_LOCK_NAME, rw_sort};
 use recipes_core::{Exclusive, Predicate};
 use zk_client::{Client, ReadOp, ReadResult, Stat};
 
@@ -20,19 +21,61 @@ use crate::Error;
 /// The text form's prefix and version: `zk-seq:1:`.
 pub const SEQUENCER_PREFIX: &str = "zk-seq:1:";
 
-/// The lock kind a sequencer was given by: which grant rule judges it.
+/// The lock kind a sequencer was given by: which grant rule judges it. A sequencer of one
+/// kind whose node is another kind's is refused (`NotALockNode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum LockKind {
     /// An [`InterProcessMutex`](crate::InterProcessMutex): granted when first by sequence
     /// among the lock's children.
     Mutex,
+    /// A read lock (`recipe-rwlock`, Curator's `__READ__` nodes): granted when no write node
+    /// sorts before it.
+    Read,
+    /// A write lock (`__WRIT__` nodes): granted when first of the lock's children.
+    Write,
 }
 
 impl LockKind {
     fn as_str(self) -> &'static str {
         match self {
             LockKind::Mutex => "mutex",
+            LockKind::Read => "read",
+            LockKind::Write => "write",
+        }
+    }
+
+    /// The kind whose node `name` is (a read or write node by its lock name; else a mutex's).
+    pub(crate) fn of_node(name: &str) -> Self {
+        if name.contains(READ_LOCK_NAME) {
+            LockKind::Read
+        } else if name.contains(WRITE_LOCK_NAME) {
+            LockKind::Write
+        } else {
+            LockKind::Mutex
+        }
+    }
+
+    /// The kind's grant rule for the child `name` (`None`: not one of the kind's family).
+    fn rule_for(self, name: &str) -> Option<Rule> {
+        match self {
+            LockKind::Mutex => name
+                .contains(recipes_core::name::MUTEX_LOCK_NAME)
+                .then_some(Rule::Exclusive { max: 1 }),
+            LockKind::Read | LockKind::Write => match LockKind::of_node(name) {
+                LockKind::Read => Some(Rule::Read),
+                LockKind::Write => Some(Rule::Write),
+                LockKind::Mutex => None,
+            },
+        }
+    }
+
+    /// The rule the kind's own nodes are judged by.
+    fn own_rule(self) -> Rule {
+        match self {
+            LockKind::Mutex => Rule::Exclusive { max: 1 },
+            LockKind::Read => Rule::Read,
+            LockKind::Write => Rule::Write,
         }
     }
 }
@@ -45,7 +88,8 @@ impl LockKind {
 /// session ended, or who is still waiting is refused, whatever it claims.
 ///
 /// The text form is stable and versioned:
-/// `zk-seq:1:<kind>:<session id, 16 hex digits>:<czxid, decimal>:<node path>`, e.g.
+/// `zk-seq:1:<kind>:<session id, 16 hex digits>:<czxid, decimal>:<node path>` (kind `mutex`,
+/// `read` or `write`), e.g.
 /// `zk-seq:1:mutex:0000018c2f3a0001:4294967302:/app/locks/orders/_c_…-lock-0000000007`.
 /// The lock path is the node's parent. Malformed text is a [`ParseSequencerError`].
 ///
@@ -269,17 +313,17 @@ impl Sequencer {
             };
         }
         let ours = self.node_name();
-        let queue = match self.kind {
+        if self.kind.rule_for(ours) != Some(self.kind.own_rule()) {
+            return SequencerCheck::NotALockNode;
+        }
+        let kind = self.kind;
+        let queue = match kind {
             LockKind::Mutex => {
                 let mutex = Exclusive::mutex();
-                places(
-                    children,
-                    |c| mutex.sort(c),
-                    |name| {
-                        name.contains(recipes_core::name::MUTEX_LOCK_NAME)
-                            .then_some(Rule::Exclusive { max: 1 })
-                    },
-                )
+                places(children, |c| mutex.sort(c), |name| kind.rule_for(name))
+            }
+            LockKind::Read | LockKind::Write => {
+                places(children, rw_sort, |name| kind.rule_for(name))
             }
         };
         match queue.iter().position(|p| p.name == ours) {
@@ -324,6 +368,8 @@ impl FromStr for Sequencer {
         let mut fields = rest.splitn(4, ':');
         let kind = match fields.next() {
             Some("mutex") => LockKind::Mutex,
+            Some("read") => LockKind::Read,
+            Some("write") => LockKind::Write,
             Some("") | None => return Err(ParseSequencerError::Missing("lock kind")),
             Some(other) => return Err(ParseSequencerError::UnknownKind(other.to_owned())),
         };
@@ -400,6 +446,10 @@ mod tests {
             (
                 "zk-seq:1:rw:0000000000001234:42:/a/b",
                 UnknownKind("rw".into()),
+            ),
+            (
+                "zk-seq:1:Mutex:0000000000001234:42:/a/b",
+                UnknownKind("Mutex".into()),
             ),
             ("zk-seq:1:mutex:1234:42:/a/b", BadSession("1234".into())),
             (
@@ -486,9 +536,56 @@ mod tests {
             SequencerCheck::NotGranted { ahead: 1 }
         );
         let foreign = Sequencer::new(LockKind::Mutex, "/app/locks/x/other", 42, 0x1234).unwrap();
+        // A mutex sequencer naming a read node: another kind's node.
+        let read = Sequencer::new(LockKind::Mutex, "/a/_c_u-__READ__0000000001", 42, 0x1234);
+        assert_eq!(
+            read.unwrap()
+                .judge(kids(&["_c_u-__READ__0000000001"]), Some(&stat(42, 0x1234))),
+            SequencerCheck::NotALockNode
+        );
         assert_eq!(
             foreign.judge(kids(&["other"]), Some(&stat(42, 0x1234))),
             SequencerCheck::NotALockNode
         );
+    }
+
+    #[test]
+    fn readers_ahead_of_any_writer_are_valid_and_a_writer_is_granted_only_first() {
+        let children = kids(&[
+            "_c_r1-__READ__0000000001",
+            "_c_w-__WRIT__0000000002",
+            "_c_r2-__READ__0000000003",
+            "_c_r3-__READ__0000000000",
+        ]);
+        let at = |kind, name: &str| {
+            let node = format!("/rw/{name}");
+            Sequencer::new(kind, &node, 42, 0x1234)
+                .unwrap()
+                .judge(children.clone(), Some(&stat(42, 0x1234)))
+        };
+        assert_eq!(
+            at(LockKind::Read, "_c_r1-__READ__0000000001"),
+            SequencerCheck::Valid
+        );
+        assert_eq!(
+            at(LockKind::Read, "_c_r3-__READ__0000000000"),
+            SequencerCheck::Valid
+        );
+        assert_eq!(
+            at(LockKind::Write, "_c_w-__WRIT__0000000002"),
+            SequencerCheck::NotGranted { ahead: 2 }
+        );
+        assert_eq!(
+            at(LockKind::Read, "_c_r2-__READ__0000000003"),
+            SequencerCheck::NotGranted { ahead: 3 }
+        );
+        // The kind must be the node's: a write claim on a read node is refused.
+        assert_eq!(
+            at(LockKind::Write, "_c_r1-__READ__0000000001"),
+            SequencerCheck::NotALockNode
+        );
+        let read = Sequencer::new(LockKind::Read, "/rw/_c_r1-__READ__0000000001", 1, 2).unwrap();
+        assert_eq!(read.to_string().parse::<Sequencer>().unwrap(), read);
+        assert!(read.to_string().starts_with("zk-seq:1:read:"));
     }
 }

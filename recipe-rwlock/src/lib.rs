@@ -62,7 +62,8 @@ mod cohort;
 
 pub use cohort::{CohortReadLock, CohortReadWriteLock, CohortWriteLock};
 pub use recipe_mutex::{
-    CohortBound, CohortGuard, CohortToken, Error, LockGuard, Loss, NestedGuard, SharedCohortGuard,
+    CohortBound, CohortGuard, CohortToken, Error, LockGuard, LockKind, Loss, NestedGuard,
+    ParseSequencerError, Sequencer, SequencerCheck, SharedCohortGuard,
 };
 
 /// Proof of holding the read lock (a [`LockGuard`]).
