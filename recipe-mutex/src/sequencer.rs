@@ -194,7 +194,7 @@ pub enum ParseSequencerError {
     /// The session id is not 16 hex digits.
     #[error("bad session id {0:?} (16 hex digits expected)")]
     BadSession(String),
-    /// The czxid is not a decimal number.
+    /// The czxid is not a decimal number (a zxid: not negative).
     #[error("bad czxid {0:?}")]
     BadCzxid(String),
     /// The node path is not a valid ZooKeeper path with a parent (the lock's path).
@@ -203,13 +203,19 @@ pub enum ParseSequencerError {
 }
 
 impl Sequencer {
-    /// A mutex's sequencer (what [`LockGuard::sequencer`](crate::LockGuard::sequencer) gives).
+    /// A sequencer naming `node` (a lock node's full path; its parent is the lock's path),
+    /// created at `czxid` (a zxid: not negative) by session `session_id`: what a service
+    /// builds from what it learnt otherwise. A guard gives its own with
+    /// [`LockGuard::sequencer`](crate::LockGuard::sequencer).
     pub fn new(
         kind: LockKind,
         node: &str,
         czxid: i64,
         session_id: i64,
     ) -> Result<Self, ParseSequencerError> {
+        if czxid < 0 {
+            return Err(ParseSequencerError::BadCzxid(czxid.to_string()));
+        }
         let bad = || ParseSequencerError::BadNode(node.to_owned());
         zk_proto::validate_path(node, false).map_err(|_| bad())?;
         let slash = node.rfind('/').ok_or_else(bad)?;
@@ -433,6 +439,11 @@ mod tests {
         // A negative session id (its top bit set) and a path holding ':' round-trip too.
         let odd = Sequencer::new(LockKind::Mutex, "/a:b/lock-0000000001", 7, -2).unwrap();
         assert_eq!(odd.to_string().parse::<Sequencer>().unwrap(), odd);
+        // A negative czxid is no zxid: refused when built, so every sequencer round-trips.
+        assert_eq!(
+            Sequencer::new(LockKind::Mutex, NODE, -1, 1),
+            Err(ParseSequencerError::BadCzxid("-1".into()))
+        );
     }
 
     #[test]
