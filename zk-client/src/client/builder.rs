@@ -108,8 +108,9 @@ impl ClientBuilder {
 
     /// How long one connection attempt (name resolution, TCP connect and handshake) may take
     /// (default 10 s). Once a session exists, an attempt takes at most the negotiated session
-    /// timeout divided by the number of servers (as the Java client), so that a server that
-    /// accepts connections but never answers cannot use up the session.
+    /// timeout divided by the number of servers, and by three when fewer
+    /// ([`MIN_ATTEMPTS_PER_SESSION`](crate::session::MIN_ATTEMPTS_PER_SESSION)), so that a
+    /// server that accepts connections but never answers cannot use up the session.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.session.connect_timeout = timeout;
         self

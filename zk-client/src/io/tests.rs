@@ -439,6 +439,36 @@ async fn an_unanswered_handshake_ends_at_the_connect_timeout() {
     assert!(h.conns.try_recv().is_err(), "no second attempt");
 }
 
+/// Issue 51, item 5: a restarted single server accepts a connection and never answers it
+/// (ZooKeeper 3.8 refusing a connect while it loads its database, and failing to close the
+/// socket). The attempt is given up after a third of the 6 s session, and the next one finds
+/// the session alive; before, the attempt took the whole session timeout and the session
+/// was reported lost, then expired by the server.
+#[tokio::test(start_paused = true)]
+async fn an_attempt_a_server_never_answers_leaves_room_for_the_next() {
+    let (mem, mut h) = harness();
+    let (c, conn) = mem_connected("s1:2181", mem, &mut h).await;
+    let session = c.session_id();
+    tokio::time::advance(SHORT_LIVED).await;
+    let lost_at = Instant::now();
+    drop(conn);
+    let mut hung = h.next().await;
+    hung.read_connect().await;
+    let mut again = h.next().await;
+    assert_eq!(
+        lost_at.elapsed().as_secs(),
+        2,
+        "the unanswered attempt given up after 2 s (and a pause of at most 100 ms)"
+    );
+    assert!(hung.frame().await.is_none(), "the hung connection closed");
+    let request = again.read_connect().await;
+    assert_eq!(request.session_id, session);
+    again.grant(6000, session).await;
+    state(&c, SessionState::Connected).await;
+    assert_eq!(c.session_id(), session);
+    assert!(lost_at.elapsed() < Duration::from_secs(6), "never lost");
+}
+
 /// After losing an established connection that held, the client tries the next server at
 /// once; a failed round of servers backs off, doubling, each pause at random between its
 /// half and its whole.

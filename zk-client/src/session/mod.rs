@@ -47,6 +47,16 @@ pub const SET_WATCHES_MAX_BYTES: usize = 128 * 1024;
 /// client's `MAX_SEND_PING_INTERVAL`): idle connections through NAT and firewalls stay up.
 pub const MAX_PING_INTERVAL: Duration = Duration::from_secs(10);
 
+/// Once a session exists, one connection attempt takes at most this share of its timeout,
+/// however few servers there are. The Java client divides the timeout by the number of
+/// servers only: with one server, an attempt the server accepts and never answers then uses
+/// up the whole session. ZooKeeper 3.8 does leave such a connection open while it starts (a
+/// connect refused before its database is loaded fails to close, with a
+/// `NullPointerException` in `NIOServerCnxn`), so a client of a restarted single server
+/// would see its session expire although the server serves again within a second. A third
+/// leaves room for two more attempts within the session.
+pub const MIN_ATTEMPTS_PER_SESSION: u32 = 3;
+
 /// How a session behaves. Durations are what the client asks for; the server negotiates the
 /// session timeout.
 #[derive(Debug, Clone)]
@@ -362,21 +372,24 @@ impl<T> Session<T> {
     }
 
     /// How many servers the connect string names (default 1): once a session exists, a
-    /// connection attempt may take the negotiated timeout divided by this, so that a server
-    /// that accepts TCP but never answers cannot use up the session (the Java client's rule).
+    /// connection attempt may take the negotiated timeout divided by this (by
+    /// [`MIN_ATTEMPTS_PER_SESSION`] at least), so that a server that accepts TCP but never
+    /// answers cannot use up the session.
     pub fn set_host_count(&mut self, hosts: usize) {
         self.hosts = hosts.max(1);
     }
 
     /// How long one connection attempt (TCP connect and handshake) may take now: the connect
     /// timeout, and once a session exists at most its timeout divided by the number of
-    /// servers.
+    /// servers, or by [`MIN_ATTEMPTS_PER_SESSION`] when fewer.
     pub fn connect_budget(&self) -> Duration {
         if self.negotiated.is_zero() {
             return self.cfg.connect_timeout;
         }
-        let share = self.negotiated / u32::try_from(self.hosts).unwrap_or(u32::MAX);
-        self.cfg.connect_timeout.min(share)
+        let shares = u32::try_from(self.hosts)
+            .unwrap_or(u32::MAX)
+            .max(MIN_ATTEMPTS_PER_SESSION);
+        self.cfg.connect_timeout.min(self.negotiated / shares)
     }
 
     /// How long the connection may stay idle before a ping.

@@ -966,6 +966,27 @@ fn once_a_session_exists_an_attempt_gets_its_share_of_the_session_timeout() {
     assert_eq!(s.handle_timeout(t0 + secs(3)), Err(Error::ConnectTimeout));
 }
 
+/// One server: an attempt gets a third of the session timeout, not all of it, so an attempt a
+/// starting server accepts and never answers leaves room for two more (issue 51, item 5).
+#[test]
+fn with_one_server_an_attempt_gets_a_third_of_the_session_timeout() {
+    let t0 = Instant::now();
+    let mut s: Session<u32> = Session::new(SessionConfig {
+        session_timeout: secs(6),
+        connect_timeout: secs(10),
+        ..cfg()
+    });
+    s.handle_connected(t0);
+    let _ = frames(&mut s);
+    s.handle_frame(t0, &connect_response(6000, 0x11)).unwrap();
+    s.handle_disconnect(t0 + secs(1));
+    assert_eq!(s.connect_budget(), secs(2));
+    s.set_host_count(2);
+    assert_eq!(s.connect_budget(), secs(2));
+    s.set_host_count(6);
+    assert_eq!(s.connect_budget(), secs(1));
+}
+
 #[test]
 fn an_unbounded_connect_timeout_does_not_overflow() {
     let t0 = Instant::now();
