@@ -26,3 +26,15 @@ pub use zk_testkit::{
     DetachedEnsemble, Ensemble, FaultProxy, Mode, ZkOptions, ZkServer, deps, four_letter, java,
     paths, proxy, zk,
 };
+
+/// The README's code, compiled as doctests here, where every crate it uses is a dependency
+/// (its first program and its test example are also built outside the workspace, as a user's
+/// crate, by `tests/readme.rs`).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDocs;
+
+/// The command reference's code (the test kit), compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/commands.md")]
+struct CommandDocs;
