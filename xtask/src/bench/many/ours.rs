@@ -9,7 +9,10 @@
 //! - `sessions`: `READY` before any session; on `GO`, `<n>` tasks, each connecting its own
 //!   `Client` and taking `<path>/lock-<i>` on it; clients and guards are kept.
 //!
-//! `ACQUIRED` once every lock is held (the time from `GO`, the resident set, the threads);
+//! `ACQUIRED` once every lock is held: the time from `GO` to the last lock held; the live
+//! heap, resident set and threads once the holds have settled (every hold's watch set: the
+//! server, asked directly at `<server>` with `wchs`, counts a watch per lock, or 30 s passed),
+//! so that the heap is what held locks keep, not the reads still in flight;
 //! on `RELEASE`, every guard's `release()` at once, then `RELEASED`; on `CLOSE`, every
 //! session closed, and the worker exits. Lines: [`super::lines`]. It fails (an `ERROR` line)
 //! when a step is not over within `<budget ms>`, and exits when its stdin ends.
@@ -35,14 +38,18 @@ const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most locks (or sessions) one worker takes.
 pub const MAX_LOCKS: usize = 100_000;
 /// The usage line.
-pub const USAGE: &str = "zk-worker many <connect> <locks|sessions> <n> <path> <budget ms>";
+pub const USAGE: &str =
+    "zk-worker many <connect> <locks|sessions> <n> <path> <budget ms> <server for wchs>";
+
+/// The longest the worker waits for every hold's watch before it reports the heap anyway.
+const SETTLE_BOUND: Duration = Duration::from_secs(30);
 
 /// Runs the worker with its arguments (after `many`), printing its lines.
 ///
 /// # Errors
 /// Bad arguments, a session or lock failure, or a step not done within the budget.
 pub fn process_main(args: &[String]) -> Result<()> {
-    let [connect, shape, n, path, budget] = args else {
+    let [connect, shape, n, path, budget, server] = args else {
         return Err(format!("usage: {USAGE}").into());
     };
     let shape = Shape::parse(shape).ok_or_else(|| format!("usage: {USAGE}"))?;
@@ -56,11 +63,14 @@ pub fn process_main(args: &[String]) -> Result<()> {
             .parse()
             .map_err(|_| format!("<budget ms> is not a whole number: `{budget}`"))?,
     );
+    let server: std::net::SocketAddr = server
+        .parse()
+        .map_err(|_| format!("<server for wchs> is not an address: `{server}`"))?;
     let steps = read_steps_from_stdin();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(run(connect, shape, n, path, budget, steps))
+    rt.block_on(run(connect, shape, n, path, budget, server, steps))
 }
 
 /// A thread that reads stdin: each step line goes to the receiver; the end of stdin exits
@@ -92,6 +102,26 @@ async fn step(
         }
         Ok(None) => Err("stdin ended".into()),
         Err(_) => Err(format!("no `{}` from the bench within the budget", want.line()).into()),
+    }
+}
+
+/// Until the server counts `watches` watches (every hold's own, set by a task started with
+/// it, which the acquire does not wait for), or [`SETTLE_BOUND`] passed.
+async fn settle(server: std::net::SocketAddr, watches: u64) {
+    let until = Instant::now() + SETTLE_BOUND;
+    while Instant::now() < until {
+        let total = tokio::task::spawn_blocking(move || {
+            zk_testkit::four_letter(server, "wchs", Duration::from_secs(5))
+                .ok()
+                .and_then(|wchs| super::run::total_watches(&wchs))
+        })
+        .await
+        .ok()
+        .flatten();
+        if total.is_some_and(|t| t >= watches) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -131,6 +161,7 @@ async fn run(
     n: usize,
     path: &str,
     budget: Duration,
+    server: std::net::SocketAddr,
     mut steps: mpsc::UnboundedReceiver<Step>,
 ) -> Result<()> {
     // Each step may take the budget.
@@ -166,6 +197,7 @@ async fn run(
     let held = join_all(tasks, by(), "lock()").await?;
     let ns = elapsed_ns(started);
     let (clients, guards): (Vec<Option<Client>>, Vec<LockGuard>) = held.into_iter().unzip();
+    settle(server, guards.len() as u64).await;
     let now = ready()?;
     println!(
         "{}",

@@ -1,6 +1,7 @@
 //! One case of `bench many`: a fresh server, the worker through the tap, its three steps
 //! (take every lock, release them all, close), and the tap's counts of each.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -43,7 +44,9 @@ pub(super) fn curator_classpath() -> Result<String> {
 }
 
 impl Workers {
-    fn command(&self, case: &Case, connect: &str, path: &str) -> Command {
+    /// `server`: the server's own address, which our worker asks for its watches (`wchs`)
+    /// before it reports the heap of its held locks.
+    fn command(&self, case: &Case, connect: &str, path: &str, server: SocketAddr) -> Command {
         let args = [
             connect.to_owned(),
             case.shape.name().to_owned(),
@@ -54,7 +57,7 @@ impl Workers {
         match case.lib {
             Lib::Ours => {
                 let mut cmd = Command::new(&self.rust);
-                cmd.arg("many").args(args);
+                cmd.arg("many").args(args).arg(server.to_string());
                 cmd
             }
             Lib::Curator => {
@@ -128,7 +131,7 @@ pub(super) fn case(workers: &Workers, case: &Case, force_sync: bool) -> Result<O
     let budget = case.budget() + SLACK;
     let mut worker = WorkerProcess::spawn(
         format!("many {} {}", case.lib.name(), case.shape.name()),
-        workers.command(case, &tap.addr().to_string(), &path),
+        workers.command(case, &tap.addr().to_string(), &path, server.addr()),
     )?;
     let ready = Ready::parse(&worker.expect("READY ", Instant::now() + budget)?)?;
 
@@ -139,8 +142,8 @@ pub(super) fn case(workers: &Workers, case: &Case, force_sync: bool) -> Result<O
     if acquired.held != case.n as u64 {
         return Err(format!("{} of {} locks held", acquired.held, case.n).into());
     }
-    // Asked after the tap's counts, so its request is not counted: what every held lock
-    // keeps watched at the server (ours: one data watch on its own node).
+    // What every held lock keeps watched at the server (ours: one data watch on its own
+    // node, which our worker waited for before it reported; Curator's: none).
     let watches = server
         .four_letter("wchs")
         .ok()
@@ -165,7 +168,7 @@ pub(super) fn case(workers: &Workers, case: &Case, force_sync: bool) -> Result<O
 }
 
 /// The total from `wchs`' answer (`Total watches:N`).
-fn total_watches(wchs: &str) -> Option<u64> {
+pub(super) fn total_watches(wchs: &str) -> Option<u64> {
     wchs.lines()
         .find_map(|l| l.trim().strip_prefix("Total watches:"))
         .and_then(|n| n.trim().parse().ok())
