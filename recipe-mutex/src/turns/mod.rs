@@ -54,8 +54,9 @@ pub use gate::Ticket;
 /// up (and attempts let in in their place) beyond which a new attempt waits for one.
 pub const PENDING_CLEANUPS: usize = 4;
 
-/// A gate's key: the session and the lock's path.
-type Key = (i64, String);
+/// A gate's key: the session and the lock's path (shared with the turns let in there, which
+/// take the gate out of the map once nobody uses it).
+type Key = (i64, Arc<str>);
 
 /// A gate's key, owned or borrowed: looked up as `(i64, &str)`, so a lookup allocates nothing.
 trait KeyRef {
@@ -64,7 +65,7 @@ trait KeyRef {
 
 impl KeyRef for Key {
     fn parts(&self) -> (i64, &str) {
-        (self.0, &self.1)
+        (self.0, &*self.1)
     }
 }
 
@@ -108,7 +109,49 @@ const MIN_SWEEP: usize = 64;
 static GATES: LazyLock<Mutex<Gates>> = LazyLock::new(Mutex::default);
 
 /// What the driver keeps for an attempt (shared by its retries).
-pub type Turn = Arc<Ticket>;
+pub type Turn = Arc<TurnOf>;
+
+/// An attempt's ticket at its gate, and the gate's key: when the last attempt using a gate
+/// is done (nobody waits there, no cleanup is pending), the gate leaves the process's map
+/// at once, so a held lock keeps nothing here (a gate is made afresh by the next attempt).
+/// The sweep in [`wait`] still takes what this leaves (a gate let go while another attempt
+/// briefly held it).
+#[derive(Debug)]
+pub struct TurnOf {
+    ticket: Option<Ticket>,
+    gate: Arc<Gate>,
+    session: i64,
+    path: Arc<str>,
+}
+
+impl TurnOf {
+    /// The attempt's cleanup goes on in the background; see [`Ticket::abandon`].
+    pub fn abandon(&self) {
+        if let Some(ticket) = &self.ticket {
+            ticket.abandon();
+        }
+    }
+}
+
+impl Drop for TurnOf {
+    fn drop(&mut self) {
+        // Its place (if it took one) given back first.
+        drop(self.ticket.take());
+        let mut g = GATES.lock().unwrap_or_else(PoisonError::into_inner);
+        // Clones of a gate are made under this lock only: the map's and ours alone means
+        // nobody waits there and no other attempt or cleanup holds a place.
+        if Arc::strong_count(&self.gate) != 2 || self.gate.taken() != 0 {
+            return;
+        }
+        let key = (self.session, &*self.path);
+        if g.gates
+            .get(&key as &dyn KeyRef)
+            .is_some_and(|in_map| Arc::ptr_eq(in_map, &self.gate))
+        {
+            g.gates.remove(&key as &dyn KeyRef);
+        }
+    }
+}
 
 /// A turn for a new attempt on lock `path` of `client`'s session: at once while fewer than
 /// [`PENDING_CLEANUPS`] places are taken there and nobody waits, else (in arrival order) once
@@ -123,26 +166,35 @@ pub async fn wait(
     deadline: Option<Instant>,
 ) -> Result<Option<Turn>, Error> {
     let key = (client.session_id(), path);
-    let gate = {
+    let (gate, shared_path) = {
         let mut g = GATES.lock().unwrap_or_else(PoisonError::into_inner);
         if g.gates.len() >= g.sweep_at.max(MIN_SWEEP) {
             // Gates nobody uses any more.
             g.gates.retain(|_, gate| Arc::strong_count(gate) > 1);
             g.sweep_at = 2 * g.gates.len();
         }
-        match g.gates.get(&key as &dyn KeyRef) {
-            Some(gate) => gate.clone(),
+        match g.gates.get_key_value(&key as &dyn KeyRef) {
+            Some(((_, shared), gate)) => (gate.clone(), shared.clone()),
             None => {
                 let gate = Arc::new(Gate::new(PENDING_CLEANUPS));
-                g.gates.insert((key.0, path.to_owned()), gate.clone());
-                gate
+                let shared: Arc<str> = Arc::from(path);
+                g.gates.insert((key.0, shared.clone()), gate.clone());
+                (gate, shared)
             }
         }
+    };
+    let turn = |ticket| {
+        Arc::new(TurnOf {
+            ticket: Some(ticket),
+            gate: gate.clone(),
+            session: key.0,
+            path: shared_path.clone(),
+        })
     };
     let entry = gate.enter();
     tokio::pin!(entry);
     if crate::plant::active(crate::plant::Plant::TurnIgnoresDeadline) {
-        return Ok(Some(Arc::new(entry.await)));
+        return Ok(Some(turn(entry.await)));
     }
     let mut states = client.state_watch();
     let until = deadline.map(crate::driver::with_grace);
@@ -153,7 +205,7 @@ pub async fn wait(
         }
         tokio::select! {
             biased;
-            ticket = &mut entry => return Ok(Some(Arc::new(ticket))),
+            ticket = &mut entry => return Ok(Some(turn(ticket))),
             changed = states.changed() => {
                 if changed.is_err() {
                     return Err(Error::Zk(zk_client::Error::Closed));
@@ -183,13 +235,73 @@ pub fn pending(client: &Client, path: &str) -> usize {
 mod tests {
     use super::*;
 
+    /// Whether the process's map has a gate for `key`.
+    fn has_gate(key: (i64, &str)) -> bool {
+        let g = GATES.lock().unwrap();
+        g.gates.contains_key(&key as &dyn KeyRef)
+    }
+
+    /// A turn at a gate put in the map as `wait` does (session ids below zero: no client's,
+    /// so no other test's `wait` meets them).
+    async fn turn_at(session: i64, path: &str) -> Turn {
+        let (gate, shared) = {
+            let mut g = GATES.lock().unwrap();
+            let key = (session, path);
+            match g.gates.get_key_value(&key as &dyn KeyRef) {
+                Some(((_, shared), gate)) => (gate.clone(), shared.clone()),
+                None => {
+                    let gate = Arc::new(Gate::new(PENDING_CLEANUPS));
+                    let shared: Arc<str> = Arc::from(path);
+                    g.gates.insert((session, shared.clone()), gate.clone());
+                    (gate, shared)
+                }
+            }
+        };
+        let ticket = gate.enter().await;
+        Arc::new(TurnOf {
+            ticket: Some(ticket),
+            gate,
+            session,
+            path: shared,
+        })
+    }
+
+    #[tokio::test]
+    async fn a_gate_leaves_the_map_with_the_last_attempt_using_it() {
+        let key = (-1, "/turns/a");
+        let first = turn_at(key.0, key.1).await;
+        let second = turn_at(key.0, key.1).await;
+        drop(first);
+        assert!(has_gate(key), "another attempt still uses it");
+        drop(second);
+        assert!(
+            !has_gate(key),
+            "nobody uses it: gone at once, not at the next sweep"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_attempt_keeps_its_gate_until_its_cleanup_is_done() {
+        let key = (-2, "/turns/b");
+        let turn = turn_at(key.0, key.1).await;
+        turn.abandon();
+        let cleanup = turn.clone();
+        drop(turn);
+        assert!(has_gate(key), "the cleanup still takes a place");
+        let waiter = turn_at(key.0, key.1).await;
+        drop(cleanup);
+        assert!(has_gate(key), "the waiter let in holds it");
+        drop(waiter);
+        assert!(!has_gate(key));
+    }
+
     #[test]
     fn a_borrowed_key_finds_the_gate_of_its_owned_key() {
         let mut gates: HashMap<Key, u32, std::hash::BuildHasherDefault<IdHasher>> =
             HashMap::default();
-        gates.insert((7, "/locks/a".to_owned()), 1);
-        gates.insert((8, "/locks/a".to_owned()), 2);
-        gates.insert((7, "/locks/b".to_owned()), 3);
+        gates.insert((7, Arc::from("/locks/a")), 1);
+        gates.insert((8, Arc::from("/locks/a")), 2);
+        gates.insert((7, Arc::from("/locks/b")), 3);
         assert_eq!(gates.get(&(7_i64, "/locks/a") as &dyn KeyRef), Some(&1));
         assert_eq!(gates.get(&(8_i64, "/locks/a") as &dyn KeyRef), Some(&2));
         assert_eq!(gates.get(&(7_i64, "/locks/b") as &dyn KeyRef), Some(&3));
