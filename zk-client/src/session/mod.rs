@@ -435,11 +435,34 @@ impl<T> Session<T> {
 
     /// The next output event, if any.
     pub fn poll_event(&mut self) -> Option<SessionEvent<T>> {
-        self.events.pop_front()
+        let event = self.events.pop_front();
+        give_back_after_burst(&mut self.events);
+        event
     }
 
     /// When [`Session::handle_timeout`] should be called next.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.timers.earliest()
+    }
+}
+
+/// Below this capacity a queue of the session keeps what it has.
+const KEEP_CAPACITY: usize = 64;
+
+/// A queue sized by a burst (100,000 requests in flight at once) gives its memory back once
+/// the burst has drained: halved whenever it is less than a quarter full, so each request
+/// pays amortized O(1) for it, and a steady load never shrinks and grows it back.
+fn give_back_after_burst<T>(queue: &mut VecDeque<T>) {
+    let capacity = queue.capacity();
+    if capacity > KEEP_CAPACITY && queue.len() < capacity / 4 {
+        queue.shrink_to(capacity / 2);
+    }
+}
+
+/// [`give_back_after_burst`] for a map.
+fn give_back_map_after_burst<K: Eq + std::hash::Hash, V>(map: &mut HashMap<K, V>) {
+    let capacity = map.capacity();
+    if capacity > KEEP_CAPACITY && map.len() < capacity / 4 {
+        map.shrink_to(capacity / 2);
     }
 }

@@ -164,7 +164,9 @@ impl<T> Session<T> {
             if self.watches_in_flight.remove(id) == Some(false) {
                 p.effect = Effect::None;
             }
+            super::give_back_map_after_burst(&mut self.watches_in_flight);
         }
+        super::give_back_after_burst(&mut self.pending);
         p
     }
 

@@ -1477,3 +1477,45 @@ fn a_watcher_forgotten_while_its_request_is_in_flight_is_never_registered() {
     s.submit(t0, get_data("/a", true), 4, Some(WatcherId(1)))
         .unwrap();
 }
+
+/// A burst of 10,000 requests in flight (each registering a watch) sizes the session's
+/// queues; once it has drained they give their memory back (issue 51, item 2: a process
+/// holding 10,000 locks kept 290 B a lock of empty queue after acquiring them all at once).
+#[test]
+fn a_drained_burst_gives_its_queues_memory_back() {
+    let t0 = Instant::now();
+    let mut s = connected(t0);
+    let n: u32 = 10_000;
+    for token in 1..=n {
+        let path = format!("/n{token}");
+        s.submit(
+            t0,
+            get_data(&path, true),
+            token,
+            Some(WatcherId(token.into())),
+        )
+        .unwrap();
+    }
+    let _ = frames(&mut s);
+    assert!(s.pending.capacity() >= n as usize);
+    for xid in 1..=n {
+        s.handle_frame(t0, &data_reply(xid as i32, 5, b"")).unwrap();
+    }
+    assert_eq!(events(&mut s).len(), n as usize);
+    assert_eq!(s.pending_len(), 0);
+    assert!(
+        s.pending.capacity() <= 2 * KEEP_CAPACITY,
+        "{}",
+        s.pending.capacity()
+    );
+    assert!(
+        s.events.capacity() <= 2 * KEEP_CAPACITY,
+        "{}",
+        s.events.capacity()
+    );
+    assert!(
+        s.watches_in_flight.capacity() <= 4 * KEEP_CAPACITY,
+        "{}",
+        s.watches_in_flight.capacity()
+    );
+}

@@ -41,32 +41,72 @@ impl WatchKind {
     }
 }
 
-#[derive(Debug, Default)]
-struct PathWatches {
-    data: Vec<WatcherId>,
-    exists: Vec<WatcherId>,
-    child: Vec<WatcherId>,
-    persistent: Vec<WatcherId>,
-    recursive: Vec<WatcherId>,
+/// One path's watchers with their kinds, in registration order. Most watched paths have one
+/// watcher (a lock's own node, a predecessor), so one is kept inline: a table of 100,000
+/// such paths costs a key and a small entry each, no list.
+#[derive(Debug)]
+enum PathWatches {
+    One((WatchKind, WatcherId)),
+    Many(Vec<(WatchKind, WatcherId)>),
 }
 
 impl PathWatches {
-    fn list(&mut self, kind: WatchKind) -> &mut Vec<WatcherId> {
-        match kind {
-            WatchKind::Data => &mut self.data,
-            WatchKind::Exists => &mut self.exists,
-            WatchKind::Child => &mut self.child,
-            WatchKind::Persistent => &mut self.persistent,
-            WatchKind::PersistentRecursive => &mut self.recursive,
+    fn push(&mut self, kind: WatchKind, id: WatcherId) {
+        match self {
+            PathWatches::One(first) => *self = PathWatches::Many(vec![*first, (kind, id)]),
+            PathWatches::Many(list) => list.push((kind, id)),
+        }
+    }
+
+    fn as_slice(&self) -> &[(WatchKind, WatcherId)] {
+        match self {
+            PathWatches::One(only) => std::slice::from_ref(only),
+            PathWatches::Many(list) => list,
+        }
+    }
+
+    /// The watchers of `kind`, in order.
+    fn of(&self, kind: WatchKind) -> impl Iterator<Item = WatcherId> + '_ {
+        self.as_slice()
+            .iter()
+            .filter(move |(k, _)| *k == kind)
+            .map(|(_, id)| *id)
+    }
+
+    /// Removes the watchers for which `remove` holds, returning them in order.
+    fn take(
+        &mut self,
+        mut remove: impl FnMut(WatchKind, WatcherId) -> bool,
+    ) -> Vec<(WatchKind, WatcherId)> {
+        match self {
+            PathWatches::One((k, i)) => {
+                if remove(*k, *i) {
+                    let taken = vec![(*k, *i)];
+                    *self = PathWatches::Many(Vec::new());
+                    taken
+                } else {
+                    Vec::new()
+                }
+            }
+            PathWatches::Many(list) => {
+                let mut taken = Vec::new();
+                list.retain(|&(k, i)| {
+                    let gone = remove(k, i);
+                    if gone {
+                        taken.push((k, i));
+                    }
+                    !gone
+                });
+                if let [only] = list[..] {
+                    *self = PathWatches::One(only);
+                }
+                taken
+            }
         }
     }
 
     fn is_empty(&self) -> bool {
-        self.data.is_empty()
-            && self.exists.is_empty()
-            && self.child.is_empty()
-            && self.persistent.is_empty()
-            && self.recursive.is_empty()
+        self.as_slice().is_empty()
     }
 }
 
@@ -98,11 +138,10 @@ pub(crate) struct WatchedPaths {
 impl WatchTable {
     pub(crate) fn add(&mut self, path: &str, kind: WatchKind, id: WatcherId) {
         match self.paths.get_mut(path) {
-            Some(w) => w.list(kind).push(id),
+            Some(w) => w.push(kind, id),
             None => {
-                let mut w = PathWatches::default();
-                w.list(kind).push(id);
-                self.paths.insert(path.to_owned(), w);
+                self.paths
+                    .insert(path.to_owned(), PathWatches::One((kind, id)));
             }
         }
     }
@@ -119,15 +158,28 @@ impl WatchTable {
             _ => return fired,
         };
         if let Some(w) = self.paths.get_mut(path) {
+            let taken = w.take(|k, _| take.contains(&k));
+            // In the order of `take`'s kinds, each kind's in registration order.
             for kind in take {
-                fired.extend(w.list(*kind).drain(..).map(|id| Fired { id, last: true }));
+                fired.extend(
+                    taken
+                        .iter()
+                        .filter(|(k, _)| k == kind)
+                        .map(|&(_, id)| Fired { id, last: true }),
+                );
             }
-            fired.extend(w.persistent.iter().map(|&id| Fired { id, last: false }));
+            fired.extend(
+                w.of(WatchKind::Persistent)
+                    .map(|id| Fired { id, last: false }),
+            );
         }
         if event != EventType::NodeChildrenChanged {
             for ancestor in ancestors_and_self(path) {
                 if let Some(w) = self.paths.get(ancestor) {
-                    fired.extend(w.recursive.iter().map(|&id| Fired { id, last: false }));
+                    fired.extend(
+                        w.of(WatchKind::PersistentRecursive)
+                            .map(|id| Fired { id, last: false }),
+                    );
                 }
             }
         }
@@ -164,9 +216,15 @@ impl WatchTable {
                 ),
             ],
         };
+        let taken = w.take(|k, _| kinds.iter().any(|(kind, _)| *kind == k));
         let mut removed = Vec::new();
         for (kind, event) in kinds {
-            removed.extend(w.list(*kind).drain(..).map(|id| (id, *event)));
+            removed.extend(
+                taken
+                    .iter()
+                    .filter(|(k, _)| k == kind)
+                    .map(|&(_, id)| (id, *event)),
+            );
         }
         self.prune(path);
         removed
@@ -180,16 +238,9 @@ impl WatchTable {
     pub(crate) fn forget(&mut self, path: &str, id: WatcherId) -> Vec<WatchKind> {
         let mut emptied = Vec::new();
         if let Some(w) = self.paths.get_mut(path) {
-            for (kind, list) in [
-                (WatchKind::Data, &mut w.data),
-                (WatchKind::Exists, &mut w.exists),
-                (WatchKind::Child, &mut w.child),
-                (WatchKind::Persistent, &mut w.persistent),
-                (WatchKind::PersistentRecursive, &mut w.recursive),
-            ] {
-                let before = list.len();
-                list.retain(|x| *x != id);
-                if kind.is_persistent() && before > 0 && list.is_empty() {
+            let taken = w.take(|_, i| i == id);
+            for kind in [WatchKind::Persistent, WatchKind::PersistentRecursive] {
+                if taken.iter().any(|(k, _)| *k == kind) && w.of(kind).next().is_none() {
                     emptied.push(kind);
                 }
             }
@@ -208,8 +259,10 @@ impl WatchTable {
         let mut all: Vec<WatcherId> = self
             .paths
             .drain()
-            .flat_map(|(_, w)| [w.data, w.exists, w.child, w.persistent, w.recursive])
-            .flatten()
+            .flat_map(|(_, w)| match w {
+                PathWatches::One((_, id)) => vec![id],
+                PathWatches::Many(list) => list.into_iter().map(|(_, id)| id).collect(),
+            })
             .collect();
         all.sort_unstable();
         all.dedup();
@@ -220,14 +273,14 @@ impl WatchTable {
     pub(crate) fn watched_paths(&self) -> WatchedPaths {
         let mut out = WatchedPaths::default();
         for (path, w) in &self.paths {
-            for (list, dest) in [
-                (&w.data, &mut out.data),
-                (&w.exists, &mut out.exists),
-                (&w.child, &mut out.child),
-                (&w.persistent, &mut out.persistent),
-                (&w.recursive, &mut out.recursive),
+            for (kind, dest) in [
+                (WatchKind::Data, &mut out.data),
+                (WatchKind::Exists, &mut out.exists),
+                (WatchKind::Child, &mut out.child),
+                (WatchKind::Persistent, &mut out.persistent),
+                (WatchKind::PersistentRecursive, &mut out.recursive),
             ] {
-                if !list.is_empty() {
+                if w.of(kind).next().is_some() {
                     dest.push(path.clone());
                 }
             }
@@ -280,6 +333,25 @@ mod tests {
 
     fn ids(fired: &[Fired]) -> Vec<(u64, bool)> {
         fired.iter().map(|f| (f.id.0, f.last)).collect()
+    }
+
+    /// A path with one watcher (most of them: a held lock's own node) costs its key and an
+    /// entry the size of an empty list, nothing on the heap beside the key.
+    #[test]
+    fn one_watcher_is_kept_inline() {
+        assert!(std::mem::size_of::<PathWatches>() <= 24);
+        let mut t = WatchTable::default();
+        t.add("/a", WatchKind::Data, A);
+        assert!(matches!(t.paths.get("/a"), Some(PathWatches::One(_))));
+        t.add("/a", WatchKind::Child, B);
+        t.add("/a", WatchKind::Data, C);
+        assert_eq!(
+            ids(&t.fire(EventType::NodeDataChanged, "/a")),
+            [(1, true), (3, true)]
+        );
+        assert!(matches!(t.paths.get("/a"), Some(PathWatches::One(_))));
+        assert_eq!(t.forget("/a", B), []);
+        assert!(t.is_empty());
     }
 
     #[test]
