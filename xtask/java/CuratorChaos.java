@@ -18,7 +18,7 @@
 // is the hold's lost signal (as Curator's documentation asks holders to take it). Each hold
 // also leaves its mark for the log judge (xtask/src/chaos/judge/marks.rs): an EPHEMERAL node
 // /chaos-marks/<client>-<n> of the holder's session, plainly created after the acquire with
-// data "java <node>@<czxid> ...", deleted before the release; register values are
+// data "java <lock> <mode> <node>@<czxid> ...", deleted before the release; register values are
 // "<value> java <node>@<czxid>". The lines (xtask/src/chaos/history.rs) go to <dir>/java-<process>.history:
 //
 //   HOLD who=java-<p>.<recipe>.<i> n=.. on=.. mode=.. from=<ns> to=<ns> node=.. token=-
@@ -431,8 +431,10 @@ public final class CuratorChaos {
      * Curator has no fencing token). Fills tokens; the mark's path, or null if no node
      * held could be named (gone already). A mark whose create failed is still deleted.
      */
-    private static String mark(Client c, List<String> nodes, long[] tokens) {
-        StringBuilder data = new StringBuilder("java");
+    private static String mark(Client c, String lock, String mode, List<String> nodes,
+            long[] tokens) {
+        StringBuilder data = new StringBuilder("java ").append(lock).append(' ')
+            .append(markMode(mode));
         try {
             for (int i = 0; i < nodes.size(); i++) {
                 Stat stat = nodes.get(i) == null ? null : c.zk.checkExists().forPath(nodes.get(i));
@@ -471,6 +473,22 @@ public final class CuratorChaos {
         }
     }
 
+    /** The mode a mark or a register value names for a HOLD line's mode (marks.rs's Mode). */
+    private static String markMode(String mode) {
+        switch (mode) {
+            case "x":
+                return "exclusive";
+            case "r":
+                return "read";
+            case "w":
+                return "write";
+            case "lease":
+                return "lease";
+            default:
+                throw new IllegalArgumentException("no mark mode for " + mode);
+        }
+    }
+
     private static void cycle(Client c, InterProcessLock lock, String on, String mode,
             List<String> regs, Mutex node, java.util.function.Supplier<List<String>> held) {
         if (acquire(c, t -> lock.acquire(t, TimeUnit.MILLISECONDS) ? Boolean.TRUE : null) == null) {
@@ -487,13 +505,14 @@ public final class CuratorChaos {
             nodes = List.of();
         }
         long[] tokens = new long[nodes.size()];
-        String pending = nodes.isEmpty() ? null : mark(c, nodes, tokens);
+        String path = ROOT + "/" + c.recipe;
+        String pending = nodes.isEmpty() ? null : mark(c, path, mode, nodes, tokens);
         boolean marked = pending != null && create(c, pending);
         // Unmarked, the hold writes nothing (the log would show a write no mark stands for).
         if (marked && !regs.isEmpty()) {
             stopIfAimed(c.name);
         }
-        work(c, marked ? regs : List.of(), nodes, tokens);
+        work(c, marked ? regs : List.of(), mode, nodes, tokens);
         long to = CuratorInterop.now(); // the hold, as the clients' checker sees it
         if (pending != null) {
             unmark(c, pending);
@@ -564,8 +583,12 @@ public final class CuratorChaos {
         }
     }
 
-    /** Reads each register, waits, writes each one more at the version read. */
-    private static void work(Client c, List<String> regs, List<String> nodes, long[] tokens) {
+    /**
+     * Reads each register, waits, writes each one more at the version read, each under its
+     * own lock's node (register i of the multi-lock under member i's; else the one node).
+     */
+    private static void work(Client c, List<String> regs, String mode, List<String> nodes,
+            long[] tokens) {
         long[] read = new long[regs.size()];
         int[] versions = new int[regs.size()];
         try {
@@ -585,9 +608,15 @@ public final class CuratorChaos {
             long sent = CuratorInterop.now();
             String result;
             try {
-                // The value, then who wrote it under which node (member i's, or the one).
-                int h = Math.min(i, nodes.size() - 1);
-                String value = (read[i] + 1) + " java " + nodes.get(h) + "@" + tokens[h];
+                // The value, then who wrote it: the register's lock (the multi-lock's member
+                // i, else the recipe's), the mode held, the node of that lock held, its token.
+                boolean multi = c.recipe.equals("multilock");
+                String lock = ROOT + "/" + c.recipe + (multi ? "/" + i : "");
+                int h = multi ? i : 0;
+                String node = h < nodes.size() ? nodes.get(h) : "-";
+                long token = h < nodes.size() ? tokens[h] : 0;
+                String value = (read[i] + 1) + " java " + lock + " " + markMode(mode) + " "
+                    + node + "@" + token;
                 Stat stat = store.setData().withVersion(versions[i])
                     .forPath(REGISTERS + "/" + regs.get(i),
                         value.getBytes(StandardCharsets.UTF_8));
@@ -616,7 +645,7 @@ public final class CuratorChaos {
             for (Lease lease : held) {
                 nodes.add(path + "/leases/" + lease.getNodeName()); // the name only
             }
-            String pending = mark(c, nodes, new long[nodes.size()]);
+            String pending = mark(c, path, "lease", nodes, new long[nodes.size()]);
             if (pending != null) {
                 create(c, pending);
             }

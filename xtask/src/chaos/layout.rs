@@ -40,17 +40,36 @@ pub fn register(recipe: Recipe, k: usize) -> String {
     }
 }
 
-/// Every register: the node names under [`REGISTERS`].
-pub fn registers(recipes: &[Recipe]) -> Vec<String> {
+/// The lock the register of `recipe` (of the multi-lock, member `k`'s) is written under:
+/// the recipe's lock path, the multi-lock's member `k` for its register `k`.
+pub fn register_lock(recipe: Recipe, k: usize) -> String {
+    match recipe {
+        Recipe::Multilock => member_path(k),
+        other => lock_path(other),
+    }
+}
+
+/// Every register with its lock ([`register_lock`]): the node names under [`REGISTERS`].
+pub fn register_locks(recipes: &[Recipe]) -> Vec<(String, String)> {
     let mut regs = Vec::new();
     for &recipe in recipes {
         match recipe {
             Recipe::Semaphore => {}
-            Recipe::Multilock => regs.extend((0..MEMBERS).map(|k| register(recipe, k))),
-            other => regs.push(register(other, 0)),
+            Recipe::Multilock => {
+                regs.extend((0..MEMBERS).map(|k| (register(recipe, k), register_lock(recipe, k))))
+            }
+            other => regs.push((register(other, 0), register_lock(other, 0))),
         }
     }
     regs
+}
+
+/// Every register: the node names under [`REGISTERS`].
+pub fn registers(recipes: &[Recipe]) -> Vec<String> {
+    register_locks(recipes)
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect()
 }
 
 /// A register's path.

@@ -276,6 +276,8 @@ mod tests {
     fn mark(lib: &str, nodes: &[&str]) -> Mark {
         Mark {
             lib: lib.into(),
+            lock: "/chaos".into(),
+            mode: marks::Mode::Exclusive,
             holds: nodes
                 .iter()
                 .map(|n| Held {

@@ -800,9 +800,9 @@ impl Contender {
             .into_iter()
             .map(|h| (h.node_path(), h.fencing_token()))
             .collect();
-        let mark = self.mark(guard.check_ops(), &held).await;
+        let mark = self.mark(guard.check_ops(), mode, &held).await;
         if mark.is_err() {
-            self.unmarked(&held, guard.lost()).await;
+            self.unmarked(mode, &held, guard.lost()).await;
         }
         // Unmarked (its create failed or its outcome is unknown), the hold writes nothing:
         // the servers' log would show a write no mark stands for.
@@ -810,7 +810,7 @@ impl Contender {
         if !regs.is_empty() {
             stop_if_aimed(&self.name);
         }
-        let lost_at = self.work(guard.as_ref(), regs).await;
+        let lost_at = self.work(guard.as_ref(), mode, regs).await;
         // The hold as the clients' checker sees it ends with the work (a mark's delete held
         // up by a stalled connection is not the hold going on).
         let to = self.now();
@@ -856,13 +856,14 @@ impl Contender {
     async fn mark(
         &self,
         checks: Vec<Op>,
+        mode: Mode,
         held: &[(&str, i64)],
     ) -> std::result::Result<String, String> {
         let path = format!("{}/{}-{}", marks::MARKS, self.name, self.n);
         let mut ops = checks;
         ops.push(Op::create(
             path.clone(),
-            marks::mark_data("rust", held),
+            marks::mark_data("rust", &self.lock(), mark_mode(mode), held),
             CreateOptions::new(CreateMode::Ephemeral),
         ));
         let until = Instant::now() + self.cfg.session_timeout;
@@ -898,6 +899,7 @@ impl Contender {
     /// holder never told stays recorded as untold, which the judge charges.
     async fn unmarked(
         &self,
+        mode: Mode,
         held: &[(&str, i64)],
         lost: impl std::future::Future<Output = recipe_mutex::Loss>,
     ) {
@@ -917,7 +919,7 @@ impl Contender {
                 .map(|_| failed.elapsed())
         };
         let made = async {
-            let data = marks::unmarked_data("rust", held, None);
+            let data = marks::unmarked_data("rust", &self.lock(), mark_mode(mode), held, None);
             let ephemeral = CreateOptions::new(CreateMode::Ephemeral);
             loop {
                 match self.store.create(&path, data.as_bytes(), &ephemeral).await {
@@ -932,7 +934,7 @@ impl Contender {
             return;
         };
         let ms = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
-        let data = marks::unmarked_data("rust", held, Some(ms));
+        let data = marks::unmarked_data("rust", &self.lock(), mark_mode(mode), held, Some(ms));
         loop {
             match self.store.set_data(&path, data.as_bytes(), None).await {
                 Ok(_) => return,
@@ -958,6 +960,11 @@ impl Contender {
                 Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
             }
         }
+    }
+
+    /// The lock this worker's holds are of (its recipe's path), as its marks name it.
+    fn lock(&self) -> String {
+        layout::lock_path(self.who.recipe)
     }
 
     /// The plant `deletes-others`: deletes, by name, the node that sorts first (by its
@@ -994,13 +1001,13 @@ impl Contender {
     /// `multi` (fenced unless the fence is off). Watches the guard's lost signal throughout;
     /// after a write that failed, waits for the signal (a careful holder asks the guard before
     /// going on) up to a session timeout and a little. When the signal fired, if it did.
-    async fn work(&mut self, guard: &dyn Guard, regs: &[String]) -> Option<u64> {
+    async fn work(&mut self, guard: &dyn Guard, mode: Mode, regs: &[String]) -> Option<u64> {
         let hold_for = self.hold_for();
         let lost = guard.lost();
         tokio::pin!(lost);
         let mut lost_at = None;
         let written = {
-            let write = self.write(guard, regs, hold_for);
+            let write = self.write(guard, mode, regs, hold_for);
             tokio::pin!(write);
             loop {
                 tokio::select! {
@@ -1049,7 +1056,13 @@ impl Contender {
 
     /// Reads `regs`, waits `hold_for`, writes each one more; whether every write was accepted
     /// (true with no registers).
-    async fn write(&self, guard: &dyn Guard, regs: &[String], hold_for: Duration) -> bool {
+    async fn write(
+        &self,
+        guard: &dyn Guard,
+        mode: Mode,
+        regs: &[String],
+        hold_for: Duration,
+    ) -> bool {
         if regs.is_empty() {
             tokio::time::sleep(hold_for).await;
             return true;
@@ -1077,16 +1090,15 @@ impl Contender {
         let checks = ops.len();
         let holds = guard.holds();
         for (k, (reg, v)) in regs.iter().zip(&read).enumerate() {
-            // The hold the register is written under: the multi-lock's member k, else the one.
-            let member = (self.who.recipe == Recipe::Multilock).then(|| layout::member_path(k));
-            let hold = holds
-                .iter()
-                .find(|h| member.as_deref().is_none_or(|m| h.lock_path() == m))
-                .or(holds.first());
+            // The hold the register is written under: the one node of the register's own lock
+            // (the multi-lock's member k). None (no such node held): written under `-`, which
+            // the judge finds, rather than under another lock's node.
+            let lock = layout::register_lock(self.who.recipe, k);
+            let hold = holds.iter().find(|h| marks::is_of(h.node_path(), &lock));
             let (node, token) = hold.map_or(("-", 0), |h| (h.node_path(), h.fencing_token()));
             ops.push(Op::set_data(
                 layout::register_path(reg),
-                marks::register_data(v + 1, "rust", node, token),
+                marks::register_data(v + 1, "rust", &lock, mark_mode(mode), node, token),
                 None,
             ));
         }
@@ -1136,9 +1148,9 @@ impl Contender {
             };
             let from = self.now();
             let held = [(lease.node_path(), lease.fencing_token())];
-            let mark = self.mark(vec![lease.check_op()], &held).await;
+            let mark = self.mark(vec![lease.check_op()], Mode::Lease, &held).await;
             if mark.is_err() {
-                self.unmarked(&held, lease.lost()).await;
+                self.unmarked(Mode::Lease, &held, lease.lost()).await;
             }
             let hold_for = self.hold_for();
             let mut lost_at = tokio::select! {
@@ -1170,6 +1182,16 @@ impl Contender {
                 }
             }
         }
+    }
+}
+
+/// The mode a mark or a register write names for a hold in `mode`.
+fn mark_mode(mode: Mode) -> marks::Mode {
+    match mode {
+        Mode::Exclusive => marks::Mode::Exclusive,
+        Mode::Read => marks::Mode::Read,
+        Mode::Write => marks::Mode::Write,
+        Mode::Lease => marks::Mode::Lease,
     }
 }
 

@@ -113,6 +113,9 @@ pub struct Config {
     pub registers: String,
     /// The lock directories.
     pub locks: Vec<LockDir>,
+    /// Each register (its name under `registers`) with the lock it is tied to (a path):
+    /// written only under that lock's nodes.
+    pub register_locks: BTreeMap<String, String>,
     /// How long a node may stay granted and unmarked before it counts as a waiter that
     /// missed its turn (ms, on the servers' clock); `None`: not judged. A chaos run gives the
     /// longest stretch of faults plus two session timeouts.
@@ -170,6 +173,7 @@ impl Config {
             marks: marks::MARKS.to_owned(),
             registers: layout::REGISTERS.to_owned(),
             locks,
+            register_locks: layout::register_locks(recipes).into_iter().collect(),
             idle_bound_ms: None,
             operators: Vec::new(),
             accept_server_loss: false,
@@ -1210,7 +1214,7 @@ impl Judge<'_> {
                 .push(format!("zxid {zxid:#x}: register {path} set to {data:?}"));
             return;
         };
-        let Some((lib, held)) = value.by else {
+        let Some(marks::Writer { lib, held, .. }) = value.by else {
             self.verdict.errors.push(format!(
                 "zxid {zxid:#x}: register {path} set by session {session:#x} without its writer"
             ));

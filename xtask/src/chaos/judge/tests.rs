@@ -11,7 +11,7 @@ use zk_proto::txnlog::{
 };
 
 use super::logs::{MemberLog, read_file};
-use super::marks::{mark_data, register_data, session_data, unmarked_data};
+use super::marks::{Mode, mark_data, register_data, session_data, unmarked_data};
 use super::*;
 
 const A: i64 = 0x100;
@@ -154,22 +154,58 @@ impl Log {
         (path, zxid)
     }
 
-    /// A mark by `s` over `holds`, in a multi with their checks (ours' way).
+    /// A mark by `s` over `holds`, in a multi with their checks (ours' way), in the lock
+    /// and mode its first node's place and name say ([`lock_of`], [`mode_of`]).
     fn mark(&mut self, s: i64, lib: &str, holds: &[(&str, i64)]) -> String {
+        let first = holds.first().map_or("", |(n, _)| *n);
+        self.mark_as(s, lib, &lock_of(first), mode_of(first), holds)
+    }
+
+    /// A mark by `s` naming `lock` and `mode`, whatever its nodes are.
+    fn mark_as(
+        &mut self,
+        s: i64,
+        lib: &str,
+        lock: &str,
+        mode: Mode,
+        holds: &[(&str, i64)],
+    ) -> String {
         let path = format!("/chaos-marks/{lib}-{s:x}-{}", self.zxid);
         let mut ops: Vec<TxnBody> = holds.iter().map(|(n, _)| check(n)).collect();
-        ops.push(create(&path, &mark_data(lib, holds), true));
+        ops.push(create(&path, &mark_data(lib, lock, mode, holds), true));
         self.push(s, TxnBody::Multi(ops));
         path
     }
 
-    /// A register write through the store session, fenced by `node`'s check.
+    /// A register write through the store session, fenced by `node`'s check, naming the
+    /// register's own lock and the mode `node`'s name says.
     fn write(&mut self, reg: &str, value: u64, lib: &str, node: &str, token: i64) {
+        let lock = Config::chaos(&Recipe::ALL, 2)
+            .register_locks
+            .get(reg)
+            .cloned()
+            .unwrap_or_else(|| lock_of(node));
+        self.write_as(reg, value, lib, &lock, mode_of(node), node, token);
+    }
+
+    /// A register write naming `lock` and `mode`, whatever its node is.
+    #[allow(clippy::too_many_arguments)]
+    fn write_as(
+        &mut self,
+        reg: &str,
+        value: u64,
+        lib: &str,
+        lock: &str,
+        mode: Mode,
+        node: &str,
+        token: i64,
+    ) {
         let version = self.versions.entry(reg.to_owned()).or_insert(0);
         *version += 1;
+        let data = register_data(value, lib, lock, mode, node, token);
         let body = TxnBody::SetData(SetDataTxn {
             path: format!("/chaos-registers/{reg}"),
-            data: Some(register_data(value, lib, node, token).into_bytes().into()),
+            data: Some(data.into_bytes().into()),
             version: *version,
         });
         self.push(STORE, TxnBody::Multi(vec![check(node), body]));
@@ -222,6 +258,26 @@ fn clean(v: &Verdict) {
 }
 
 const M: &str = "/chaos/mutex";
+
+/// The lock a node is of in the chaos layout: its recipe's path (`/chaos/<recipe>`).
+fn lock_of(node: &str) -> String {
+    let recipe = node.split('/').nth(2).unwrap_or("");
+    format!("/chaos/{recipe}")
+}
+
+/// The mode a node's place and name say: a read/write lock's by its name, a lease by its
+/// directory, else exclusive.
+fn mode_of(node: &str) -> Mode {
+    if node.contains("__READ__") {
+        Mode::Read
+    } else if node.contains("__WRIT__") {
+        Mode::Write
+    } else if node.contains("/leases/") {
+        Mode::Lease
+    } else {
+        Mode::Exclusive
+    }
+}
 
 #[test]
 fn a_hand_off_after_a_release_passes() {
@@ -960,7 +1016,14 @@ fn after_an_operators_delete_a_stale_write_or_a_late_mark_still_fails() {
     let (b, tb) = log.node(B, M, "_c_b-lock-0000000001");
     log.push(OP, delete_body(&a));
     let plain = format!("/chaos-marks/java-{A:x}-1");
-    log.push(A, create(&plain, &mark_data("java", &[(&a, ta)]), true));
+    log.push(
+        A,
+        create(
+            &plain,
+            &mark_data("java", M, Mode::Exclusive, &[(&a, ta)]),
+            true,
+        ),
+    );
     log.mark(B, "rust", &[(&b, tb)]);
     let v = log.judge_with(&cfg);
     let java = row(&v, "mutex", "java");
@@ -1092,7 +1155,14 @@ fn ours_deleting_curators_held_node_before_curators_next_waiter_is_charged_to_ou
     log.delete(C, &j.0);
     log.mark(K, "java", &[(&k.0, k.1)]);
     let plain = format!("/chaos-marks/java-{J:x}-1");
-    log.push(J, create(&plain, &mark_data("java", &[(&j.0, j.1)]), true));
+    log.push(
+        J,
+        create(
+            &plain,
+            &mark_data("java", M, Mode::Exclusive, &[(&j.0, j.1)]),
+            true,
+        ),
+    );
     let v = log.judge();
     let java = row(&v, "mutex", "java");
     assert_eq!((java.not_granted, java.exclusion), (1, 0), "{v}");
@@ -1209,7 +1279,14 @@ fn a_persistent_node_under_the_marks_is_an_error() {
     let mut log = Log::new();
     let (a, ta) = log.node(A, M, "_c_a-lock-0000000000");
     let mark = "/chaos-marks/rust-a-1";
-    log.push(A, create(mark, &mark_data("rust", &[(&a, ta)]), false));
+    log.push(
+        A,
+        create(
+            mark,
+            &mark_data("rust", M, Mode::Exclusive, &[(&a, ta)]),
+            false,
+        ),
+    );
     let v = log.judge();
     assert!(
         v.errors
@@ -1221,7 +1298,14 @@ fn a_persistent_node_under_the_marks_is_an_error() {
     // The same mark, ephemeral: clean.
     let mut log = Log::new();
     let (a, ta) = log.node(A, M, "_c_a-lock-0000000000");
-    log.push(A, create(mark, &mark_data("rust", &[(&a, ta)]), true));
+    log.push(
+        A,
+        create(
+            mark,
+            &mark_data("rust", M, Mode::Exclusive, &[(&a, ta)]),
+            true,
+        ),
+    );
     clean(&log.judge());
 }
 
@@ -1281,7 +1365,11 @@ fn every_hold_of_ours_is_accounted_for_by_its_mark_or_a_failure_and_the_lost_sig
     let record = "/chaos-marks/unmarked-rust-0.rwlock.0-1";
     log.push(
         STORE,
-        create(record, &unmarked_data("rust", &[(&r, tr)], None), true),
+        create(
+            record,
+            &unmarked_data("rust", rw, Mode::Read, &[(&r, tr)], None),
+            true,
+        ),
     );
     log.delete(B, &mw);
     log.delete(B, &w);
@@ -1316,7 +1404,7 @@ fn every_hold_of_ours_is_accounted_for_by_its_mark_or_a_failure_and_the_lost_sig
         TxnBody::SetData(SetDataTxn {
             path: record.into(),
             data: Some(
-                unmarked_data("rust", &[(&r, tr)], Some(3_000))
+                unmarked_data("rust", rw, Mode::Read, &[(&r, tr)], Some(3_000))
                     .into_bytes()
                     .into(),
             ),
@@ -1356,7 +1444,11 @@ fn every_hold_of_ours_is_accounted_for_by_its_mark_or_a_failure_and_the_lost_sig
         A,
         TxnBody::SetData(SetDataTxn {
             path: ma.clone(),
-            data: Some(mark_data("rust", &[(&a, ta + 1)]).into_bytes().into()),
+            data: Some(
+                mark_data("rust", M, Mode::Exclusive, &[(&a, ta + 1)])
+                    .into_bytes()
+                    .into(),
+            ),
             version: 1,
         }),
     );
