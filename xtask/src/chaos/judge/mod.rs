@@ -11,11 +11,21 @@
 //!   recipe's rule ([`rules`], written here: first by sequence for a mutex, a multi-lock's
 //!   member and a write lock; no write node before it for a read lock; fewer than N live
 //!   leases before it for a semaphore's lease). At the zxid of every register write, the
-//!   node it names exists, carries its token, is granted, and a live mark names it (the
+//!   node it names exists, carries its token, is granted, and a live mark names it in the
+//!   write's mode (the
 //!   write goes through the worker's store session, so the holder is known by its mark:
 //!   whose session owns the node was checked when the mark was made).
+//! - **claims**: a mark names the lock and the mode it holds ([`marks`]): each node it names
+//!   is a node of that lock, and holds that mode by its directory and name (`exclusive` a
+//!   `lock-` node, `read` a `__READ__` node, `write` a `__WRIT__` one, `lease` a lease). Each
+//!   register is tied to one lock ([`Config::register_locks`]): a write names that lock, is
+//!   made under a node of it, in a mode that fits its node and is not `read` (readers share
+//!   the lock), and a live mark of that node in that mode stands for it (below). A claim
+//!   that does not fit is a violation (`claims`); the write counts as not granted for the
+//!   register's next write.
 //! - **exclusion**: at every zxid the live marks of each lock directory satisfy its
-//!   exclusion (one holder; no reader beside a writer; at most N leases). A breach is blamed
+//!   exclusion (one holder; no reader beside a writer; at most N leases), a mark claiming
+//!   `write` counting as a writer whatever its node's name. A breach is blamed
 //!   on each mark whose node the rule does not grant at that zxid, except where the record
 //!   shows who took that node away: deleted by a session neither its owner nor the
 //!   operator's, it is that session's library that let the next holder in (the new mark is
@@ -75,7 +85,7 @@ pub mod tree;
 #[cfg(test)]
 mod tests;
 
-use marks::{Held, Mark};
+use marks::{Held, Mark, Mode};
 use rules::Kind;
 use tree::{Change, Tree};
 
@@ -204,6 +214,10 @@ pub struct Row {
     /// Lock nodes owned by another session that a session of this library deleted (the
     /// operator's deletes aside): whatever the node was doing, only its owner may remove it.
     pub foreign_deletes: u64,
+    /// Marks and register writes whose claim does not fit: a node not of the lock named, a
+    /// mode its node does not hold (a `write` claimed on a read node), a register written
+    /// under a node not of its own lock or under a `read` hold.
+    pub claims: u64,
     /// Holds of ours (as their workers recorded them) that left neither their mark nor an
     /// unmarked record whose holder was told it lost the hold within the bound
     /// ([`Verdict::account`]).
@@ -223,6 +237,7 @@ impl Row {
             + self.no_inner
             + self.missed_turns
             + self.foreign_deletes
+            + self.claims
             + self.unaccounted
     }
 }
@@ -501,7 +516,7 @@ impl fmt::Display for Verdict {
         )?;
         writeln!(
             f,
-            "{:<16} {:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8} {:>6} {:>7} {:>6} {:>7}",
+            "{:<16} {:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8} {:>6} {:>7} {:>6} {:>6} {:>7}",
             "recipe",
             "lib",
             "marks",
@@ -513,13 +528,14 @@ impl fmt::Display for Verdict {
             "no-inner",
             "missed",
             "foreign",
+            "claim",
             "unacct",
             "excused"
         )?;
         for ((label, lib), r) in &self.rows {
             writeln!(
                 f,
-                "{label:<16} {lib:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8} {:>6} {:>7} {:>6} {:>7}",
+                "{label:<16} {lib:<5} {:>7} {:>7} {:>11} {:>9} {:>6} {:>5} {:>8} {:>6} {:>7} {:>6} {:>6} {:>7}",
                 r.marks,
                 r.writes,
                 r.not_granted,
@@ -529,6 +545,7 @@ impl fmt::Display for Verdict {
                 r.no_inner,
                 r.missed_turns,
                 r.foreign_deletes,
+                r.claims,
                 r.unaccounted,
                 r.excused
             )?;
@@ -987,6 +1004,27 @@ impl Judge<'_> {
         (life.owner != Some(by) && !self.cfg.operators.contains(&by)).then_some(by)
     }
 
+    /// Whether a hold's claim fits `held`'s node: it is a node of `lock` and holds `mode` by
+    /// its directory's kind and its name; else why not. (A node in no lock directory the
+    /// judge knows is [`Judge::check_held`]'s finding.)
+    fn check_claim(&self, lock: &str, mode: Mode, held: &Held) -> Result<(), String> {
+        if !marks::is_of(&held.node, lock) {
+            return Err(format!(
+                "{} is not a node of the lock {lock} it names",
+                held.node
+            ));
+        }
+        let (dir, name) = tree::split(&held.node);
+        match self.lock_dir(dir) {
+            Some(l) if !rules::fits(l.kind, mode, name) => Err(format!(
+                "{} claimed on {}, which does not hold it",
+                mode.as_str(),
+                held.node
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// Whether `held`'s node is live, carries its token, and is granted; else why not.
     fn check_held(&self, held: &Held, owner: Option<i64>) -> Result<&LockDir, String> {
         let (dir, name) = tree::split(&held.node);
@@ -1095,6 +1133,13 @@ impl Judge<'_> {
         }
         self.libs.insert(session, mark.lib.clone());
         for held in &mark.holds {
+            if let Err(why) = self.check_claim(&mark.lock, mark.mode, held) {
+                let text = format!("mark {path} of session {session:#x}: {why}");
+                self.verdict
+                    .violate(zxid, &label, &mark.lib, |r| &mut r.claims, text);
+            }
+        }
+        for held in &mark.holds {
             if let Err(why) = self.check_held(held, Some(session)) {
                 let count: fn(&mut Row) -> &mut u64 = if why.contains("czxid") {
                     |r| &mut r.tokens
@@ -1123,7 +1168,13 @@ impl Judge<'_> {
                 continue;
             };
             let mut in_dir: Vec<(&String, &Live, &Held)> = Vec::new();
-            let mut excused: Vec<(String, String, String)> = Vec::new();
+            // Excused marks: path, library, whether a writer.
+            let mut excused: Vec<(String, String, bool)> = Vec::new();
+            // A writer by its node's name or by its own claim: a hold that believes it
+            // writes is a writer, whatever node it holds.
+            let is_writer = |live: &Live, node: &str| {
+                rules::is_writer(l.kind, tree::split(node).1) || live.mark.mode == Mode::Write
+            };
             for (p, live) in &self.marks {
                 for h in &live.mark.holds {
                     if tree::split(&h.node).0 != dir {
@@ -1132,16 +1183,19 @@ impl Judge<'_> {
                     // Its node deleted by the operator since the mark was made: the holder
                     // may believe it holds, the lock rightly went on.
                     if self.excused_at(h, live.zxid, zxid) {
-                        excused.push((p.clone(), live.mark.lib.clone(), h.node.clone()));
+                        let writer = is_writer(live, &h.node);
+                        excused.push((p.clone(), live.mark.lib.clone(), writer));
                     } else {
                         in_dir.push((p, live, h));
                     }
                 }
             }
-            let is_writer = |node: &str| rules::is_writer(l.kind, tree::split(node).1);
-            let writers = in_dir.iter().filter(|(_, _, h)| is_writer(&h.node)).count();
+            let writers = in_dir
+                .iter()
+                .filter(|(_, live, h)| is_writer(live, &h.node))
+                .count();
             // Counted once per mark, the first time leaving it out spared a breach.
-            let excused_writers = excused.iter().filter(|(_, _, n)| is_writer(n)).count();
+            let excused_writers = excused.iter().filter(|(_, _, w)| *w).count();
             let all = in_dir.len() + excused.len();
             if !excused.is_empty()
                 && !rules::excludes(
@@ -1214,16 +1268,59 @@ impl Judge<'_> {
                 .push(format!("zxid {zxid:#x}: register {path} set to {data:?}"));
             return;
         };
-        let Some(marks::Writer { lib, held, .. }) = value.by else {
+        let Some(marks::Writer {
+            lib,
+            lock,
+            mode,
+            held,
+        }) = value.by
+        else {
             self.verdict.errors.push(format!(
                 "zxid {zxid:#x}: register {path} set by session {session:#x} without its writer"
             ));
             return;
         };
-        let label = self.label_of(std::slice::from_ref(&held));
+        let register = Self::under(path, &self.cfg.registers).unwrap_or(path);
+        let Some(tied) = self.cfg.register_locks.get(register).cloned() else {
+            self.verdict.errors.push(format!(
+                "zxid {zxid:#x}: register {path} is tied to no lock the judge knows"
+            ));
+            return;
+        };
+        // The register's row: its own lock's recipe, whatever node it was written under.
+        let label = self
+            .cfg
+            .locks
+            .iter()
+            .find(|l| l.dir == tied || marks::is_of(&l.dir, &tied))
+            .map_or_else(
+                || self.label_of(std::slice::from_ref(&held)),
+                |l| l.label.clone(),
+            );
         self.verdict.row(&label, &lib).writes += 1;
         let what = format!("write {} of {path} by session {session:#x}", value.value);
         let mut granted = true;
+        // Each register is tied to its lock, written under that lock's node, in a mode that
+        // keeps every other holder out.
+        let mut wrong = Vec::new();
+        if lock != tied {
+            wrong.push(format!("names the lock {lock}, the register is {tied}'s"));
+            if !marks::is_of(&held.node, &tied) {
+                wrong.push(format!("{} is not a node of its lock {tied}", held.node));
+            }
+        }
+        if let Err(why) = self.check_claim(&lock, mode, &held) {
+            wrong.push(why);
+        }
+        if mode == Mode::Read {
+            wrong.push("a read hold does not write: readers share the lock".to_owned());
+        }
+        if !wrong.is_empty() {
+            granted = false;
+            let text = format!("{what}: {}", wrong.join("; "));
+            self.verdict
+                .violate(zxid, &label, &lib, |r| &mut r.claims, text);
+        }
         match self.check_held(&held, None) {
             Err(why) => {
                 granted = false;
@@ -1237,13 +1334,16 @@ impl Judge<'_> {
                     .violate(zxid, &label, &lib, count, format!("{what}: {why}{how}"));
             }
             Ok(_) => {
-                let marked = self
-                    .marks
-                    .values()
-                    .any(|live| live.mark.holds.iter().any(|h| h.node == held.node));
+                let marked = self.marks.values().any(|live| {
+                    live.mark.mode == mode && live.mark.holds.iter().any(|h| h.node == held.node)
+                });
                 if !marked {
                     granted = false;
-                    let text = format!("{what}: no live mark stands for {}", held.node);
+                    let text = format!(
+                        "{what}: no live {} mark stands for {}",
+                        mode.as_str(),
+                        held.node
+                    );
                     self.verdict
                         .violate(zxid, &label, &lib, |r| &mut r.not_granted, text);
                 }

@@ -2,6 +2,8 @@
 //! `StandardLockInternalsDriver`, `InterProcessReadWriteLock`, `InterProcessSemaphoreV2`),
 //! small and independent of recipes-core: a bug in our predicates cannot hide in the judge.
 
+use super::marks::Mode;
+
 /// What kind of lock directory a node sits in, and so the rule that grants it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -91,6 +93,18 @@ pub fn is_writer(kind: Kind, name: &str) -> bool {
     kind != Kind::ReadWrite || name.contains("__WRIT__")
 }
 
+/// Whether a node named `name` in a directory of `kind` holds in `mode`: a lock node
+/// exclusively, a read/write lock's node in the mode its name says (`__WRIT__` write, else
+/// read), a lease as a lease.
+pub fn fits(kind: Kind, mode: Mode, name: &str) -> bool {
+    match kind {
+        Kind::Exclusive => mode == Mode::Exclusive,
+        Kind::ReadWrite if is_writer(kind, name) => mode == Mode::Write,
+        Kind::ReadWrite => mode == Mode::Read,
+        Kind::Leases { .. } => mode == Mode::Lease,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +167,22 @@ mod tests {
         assert!(excludes(two, 2, 0) && !excludes(two, 3, 0));
         assert!(excludes(Kind::ReadWrite, 0, 5) && !excludes(Kind::ReadWrite, 1, 1));
         assert!(!excludes(Kind::ReadWrite, 2, 0) && !excludes(Kind::Exclusive, 2, 0));
+    }
+
+    #[test]
+    fn a_nodes_kind_and_name_say_the_mode_it_holds() {
+        let (rw, r, w) = (
+            Kind::ReadWrite,
+            "x-__READ__0000000001",
+            "x-__WRIT__0000000002",
+        );
+        assert!(fits(rw, Mode::Read, r) && !fits(rw, Mode::Write, r));
+        assert!(fits(rw, Mode::Write, w) && !fits(rw, Mode::Read, w));
+        assert!(!fits(rw, Mode::Exclusive, w));
+        assert!(fits(Kind::Exclusive, Mode::Exclusive, "x-lock-0000000001"));
+        assert!(!fits(Kind::Exclusive, Mode::Write, "x-lock-0000000001"));
+        let leases = Kind::Leases { n: 1 };
+        assert!(fits(leases, Mode::Lease, "x-lease-0000000001"));
+        assert!(!fits(leases, Mode::Exclusive, "x-lease-0000000001"));
     }
 }

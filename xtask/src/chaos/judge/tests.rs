@@ -1490,3 +1490,125 @@ fn after_a_server_loss_holds_are_not_accounted() {
         "{v}"
     );
 }
+
+/// Issue 49, item 4: a mark names the mode it holds. Two holds claiming `write` on
+/// `__READ__` nodes are two writers side by side, whatever their nodes' names let them in
+/// as: a finding, not two readers.
+#[test]
+fn two_write_holds_on_read_nodes_are_a_finding() {
+    let rw = "/chaos/rwlock";
+    let mut log = Log::new();
+    let (r1, t1) = log.node(A, rw, "_c_a-__READ__0000000000");
+    let (r2, t2) = log.node(B, rw, "_c_b-__READ__0000000001");
+    log.mark_as(A, "rust", rw, Mode::Write, &[(&r1, t1)]);
+    log.mark_as(B, "rust", rw, Mode::Write, &[(&r2, t2)]);
+    let v = log.judge();
+    assert!(v.errors.is_empty(), "{v}");
+    let r = row(&v, "rwlock", "rust");
+    // Each claim, and the two writers side by side.
+    assert_eq!((r.claims, r.exclusion, r.not_granted), (2, 1, 0), "{v}");
+    assert!(
+        v.violations[0]
+            .text
+            .contains("write claimed on /chaos/rwlock/_c_a-__READ__0000000000"),
+        "{v}"
+    );
+    assert!(v.failure().is_some(), "{v}");
+    // The same two as readers pass (readers_beside_readers_pass... has them marked).
+}
+
+/// A single hold claiming `write` on a read node, and the read/write lock's register
+/// written under it in that mode: each a finding (a reader believing it writes is one the
+/// lock never made exclusive).
+#[test]
+fn a_write_claimed_on_a_read_node_is_a_finding() {
+    let rw = "/chaos/rwlock";
+    let mut log = Log::new();
+    let (r, tr) = log.node(A, rw, "_c_a-__READ__0000000000");
+    log.mark_as(A, "rust", rw, Mode::Write, &[(&r, tr)]);
+    log.write_as("rwlock", 1, "rust", rw, Mode::Write, &r, tr);
+    let v = log.judge();
+    assert!(v.errors.is_empty(), "{v}");
+    let r = row(&v, "rwlock", "rust");
+    assert_eq!((r.marks, r.writes, r.claims), (1, 1, 2), "{v}");
+    assert_eq!(r.violations(), 2, "{v}");
+    assert!(v.failure().is_some(), "{v}");
+}
+
+/// Each register is tied to its lock: the mutex's register written under a read/write
+/// lock's read node (what a worker falling back to its first hold writes) is a finding,
+/// whichever lock the write names; and the read/write lock's own register written under a
+/// read hold (which shares the lock with other readers) is one too.
+#[test]
+fn the_mutex_register_written_under_a_read_node_is_a_finding() {
+    let rw = "/chaos/rwlock";
+    let cases: [(&str, &str); 3] = [("mutex", rw), ("mutex", M), ("rwlock", rw)];
+    for (reg, lock) in cases {
+        let mut log = Log::new();
+        let (r, tr) = log.node(A, rw, "_c_a-__READ__0000000000");
+        log.mark(A, "rust", &[(&r, tr)]);
+        log.write_as(reg, 1, "rust", lock, Mode::Read, &r, tr);
+        let v = log.judge();
+        assert!(v.errors.is_empty(), "{reg} under {lock}: {v}");
+        // Counted in the register's own row.
+        let r = row(&v, reg, "rust");
+        assert_eq!((r.writes, r.claims), (1, 1), "{reg} under {lock}: {v}");
+        assert_eq!(v.violations.len(), 1, "{reg} under {lock}: {v}");
+        assert!(
+            v.violations[0].text.contains("a read hold does not write"),
+            "{v}"
+        );
+        assert!(v.failure().is_some(), "{reg} under {lock}: {v}");
+    }
+}
+
+/// A multi-lock's register k is member k's: written under another member's node (held, by
+/// a live mark), whether the write names member k's lock or the other's, it is a finding.
+#[test]
+fn a_register_written_under_another_locks_node_is_a_finding() {
+    for named in ["/chaos/multilock/0", "/chaos/multilock/1"] {
+        let mut log = Log::new();
+        let mut held = Vec::new();
+        for k in 0..3 {
+            held.push(log.node(A, &format!("/chaos/multilock/{k}"), "_c_a-lock-0000000000"));
+        }
+        let holds: Vec<(&str, i64)> = held.iter().map(|(p, t)| (p.as_str(), *t)).collect();
+        log.mark(A, "rust", &holds);
+        let (m1, t1) = &held[1];
+        log.write_as("multilock-0", 1, "rust", named, Mode::Exclusive, m1, *t1);
+        let v = log.judge();
+        assert!(v.errors.is_empty(), "{named}: {v}");
+        let r = row(&v, "multilock", "rust");
+        assert_eq!(
+            (r.writes, r.claims, r.violations()),
+            (1, 1, 1),
+            "{named}: {v}"
+        );
+        assert!(
+            v.violations[0]
+                .text
+                .contains("/chaos/multilock/1/_c_a-lock-0000000000 is not a node of"),
+            "{named}: {v}"
+        );
+        assert!(v.failure().is_some(), "{named}: {v}");
+        // Under member 0's own node, the same write passes.
+        let mut log = Log::new();
+        let mut held = Vec::new();
+        for k in 0..3 {
+            held.push(log.node(A, &format!("/chaos/multilock/{k}"), "_c_a-lock-0000000000"));
+        }
+        let holds: Vec<(&str, i64)> = held.iter().map(|(p, t)| (p.as_str(), *t)).collect();
+        log.mark(A, "rust", &holds);
+        let (m0, t0) = &held[0];
+        log.write_as(
+            "multilock-0",
+            1,
+            "rust",
+            "/chaos/multilock/0",
+            Mode::Exclusive,
+            m0,
+            *t0,
+        );
+        clean(&log.judge());
+    }
+}
