@@ -41,6 +41,7 @@ fn a_minute(seed: u64, change: impl FnOnce(&mut ChaosOptions)) -> Outcome {
         spacing: None,
         hold: None,
         accept_server_loss: false,
+        keep_logs: false,
     };
     change(&mut opts);
     let classpath = xtask::curator::classpath().unwrap();

@@ -76,6 +76,7 @@ pub fn run(cli: &crate::cli::Chaos) -> Result<(), Box<dyn Error>> {
         spacing: None,
         hold: None,
         accept_server_loss: cli.accept_server_loss,
+        keep_logs: false,
     };
     let ours_bin = if cli.plant.is_some() {
         planted_worker()?

@@ -63,6 +63,9 @@ pub struct ChaosOptions {
     /// judged up to there fails it ([`judge::Config::accept_server_loss`]); otherwise such a
     /// run is inconclusive and fails.
     pub accept_server_loss: bool,
+    /// Whether the members' transaction logs are kept beside the histories (`member-N`) when
+    /// the run passes too (a failed run keeps them anyway), for a test to judge them again.
+    pub keep_logs: bool,
 }
 
 /// A fault as carried out: what, on what, from when to when (ns on the shared clock).
@@ -285,7 +288,7 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
     // Every finding, beside the histories (kept when the run fails), and the members' logs
     // when the judge failed (`cargo xtask txnlog <dir>/member-N` reads them).
     std::fs::write(dir.join("judge.txt"), verdict.all_findings())?;
-    if verdict.failure().is_some() {
+    if verdict.failure().is_some() || opts.keep_logs {
         for (i, data) in data_dirs.iter().enumerate() {
             let to = dir.join(format!("member-{i}"));
             std::fs::create_dir_all(to.join("version-2"))?;

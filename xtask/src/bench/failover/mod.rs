@@ -321,6 +321,7 @@ pub fn run(opts: &Options) -> Result<()> {
             spacing: Some(opts.gap),
             hold: None,
             accept_server_loss: false,
+            keep_logs: false,
         };
         let outcome = crate::chaos::run::run(&chaos, &ours_bin, &classpath)?;
         for why in [outcome.judge.failure(), outcome.report.failure()]
