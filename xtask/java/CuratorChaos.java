@@ -18,8 +18,11 @@
 // is the hold's lost signal (as Curator's documentation asks holders to take it). Each hold
 // also leaves its mark for the log judge (xtask/src/chaos/judge/marks.rs): an EPHEMERAL node
 // /chaos-marks/<client>-<n> of the holder's session, plainly created after the acquire with
-// data "java <lock> <mode> <node>@<czxid> ...", deleted before the release; register values are
-// "<value> java <node>@<czxid>". The lines (xtask/src/chaos/history.rs) go to <dir>/java-<process>.history:
+// data "java <lock> <mode> <node>@<czxid> ..." (the lock /chaos/<recipe>; the mode exclusive,
+// read, write or lease), deleted before the release; register values are
+// "<value> java <lock> <mode> <node>@<czxid>", the register's own lock (the multi-lock's
+// register k: member k, /chaos/multilock/<k>) and its node held. The lines
+// (xtask/src/chaos/history.rs) go to <dir>/java-<process>.history:
 //
 //   HOLD who=java-<p>.<recipe>.<i> n=.. on=.. mode=.. from=<ns> to=<ns> node=.. token=-
 //   ACQ who=.. n=.. style=<release|timeout|cancel> start=<ns> end=<ns|-> outcome=<held|timeout|cancelled|error:<kind>|unfinished>

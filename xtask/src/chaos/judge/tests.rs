@@ -1612,3 +1612,46 @@ fn a_register_written_under_another_locks_node_is_a_finding() {
         clean(&log.judge());
     }
 }
+
+/// The parse stays strict: a mark or a register value without its lock and mode (the old
+/// format), or with a mode that is none of the four, is a judge error, not a pass.
+#[test]
+fn a_mark_or_value_without_its_lock_and_mode_is_an_error() {
+    let marks = [
+        "rust /chaos/mutex/_c_a-lock-0000000000@{t}",
+        "rust /chaos/mutex owner /chaos/mutex/_c_a-lock-0000000000@{t}",
+    ];
+    for data in marks {
+        let mut log = Log::new();
+        let (_, ta) = log.node(A, M, "_c_a-lock-0000000000");
+        let mark = "/chaos-marks/rust-a-1";
+        let data = data.replace("{t}", &ta.to_string());
+        log.push(A, create(mark, &data, true));
+        let v = log.judge();
+        assert!(
+            v.errors
+                .iter()
+                .any(|e| e.contains("mark /chaos-marks/rust-a-1")),
+            "{data}: {v}"
+        );
+        assert!(v.failure().is_some());
+    }
+    let mut log = Log::new();
+    let (a, ta) = log.node(A, M, "_c_a-lock-0000000000");
+    log.mark(A, "rust", &[(&a, ta)]);
+    log.versions.insert("mutex".into(), 1);
+    let body = TxnBody::SetData(SetDataTxn {
+        path: "/chaos-registers/mutex".into(),
+        data: Some(format!("1 rust {a}@{ta}").into_bytes().into()),
+        version: 1,
+    });
+    log.push(STORE, TxnBody::Multi(vec![check(&a), body]));
+    let v = log.judge();
+    assert!(
+        v.errors
+            .iter()
+            .any(|e| e.contains("register /chaos-registers/mutex set to")),
+        "{v}"
+    );
+    assert!(v.failure().is_some());
+}
