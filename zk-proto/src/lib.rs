@@ -3,7 +3,9 @@
 //! It holds every record a client sends or receives ([`records`], [`multi`]), the opcodes
 //! ([`OpCode`]), result codes ([`ErrorCode`]), watch events ([`EventType`], [`KeeperState`]),
 //! create and watch modes, path validation ([`validate_path`]), and frame splitting with a
-//! size limit ([`split_frame`]). It is **not** a client: it does no IO, starts no tasks and
+//! size limit ([`split_frame`]); and it reads the server's own files, the transaction log
+//! ([`txnlog`]) and the snapshot ([`snapshot`]), from bytes or a reader given to it. It is
+//! **not** a client: it does no IO, starts no tasks and
 //! reads no clock; `zk-client` drives it over a socket.
 //!
 //! Decoding is total: any byte string gives a value or a [`DecodeError`] saying which field at
@@ -63,6 +65,7 @@ mod reader;
 pub mod records;
 mod request;
 mod response;
+pub mod snapshot;
 pub mod txnlog;
 
 pub use codec::{Decode, Encode, Visit, Visitor};

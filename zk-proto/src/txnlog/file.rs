@@ -218,3 +218,171 @@ pub fn encode_log<'e>(
     header.encode(out)?;
     entries.into_iter().try_for_each(|e| encode_record(e, out))
 }
+
+/// The largest record [`TxnLogStream`] accepts: ZooKeeper refuses requests over
+/// `jute.maxbuffer` (1 MiB by default); a multi of many ops may log a little more. A length
+/// over this is [`TxnLogError::BadLength`], so a corrupt length allocates nothing.
+pub const MAX_RECORD_LEN: usize = 64 << 20;
+
+/// Reads a transaction log from any [`std::io::Read`], one record at a time: the same checks
+/// and the same entries as [`TxnLogReader`], in the memory of the largest record, so a log of
+/// any size streams.
+///
+/// It ends at the zero padding (a record head of zeros; the bytes after it are not read) or at
+/// the end of the input, and after the first error, which it yields once.
+///
+/// # Examples
+///
+/// ```
+/// use zk_proto::OpCode;
+/// use zk_proto::txnlog::{DeleteTxn, FileHeader, TxnBody, TxnEntry, TxnHeader, TxnLogStream, encode_log};
+///
+/// let delete = TxnEntry {
+///     header: TxnHeader { client_id: 7, cxid: 1, zxid: 2, time: 0, op: OpCode::Delete },
+///     body: TxnBody::Delete(DeleteTxn { path: "/a".into() }),
+///     digest: None,
+/// };
+/// let mut file = bytes::BytesMut::new();
+/// encode_log(&FileHeader::new(0), [&delete], &mut file).unwrap();
+/// file.resize(file.len() + 64, 0);
+///
+/// let mut log = TxnLogStream::new(&file[..]).unwrap();
+/// assert_eq!(log.next().unwrap().unwrap(), delete);
+/// assert!(log.next().is_none());
+/// // Cut short: an error, not a panic.
+/// let mut cut = TxnLogStream::new(&file[..30]).unwrap();
+/// assert!(cut.next().unwrap().is_err());
+/// ```
+#[derive(Debug)]
+pub struct TxnLogStream<R> {
+    input: R,
+    header: FileHeader,
+    offset: usize,
+    done: bool,
+    buf: Vec<u8>,
+}
+
+/// Reads as many bytes as `buf` holds, or fewer at the end of the input: how many.
+fn read_full(input: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while let Some(rest) = buf.get_mut(got..) {
+        if rest.is_empty() {
+            break;
+        }
+        match input.read(rest) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+fn io_error(offset: usize, e: &std::io::Error) -> TxnLogError {
+    TxnLogError::Io {
+        offset,
+        kind: e.kind(),
+        message: e.to_string(),
+    }
+}
+
+impl<R: std::io::Read> TxnLogStream<R> {
+    /// Reads and checks the file header.
+    ///
+    /// # Errors
+    /// As [`TxnLogReader::new`], and [`TxnLogError::Io`] if the input fails.
+    pub fn new(mut input: R) -> Result<Self, TxnLogError> {
+        let mut head = [0u8; 16];
+        let got = read_full(&mut input, &mut head).map_err(|e| io_error(0, &e))?;
+        let head = head.get(..got).unwrap_or_default();
+        let header = TxnLogReader::new(head)?.header().clone();
+        Ok(TxnLogStream {
+            input,
+            header,
+            offset: 16,
+            done: false,
+            buf: Vec::new(),
+        })
+    }
+
+    /// The file header.
+    pub fn header(&self) -> &FileHeader {
+        &self.header
+    }
+
+    /// The offset of the next record; once ended, where the log ends or where the record
+    /// that gave the error starts.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    fn step(&mut self) -> Result<Option<TxnEntry>, TxnLogError> {
+        let mut head = [0u8; RECORD_HEAD_LEN];
+        let got = read_full(&mut self.input, &mut head).map_err(|e| io_error(0, &e))?;
+        let head = head.get(..got).unwrap_or_default();
+        if head.iter().all(|&b| b == 0) {
+            return Ok(None);
+        }
+        let truncated = |needed| TxnLogError::Truncated { offset: 0, needed };
+        let mut r = Reader::new(head);
+        let short = |_| truncated(RECORD_HEAD_LEN - got);
+        let stored = r.i64().map_err(short)?;
+        let len = r.i32().map_err(short)?;
+        let n = match usize::try_from(len) {
+            Ok(n) if n > 0 && n <= MAX_RECORD_LEN => n,
+            _ => return Err(TxnLogError::BadLength { offset: 0, len }),
+        };
+        self.buf.clear();
+        self.buf.resize(n + 1, 0);
+        let got = read_full(&mut self.input, &mut self.buf).map_err(|e| io_error(0, &e))?;
+        if got < n + 1 {
+            return Err(truncated(n + 1 - got));
+        }
+        let (bytes, end) = self.buf.split_at(n);
+        match end {
+            [END_OF_RECORD] => {}
+            [found, ..] => {
+                return Err(TxnLogError::BadTerminator {
+                    offset: 0,
+                    found: *found,
+                });
+            }
+            [] => return Err(truncated(1)),
+        }
+        let computed = adler32(bytes);
+        if stored != i64::from(computed) {
+            return Err(TxnLogError::Checksum {
+                offset: 0,
+                stored,
+                computed,
+            });
+        }
+        let entry = TxnEntry::decode(bytes).map_err(|e| e.shifted(RECORD_HEAD_LEN))?;
+        self.offset += RECORD_HEAD_LEN + n + 1;
+        Ok(Some(entry))
+    }
+}
+
+impl<R: std::io::Read> Iterator for TxnLogStream<R> {
+    type Item = Result<TxnEntry, TxnLogError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.step() {
+            Ok(Some(entry)) => Some(Ok(entry)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e.shifted(self.offset)))
+            }
+        }
+    }
+}
+
+impl<R: std::io::Read> std::iter::FusedIterator for TxnLogStream<R> {}

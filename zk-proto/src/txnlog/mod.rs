@@ -31,9 +31,12 @@
 //! the zero padding and after a record's digest, and reads a partial digest as none. Here these
 //! are errors; [`TxnLogError::is_torn_tail`] says which ones Java would have taken for the end.
 //!
-//! Snapshots (`snapshot.<zxid>`, magic `ZKSN`) are not read here: a reader that needs the
-//! whole history (the chaos checker) runs the servers with a `snapCount` large enough that
-//! every transaction stays in the logs, which it then reads from the first zxid.
+//! [`TxnLogStream`] reads the same records from any [`std::io::Read`] one at a time, so a
+//! log of any size is read in the memory of its largest record.
+//!
+//! Snapshots (`snapshot.<zxid>`, magic `ZKSN`) are read by [`crate::snapshot`]; logs are
+//! purged with old snapshots, so history is the oldest snapshot kept, then the logs from its
+//! zxid on.
 //!
 //! # Examples
 //!
@@ -74,7 +77,10 @@ mod file;
 mod txn;
 
 pub use adler32::adler32;
-pub use file::{FileHeader, MAGIC, TxnLogReader, VERSION, encode_log, encode_record};
+pub use file::{
+    FileHeader, MAGIC, MAX_RECORD_LEN, TxnLogReader, TxnLogStream, VERSION, encode_log,
+    encode_record,
+};
 pub use txn::{
     CheckVersionTxn, CloseSessionTxn, CreateContainerTxn, CreateSessionTxn, CreateTtlTxn,
     CreateTxn, CreateTxnV0, DeleteTxn, ErrorTxn, MultiTxn, SetAclTxn, SetDataTxn,
@@ -153,6 +159,16 @@ pub enum TxnLogError {
         /// What is wrong.
         source: DecodeError,
     },
+    /// The reader given to [`TxnLogStream`] failed (other than by ending).
+    #[error("reading at offset {offset}: {kind}: {message}")]
+    Io {
+        /// Where the record being read starts.
+        offset: usize,
+        /// The IO error's kind.
+        kind: std::io::ErrorKind,
+        /// Its message.
+        message: String,
+    },
     /// A byte other than zero after the zero padding that ends the log.
     #[error("non-zero byte at offset {offset} after the log's end at {end}")]
     DataAfterPadding {
@@ -206,6 +222,15 @@ impl TxnLogError {
             DataAfterPadding { end, offset } => DataAfterPadding {
                 end: end + base,
                 offset: offset + base,
+            },
+            Io {
+                offset,
+                kind,
+                message,
+            } => Io {
+                offset: offset + base,
+                kind,
+                message,
             },
             e @ (BadMagic { .. } | BadVersion { .. }) => e,
         }
@@ -362,6 +387,38 @@ mod tests {
         assert_eq!(offset, end);
         for e in &entries {
             assert_eq!(TxnEntry::decode(&e.to_bytes().unwrap()).unwrap(), *e);
+        }
+    }
+
+    /// The stream reads what the slice reader reads, and every cut of the file gives the
+    /// entries before the cut and then one error (or the end at a record boundary).
+    #[test]
+    fn the_stream_agrees_with_the_slice_reader() {
+        let entries: Vec<TxnEntry> = every_body()
+            .into_iter()
+            .enumerate()
+            .map(|(i, b)| entry(i as i64 + 1, b))
+            .collect();
+        let mut bytes = log_of(&entries);
+        let end = bytes.len();
+        bytes.resize(end + 100, 0);
+        let mut stream = TxnLogStream::new(&bytes[..]).unwrap();
+        let read: Vec<TxnEntry> = stream.by_ref().map(Result::unwrap).collect();
+        assert_eq!(read, entries);
+        assert_eq!(stream.offset(), end);
+        for cut in 16..end {
+            let (slice, slice_err, _) = read_all(&bytes[..cut]);
+            let mut stream = TxnLogStream::new(&bytes[..cut]).unwrap();
+            let mut got = Vec::new();
+            let mut err = None;
+            for item in stream.by_ref() {
+                match item {
+                    Ok(e) => got.push(e),
+                    Err(e) => err = Some(e),
+                }
+            }
+            assert_eq!(got, slice, "cut at {cut}");
+            assert_eq!(err, slice_err, "cut at {cut}");
         }
     }
 
