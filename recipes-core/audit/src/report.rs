@@ -1,0 +1,267 @@
+//! What the auditor prints: a readable timeline, a summary table (both text), from a
+//! [`History`]; [`crate::json`] writes the same as JSON.
+
+use std::fmt::Write;
+
+use crate::replay::{Anomaly, EndCause, Event, EventKind, History, LockHistory};
+use crate::time::format as time;
+
+/// Which events to report: those whose time falls within `from..=to` (ms since the epoch).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Range {
+    /// The earliest, if any.
+    pub from: Option<i64>,
+    /// The latest, if any.
+    pub to: Option<i64>,
+}
+
+impl Range {
+    /// Whether `event` falls in the range.
+    pub fn contains(&self, event: &Event) -> bool {
+        self.from.is_none_or(|f| event.at.time >= f) && self.to.is_none_or(|t| event.at.time <= t)
+    }
+}
+
+/// One lock's figures over the events in a range.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Nodes created.
+    pub queued: usize,
+    /// Grants.
+    pub grants: usize,
+    /// The longest queue (nodes of the lock, holders included).
+    pub max_queue: usize,
+    /// The longest wait before a grant, ms.
+    pub max_wait_ms: Option<i64>,
+    /// The mean wait before a grant, ms.
+    pub mean_wait_ms: Option<i64>,
+    /// Holds ended by their own session's delete.
+    pub released: usize,
+    /// Holds ended by another session's delete.
+    pub deleted_by_other: usize,
+    /// Holds ended by their session's expiry.
+    pub expired: usize,
+    /// Holds ended by their session's close.
+    pub closed: usize,
+    /// Waits that ended without a grant.
+    pub abandoned: usize,
+    /// For each hold ended by expiry: the time to the next grant, ms (`None`: none came).
+    pub expiry_to_next_grant_ms: Vec<Option<i64>>,
+    /// Nodes still there at the end.
+    pub live: usize,
+    /// Of those, orphans.
+    pub orphans: usize,
+}
+
+/// The figures of `lock` over `range`.
+pub fn summarize(lock: &LockHistory, range: Range) -> Summary {
+    let mut s = Summary::default();
+    let mut waits = Vec::new();
+    for e in lock.events.iter().filter(|e| range.contains(e)) {
+        s.max_queue = s.max_queue.max(e.queue);
+        match &e.kind {
+            EventKind::Queued => s.queued += 1,
+            EventKind::Present { .. } => {}
+            EventKind::Granted { wait_ms } => {
+                s.grants += 1;
+                waits.push(*wait_ms);
+            }
+            EventKind::Ended {
+                cause,
+                held: true,
+                next_grant_ms,
+                ..
+            } => match cause {
+                EndCause::OwnDelete => s.released += 1,
+                EndCause::DeletedBy(_) => s.deleted_by_other += 1,
+                EndCause::Expired => {
+                    s.expired += 1;
+                    s.expiry_to_next_grant_ms.push(*next_grant_ms);
+                }
+                EndCause::Closed => s.closed += 1,
+            },
+            EventKind::Ended { held: false, .. } => s.abandoned += 1,
+        }
+    }
+    s.max_wait_ms = waits.iter().copied().max();
+    let n = i64::try_from(waits.len()).unwrap_or(i64::MAX);
+    s.mean_wait_ms = (n > 0).then(|| waits.iter().sum::<i64>() / n);
+    s.live = lock.live.len();
+    s.orphans = lock.live.iter().filter(|l| l.orphan).count();
+    s
+}
+
+/// A session id as ZooKeeper prints it.
+pub fn session(id: i64) -> String {
+    format!("0x{id:x}")
+}
+
+fn ms(v: Option<i64>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v} ms"))
+}
+
+fn describe(kind: &EventKind) -> String {
+    match kind {
+        EventKind::Queued => "queued".to_owned(),
+        EventKind::Present { holding: true, .. } => "present at start, holding".to_owned(),
+        EventKind::Present { holding: false, .. } => "present at start, waiting".to_owned(),
+        EventKind::Granted { wait_ms } => format!("GRANTED after waiting {wait_ms} ms"),
+        EventKind::Ended {
+            cause,
+            held,
+            for_ms,
+            next_grant_ms,
+        } => {
+            let what = if *held { "hold ended" } else { "wait ended" };
+            let how = match cause {
+                EndCause::OwnDelete if *held => "released by its session".to_owned(),
+                EndCause::OwnDelete => "deleted by its session (gave up)".to_owned(),
+                EndCause::DeletedBy(s) => format!("DELETED BY SESSION {}", session(*s)),
+                EndCause::Expired => "SESSION EXPIRED".to_owned(),
+                EndCause::Closed => "session closed".to_owned(),
+            };
+            let mut line = format!("{what}: {how}");
+            if let Some(f) = for_ms {
+                let _ = write!(line, ", after {f} ms");
+            }
+            if *held {
+                match next_grant_ms {
+                    Some(n) => {
+                        let _ = write!(line, "; next grant {n} ms later");
+                    }
+                    None => line.push_str("; no grant since"),
+                }
+            }
+            line
+        }
+    }
+}
+
+/// The timeline: per lock, one line per event in the range.
+pub fn timeline(history: &History, range: Range) -> String {
+    let mut out = String::new();
+    for lock in &history.locks {
+        let events: Vec<&Event> = lock.events.iter().filter(|e| range.contains(e)).collect();
+        if events.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "== {} ({})", lock.path, lock.kind.name());
+        for e in events {
+            let _ = writeln!(
+                out,
+                "{}  zxid 0x{:x}  queue {:>3}  {}  session {}  {}",
+                time(e.at.time),
+                e.at.zxid,
+                e.queue,
+                e.node,
+                session(e.session),
+                describe(&e.kind)
+            );
+        }
+        for l in &lock.live {
+            let _ = writeln!(
+                out,
+                "{:24}  still there at the end: {} (session {}, {}){}",
+                "",
+                l.node,
+                session(l.session),
+                if l.held { "holding" } else { "waiting" },
+                if l.orphan { "  ORPHAN" } else { "" }
+            );
+        }
+        if let Some(since) = lock.empty_since {
+            let _ = writeln!(
+                out,
+                "{:24}  empty container since {} (zxid 0x{:x})",
+                "",
+                time(since.time),
+                since.zxid
+            );
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The summary table: one row per lock with events in the range, then the record's extent
+/// and its anomalies.
+pub fn table(history: &History, range: Range) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<40} {:<20} {:>6} {:>6} {:>5} {:>9} {:>9} {:>5} {:>5} {:>5} {:>5} {:>5} {:>4} {:>4}  expiry -> next grant",
+        "lock",
+        "kind",
+        "queued",
+        "grants",
+        "maxq",
+        "max wait",
+        "mean wait",
+        "rel",
+        "del",
+        "exp",
+        "close",
+        "aband",
+        "live",
+        "orph"
+    );
+    for lock in &history.locks {
+        if !lock.events.iter().any(|e| range.contains(e)) && lock.live.is_empty() {
+            continue;
+        }
+        let s = summarize(lock, range);
+        let delays: Vec<String> = s.expiry_to_next_grant_ms.iter().map(|d| ms(*d)).collect();
+        let _ = writeln!(
+            out,
+            "{:<40} {:<20} {:>6} {:>6} {:>5} {:>9} {:>9} {:>5} {:>5} {:>5} {:>5} {:>5} {:>4} {:>4}  {}",
+            lock.path,
+            lock.kind.name(),
+            s.queued,
+            s.grants,
+            s.max_queue,
+            ms(s.max_wait_ms),
+            ms(s.mean_wait_ms),
+            s.released,
+            s.deleted_by_other,
+            s.expired,
+            s.closed,
+            s.abandoned,
+            s.live,
+            s.orphans,
+            delays.join(", ")
+        );
+    }
+    let _ = writeln!(out);
+    let _ = match (history.first, history.last) {
+        (Some(f), Some(l)) => writeln!(
+            out,
+            "record: {} transactions, zxid 0x{:x} ({}) to 0x{:x} ({}){}",
+            history.txns,
+            f.zxid,
+            time(f.time),
+            l.zxid,
+            time(l.time),
+            history
+                .start_zxid
+                .map(|z| format!(", from a snapshot at zxid 0x{z:x}"))
+                .unwrap_or_else(|| ", no snapshot: nodes made before are not known".to_owned())
+        ),
+        _ => writeln!(out, "record: no transactions"),
+    };
+    for a in &history.anomalies {
+        let _ = match a {
+            Anomaly::Gap { after, before } => writeln!(
+                out,
+                "HISTORY GAP: no transactions between zxid 0x{after:x} and 0x{before:x}"
+            ),
+            Anomaly::UnknownNode { zxid, path } => writeln!(
+                out,
+                "unknown node: zxid 0x{zxid:x} deleted {path}, not in the history"
+            ),
+            Anomaly::Repeated { zxid } => {
+                writeln!(out, "repeated zxid 0x{zxid:x} skipped (files overlap)")
+            }
+        };
+    }
+    out
+}
