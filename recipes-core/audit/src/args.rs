@@ -12,7 +12,8 @@ usage: zk-lock-audit [options] DATA_DIR...
 
 Reconstructs every Curator-layout lock (mutex, read/write, semaphore) from a ZooKeeper
 server's snapshot and transaction logs (DATA_DIR: its dataDir, or dataDir/version-2).
-Several DATA_DIRs (the members of one ensemble) are audited one after the other.
+Several DATA_DIRs (the members of one ensemble) are merged by zxid into one history; members
+whose logs differ at a zxid are reported (the servers lost history there).
 
 options:
   --lock PATH          only the locks at or under PATH (repeatable)
@@ -20,6 +21,7 @@ options:
   --to TIME            only events at or before TIME
   --leases PATH=N      the semaphore at PATH has N leases (judge its leases by count)
   --snapshot WHICH     oldest (default), newest, or none (the logs alone)
+  --separately         audit each DATA_DIR on its own instead of merging them
   --json               print JSON instead of text
   --timeline           text: the timeline only
   --summary            text: the summary table only
@@ -55,6 +57,8 @@ pub struct Args {
     pub start: Start,
     /// What to print.
     pub output: Output,
+    /// Audit each directory on its own (else: merged, one ensemble).
+    pub separately: bool,
     /// `--help` was asked.
     pub help: bool,
 }
@@ -83,6 +87,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, Error> {
         match arg.as_str() {
             "-h" | "--help" => out.help = true,
             "--json" => out.output = Output::Json,
+            "--separately" => out.separately = true,
             "--timeline" => out.output = Output::Timeline,
             "--summary" => out.output = Output::Summary,
             "--lock" => out.locks.push(value("--lock")?),

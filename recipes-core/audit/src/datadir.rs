@@ -1,5 +1,5 @@
-//! A server's data directory read into an [`Audit`]: the oldest (or newest) snapshot, then
-//! every transaction log after it, streamed.
+//! Servers' data directories read into an [`Audit`]: the oldest (or newest) snapshot, then
+//! every transaction log after it, streamed, one member's or several members' merged by zxid.
 
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use zk_proto::snapshot::SnapshotReader;
-use zk_proto::txnlog::TxnLogStream;
+use zk_proto::txnlog::{TxnEntry, TxnLogStream};
 
 use crate::Error;
 use crate::replay::{Audit, Stamp};
@@ -90,90 +90,191 @@ pub struct ReadStats {
 }
 
 /// Reads `dir`'s snapshot (as `start` says) and its logs after it into `audit`, then starts
-/// and feeds it; returns what it read.
+/// and feeds it; returns what it read. [`read_members`] with one member.
 ///
 /// # Errors
-/// [`Error::Io`], [`Error::Snapshot`] or [`Error::Log`] naming the file (and the offset in
-/// it) that cannot be read.
+/// As [`read_members`].
 pub fn read_into(dir: &Path, start: Start, audit: &mut Audit) -> Result<ReadStats, Error> {
+    read_members(&[dir.to_owned()], start, audit)
+}
+
+/// One member's transactions after `from`, its logs one after the other, streamed.
+struct MemberLog {
+    logs: std::vec::IntoIter<PathBuf>,
+    current: Option<(PathBuf, TxnLogStream<BufReader<File>>)>,
+    from: Option<i64>,
+    read: Vec<PathBuf>,
+    txns: u64,
+    torn_tail: Option<String>,
+}
+
+impl MemberLog {
+    fn new(files: &DataFiles, from: Option<i64>) -> Self {
+        // The last log starting at or before the first zxid wanted, and every later one.
+        let first = match from {
+            Some(z) => files
+                .logs
+                .iter()
+                .rposition(|(s, _)| *s <= z + 1)
+                .unwrap_or(0),
+            None => 0,
+        };
+        let logs: Vec<PathBuf> = files
+            .logs
+            .get(first..)
+            .unwrap_or_default()
+            .iter()
+            .map(|(_, p)| p.clone())
+            .collect();
+        MemberLog {
+            logs: logs.into_iter(),
+            current: None,
+            from,
+            read: Vec::new(),
+            txns: 0,
+            torn_tail: None,
+        }
+    }
+
+    /// The next transaction after `from`, or `None` at the end of the last log.
+    fn next_entry(&mut self) -> Result<Option<TxnEntry>, Error> {
+        loop {
+            if self.current.is_none() {
+                let Some(path) = self.logs.next() else {
+                    return Ok(None);
+                };
+                let file = File::open(&path).map_err(|e| Error::Io {
+                    path: path.clone(),
+                    message: e.to_string(),
+                })?;
+                let stream = TxnLogStream::new(BufReader::with_capacity(1 << 16, file)).map_err(
+                    |source| Error::Log {
+                        path: path.clone(),
+                        source,
+                    },
+                )?;
+                self.read.push(path.clone());
+                self.current = Some((path, stream));
+            }
+            let Some((path, stream)) = self.current.as_mut() else {
+                continue;
+            };
+            match stream.next() {
+                Some(Ok(e)) => {
+                    self.txns += 1;
+                    if self.from.is_some_and(|z| e.header.zxid <= z) {
+                        continue;
+                    }
+                    return Ok(Some(e));
+                }
+                // Java takes a torn last record for the end of the last log.
+                Some(Err(e)) if e.is_torn_tail() && self.logs.len() == 0 => {
+                    self.torn_tail = Some(format!("{}: {e}", path.display()));
+                    self.current = None;
+                }
+                Some(Err(source)) => {
+                    return Err(Error::Log {
+                        path: path.clone(),
+                        source,
+                    });
+                }
+                None => self.current = None,
+            }
+        }
+    }
+}
+
+/// Reads the data directories of one ensemble's members into `audit`: the snapshot (as
+/// `start` says, among every member's: the oldest of all, or the newest), then every
+/// member's logs after it merged by zxid, each transaction applied once. Members that hold
+/// different transactions at one zxid are reported ([`Audit::diverged`]): the servers lost
+/// history there. Memory: the tree and one record per member at a time.
+///
+/// # Errors
+/// [`Error::Io`], [`Error::NoData`], [`Error::Snapshot`] or [`Error::Log`] naming the file
+/// (and the offset in it) that cannot be read.
+pub fn read_members(dirs: &[PathBuf], start: Start, audit: &mut Audit) -> Result<ReadStats, Error> {
     let began = Instant::now();
-    let files = list(dir)?;
+    let members = dirs
+        .iter()
+        .map(|d| list(d))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut stats = ReadStats::default();
+    let snapshots = members.iter().flat_map(|m| m.snapshots.iter());
     let snap = match start {
-        Start::Oldest => files.snapshots.first(),
-        Start::Newest => files.snapshots.last(),
+        Start::Oldest => snapshots.min_by_key(|(z, _)| *z),
+        Start::Newest => snapshots.max_by_key(|(z, _)| *z),
         Start::LogsOnly => None,
     };
     let mut from = None;
     if let Some((zxid, path)) = snap {
-        let io = |e: std::io::Error| Error::Io {
-            path: path.clone(),
-            message: e.to_string(),
-        };
-        let mut bytes = Vec::new();
-        File::open(path)
-            .and_then(|mut f| f.read_to_end(&mut bytes))
-            .map_err(io)?;
-        let snap_err = |source| Error::Snapshot {
-            path: path.clone(),
-            source,
-        };
-        let mut reader = SnapshotReader::new(&bytes).map_err(snap_err)?;
-        for node in reader.by_ref() {
-            let node = node.map_err(snap_err)?;
-            // A node made after the snapshot's zxid is in it by fuzziness: the logs make it.
-            if node.stat.czxid > *zxid {
-                continue;
-            }
-            let made = Stamp {
-                zxid: node.stat.czxid,
-                time: node.stat.ctime,
-            };
-            audit.add_node(&node.path, made, node.stat.ephemeral_owner);
-        }
+        load_snapshot(*zxid, path, audit)?;
         stats.snapshot = Some(path.clone());
         from = Some(*zxid);
     }
     audit.start(from);
-    // The logs that may hold transactions after the snapshot: the last one starting at or
-    // before it, and every later one.
-    let first = match from {
-        Some(z) => files
-            .logs
-            .iter()
-            .rposition(|(s, _)| *s <= z + 1)
-            .unwrap_or(0),
-        None => 0,
-    };
-    let logs = files.logs.get(first..).unwrap_or_default();
-    for (i, (_, path)) in logs.iter().enumerate() {
-        let file = File::open(path).map_err(|e| Error::Io {
-            path: path.clone(),
-            message: e.to_string(),
-        })?;
-        let log_err = |source| Error::Log {
-            path: path.clone(),
-            source,
-        };
-        let stream = TxnLogStream::new(BufReader::with_capacity(1 << 16, file)).map_err(log_err)?;
-        for entry in stream {
-            match entry {
-                Ok(e) => {
-                    stats.txns += 1;
-                    if from.is_some_and(|z| e.header.zxid <= z) {
-                        continue;
+    let mut logs: Vec<MemberLog> = members.iter().map(|m| MemberLog::new(m, from)).collect();
+    let mut heads = logs
+        .iter_mut()
+        .map(MemberLog::next_entry)
+        .collect::<Result<Vec<_>, _>>()?;
+    while let Some(zxid) = heads.iter().flatten().map(|e| e.header.zxid).min() {
+        let mut chosen: Option<TxnEntry> = None;
+        let mut diverged = false;
+        for (head, log) in heads.iter_mut().zip(logs.iter_mut()) {
+            if head.as_ref().is_some_and(|e| e.header.zxid == zxid) {
+                let entry = std::mem::replace(head, log.next_entry()?);
+                match (&chosen, entry) {
+                    (None, e) => chosen = e,
+                    (Some(c), Some(e)) => {
+                        diverged |= c.header != e.header || c.body != e.body;
                     }
-                    audit.apply(&e);
+                    (Some(_), None) => {}
                 }
-                // Java takes a torn last record for the end of the last log.
-                Err(e) if e.is_torn_tail() && i + 1 == logs.len() => {
-                    stats.torn_tail = Some(format!("{}: {e}", path.display()));
-                }
-                Err(e) => return Err(log_err(e)),
             }
         }
-        stats.logs.push(path.clone());
+        if let Some(entry) = chosen {
+            if diverged {
+                audit.diverged(zxid);
+            }
+            audit.apply(&entry);
+        }
+    }
+    for log in logs {
+        stats.txns += log.txns;
+        stats.logs.extend(log.read);
+        if log.torn_tail.is_some() {
+            stats.torn_tail = log.torn_tail;
+        }
     }
     stats.seconds = began.elapsed().as_secs_f64();
     Ok(stats)
+}
+
+fn load_snapshot(zxid: i64, path: &Path, audit: &mut Audit) -> Result<(), Error> {
+    let mut bytes = Vec::new();
+    File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(|e| Error::Io {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+    let snap_err = |source| Error::Snapshot {
+        path: path.to_owned(),
+        source,
+    };
+    let mut reader = SnapshotReader::new(&bytes).map_err(snap_err)?;
+    for node in reader.by_ref() {
+        let node = node.map_err(snap_err)?;
+        // A node made after the snapshot's zxid is in it by fuzziness: the logs make it.
+        if node.stat.czxid > zxid {
+            continue;
+        }
+        let made = Stamp {
+            zxid: node.stat.czxid,
+            time: node.stat.ctime,
+        };
+        audit.add_node(&node.path, made, node.stat.ephemeral_owner);
+    }
+    Ok(())
 }

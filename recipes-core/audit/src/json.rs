@@ -73,6 +73,17 @@ pub fn to_json(history: &History, range: Range) -> String {
                 "{{\"unknown_node\":{{\"zxid\":{zxid},\"path\":{}}}}}",
                 string(path)
             ),
+            Anomaly::Forgotten {
+                zxid,
+                dir,
+                cversion,
+                had,
+            } => write!(
+                o,
+                "{{\"forgotten\":{{\"zxid\":{zxid},\"dir\":{},\"cversion\":{cversion},\"had\":{had}}}}}",
+                string(dir)
+            ),
+            Anomaly::Diverged { zxid } => write!(o, "{{\"diverged\":{{\"zxid\":{zxid}}}}}"),
             Anomaly::Repeated { zxid } => write!(o, "{{\"repeated\":{{\"zxid\":{zxid}}}}}"),
         };
     }

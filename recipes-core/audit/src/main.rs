@@ -1,13 +1,52 @@
 //! `zk-lock-audit`: see the library's docs and `zk-lock-audit --help`.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use zk_lock_audit::args::{Output, USAGE, parse};
-use zk_lock_audit::datadir::read_into;
+use zk_lock_audit::args::{Args, Output, USAGE, parse};
+use zk_lock_audit::datadir::read_members;
 use zk_lock_audit::replay::Audit;
 use zk_lock_audit::report::{table, timeline};
 use zk_lock_audit::{Error, json};
+
+/// Audits `dirs` as one history and renders it as `args` asks.
+fn audit(args: &Args, dirs: &[PathBuf]) -> Result<String, Error> {
+    let mut audit = Audit::new(args.locks.clone());
+    for (path, n) in &args.leases {
+        audit = audit.with_leases(path, *n);
+    }
+    let stats = read_members(dirs, args.start, &mut audit)?;
+    let history = audit.finish();
+    let rate = stats.txns as f64 / stats.seconds.max(1e-9);
+    let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    eprintln!(
+        "{}: snapshot {}, {} logs, {} transactions read in {:.3} s ({:.0} txns/s){}",
+        names.join(" + "),
+        stats
+            .snapshot
+            .as_ref()
+            .map_or_else(|| "none".to_owned(), |p| p.display().to_string()),
+        stats.logs.len(),
+        stats.txns,
+        stats.seconds,
+        rate,
+        stats
+            .torn_tail
+            .map(|t| format!("; a torn last record taken as the end: {t}"))
+            .unwrap_or_default()
+    );
+    Ok(match args.output {
+        Output::Json => json::to_json(&history, args.range),
+        Output::Timeline => timeline(&history, args.range),
+        Output::Summary => table(&history, args.range),
+        Output::Text => format!(
+            "{}{}",
+            timeline(&history, args.range),
+            table(&history, args.range)
+        ),
+    })
+}
 
 fn run() -> Result<(), Error> {
     let args = parse(std::env::args().skip(1))?;
@@ -15,59 +54,30 @@ fn run() -> Result<(), Error> {
         print!("{USAGE}");
         return Ok(());
     }
+    let groups: Vec<Vec<PathBuf>> = if args.separately {
+        args.dirs.iter().map(|d| vec![d.clone()]).collect()
+    } else {
+        vec![args.dirs.clone()]
+    };
+    let mut outputs = Vec::new();
+    for dirs in &groups {
+        outputs.push(audit(&args, dirs)?);
+    }
     let mut out = std::io::stdout().lock();
-    let json_many = args.output == Output::Json && args.dirs.len() > 1;
-    if json_many {
-        let _ = write!(out, "[");
-    }
-    for (i, dir) in args.dirs.iter().enumerate() {
-        let mut audit = Audit::new(args.locks.clone());
-        for (path, n) in &args.leases {
-            audit = audit.with_leases(path, *n);
-        }
-        let stats = read_into(dir, args.start, &mut audit)?;
-        let history = audit.finish();
-        let rate = stats.txns as f64 / stats.seconds.max(1e-9);
-        eprintln!(
-            "{}: {} snapshot, {} logs, {} transactions in {:.3} s ({:.0} txns/s){}",
-            dir.display(),
-            stats
-                .snapshot
-                .as_ref()
-                .map_or_else(|| "no".to_owned(), |p| p.display().to_string()),
-            stats.logs.len(),
-            stats.txns,
-            stats.seconds,
-            rate,
-            stats
-                .torn_tail
-                .map(|t| format!("; torn last record taken as the end: {t}"))
-                .unwrap_or_default()
-        );
-        let text = match args.output {
-            Output::Json => json::to_json(&history, args.range),
-            Output::Timeline => timeline(&history, args.range),
-            Output::Summary => table(&history, args.range),
-            Output::Text => format!(
-                "{}{}",
-                timeline(&history, args.range),
-                table(&history, args.range)
-            ),
-        };
-        if json_many && i > 0 {
-            let _ = write!(out, ",");
-        } else if args.dirs.len() > 1 && args.output != Output::Json {
-            let _ = writeln!(out, "#### {}", dir.display());
-        }
-        let _ = write!(out, "{text}");
-    }
-    if json_many {
-        let _ = write!(out, "]");
-    }
-    if args.output == Output::Json {
-        let _ = writeln!(out);
-    }
-    Ok(())
+    let written = match (args.output, outputs.as_slice()) {
+        (Output::Json, [one]) => writeln!(out, "{one}"),
+        (Output::Json, many) => writeln!(out, "[{}]", many.join(",")),
+        (_, [one]) => write!(out, "{one}"),
+        (_, many) => many.iter().zip(&groups).try_for_each(|(text, dirs)| {
+            let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+            writeln!(out, "#### {}", names.join(" + "))?;
+            write!(out, "{text}")
+        }),
+    };
+    written.map_err(|e| Error::Io {
+        path: PathBuf::from("<stdout>"),
+        message: e.to_string(),
+    })
 }
 
 fn main() -> ExitCode {

@@ -185,6 +185,26 @@ pub enum Anomaly {
         /// The node.
         path: String,
     },
+    /// The servers forgot history (as the chaos judge detects it): a create under `dir` set
+    /// its children's version to `cversion`, not above the `had` an earlier create in the
+    /// record had set, so the server that made it lacked the transactions between (a
+    /// sequence number handed out twice: two nodes may both have been first).
+    Forgotten {
+        /// The create that shows it.
+        zxid: i64,
+        /// The directory.
+        dir: String,
+        /// The children's version it set.
+        cversion: i32,
+        /// The version the record had reached.
+        had: i32,
+    },
+    /// Members' logs hold different transactions at one zxid: one member's history was
+    /// truncated and replaced (the first member's is applied).
+    Diverged {
+        /// The zxid.
+        zxid: i64,
+    },
     /// A zxid at or below one already applied (the files overlap); the transaction is
     /// skipped.
     Repeated {
@@ -282,6 +302,9 @@ pub struct Audit {
     locks: BTreeMap<String, Lock>,
     /// Sessions known to have ended.
     ended: BTreeSet<i64>,
+    /// The children's version the record's creates set, by directory (forgotten when the
+    /// directory goes).
+    cversions: HashMap<String, i32>,
     applied: Option<i64>,
     history: History,
 }
@@ -370,6 +393,7 @@ impl Audit {
             children: HashMap::new(),
             locks: BTreeMap::new(),
             ended: BTreeSet::new(),
+            cversions: HashMap::new(),
             applied: None,
             history: History::default(),
         }
@@ -601,6 +625,15 @@ impl Audit {
     }
 
     fn apply_op(&mut self, at: Stamp, session: i64, op: &TxnBody, touched: &mut BTreeSet<String>) {
+        let parent_cversion = match op {
+            TxnBody::Create(t) | TxnBody::Create2(t) => Some((&t.path, t.parent_cversion)),
+            TxnBody::CreateTtl(t) => Some((&t.path, t.parent_cversion)),
+            TxnBody::CreateContainer(t) => Some((&t.path, t.parent_cversion)),
+            _ => None,
+        };
+        if let Some((path, cversion)) = parent_cversion {
+            self.check_cversion(at, path, cversion);
+        }
         let created = match op {
             TxnBody::Create(t) | TxnBody::Create2(t) => {
                 Some((&t.path, if t.ephemeral { session } else { 0 }))
@@ -646,7 +679,41 @@ impl Audit {
         }
     }
 
+    /// Notes that the servers lost transactions at `zxid` (members' logs disagree there).
+    pub fn diverged(&mut self, zxid: i64) {
+        self.history.anomalies.push(Anomaly::Diverged { zxid });
+    }
+
+    /// A create of `path` set its parent's children's version to `cversion`: it must be above
+    /// any the record set before (the judge's check for forgotten history).
+    fn check_cversion(&mut self, at: Stamp, path: &str, cversion: i32) {
+        let Some((dir, _)) = split(path) else {
+            return;
+        };
+        // Only directories that are locks, to keep the table small.
+        if !self.locks.contains_key(dir) && !self.wanted(dir) {
+            return;
+        }
+        match self.cversions.get_mut(dir) {
+            Some(had) if cversion <= *had => {
+                let had = *had;
+                self.history.anomalies.push(Anomaly::Forgotten {
+                    zxid: at.zxid,
+                    dir: dir.to_owned(),
+                    cversion,
+                    had,
+                });
+                self.cversions.insert(dir.to_owned(), cversion);
+            }
+            Some(had) => *had = cversion,
+            None => {
+                self.cversions.insert(dir.to_owned(), cversion);
+            }
+        }
+    }
+
     fn remove(&mut self, at: Stamp, path: &str, cause: EndCause, touched: &mut BTreeSet<String>) {
+        self.cversions.remove(path);
         if self.nodes.remove(path).is_none() {
             self.history.anomalies.push(Anomaly::UnknownNode {
                 zxid: at.zxid,

@@ -258,6 +258,18 @@ pub fn table(history: &History, range: Range) -> String {
                 out,
                 "unknown node: zxid 0x{zxid:x} deleted {path}, not in the history"
             ),
+            Anomaly::Forgotten {
+                zxid,
+                dir,
+                cversion,
+                had,
+            } => writeln!(
+                out,
+                "HISTORY LOST: zxid 0x{zxid:x} set {dir}'s children version to {cversion}, the record had {had}: the server lacked transactions before it"
+            ),
+            Anomaly::Diverged { zxid } => {
+                writeln!(out, "HISTORY LOST: members' logs differ at zxid 0x{zxid:x}")
+            }
             Anomaly::Repeated { zxid } => {
                 writeln!(out, "repeated zxid 0x{zxid:x} skipped (files overlap)")
             }

@@ -43,7 +43,8 @@ impl Script {
     }
 
     fn create(&mut self, time: i64, session: i64, path: &str) -> i64 {
-        self.txn(time, session, 1, create(path, true))
+        let cversion = i32::try_from(self.zxid + 1).unwrap();
+        self.txn(time, session, 1, create_v(path, cversion))
     }
 
     fn delete(&mut self, time: i64, session: i64, path: &str) -> i64 {
@@ -63,6 +64,15 @@ fn create(path: &str, ephemeral: bool) -> TxnBody {
     TxnBody::Create(CreateTxn {
         path: path.into(),
         ephemeral,
+        ..CreateTxn::default()
+    })
+}
+
+fn create_v(path: &str, parent_cversion: i32) -> TxnBody {
+    TxnBody::Create(CreateTxn {
+        path: path.into(),
+        ephemeral: true,
+        parent_cversion,
         ..CreateTxn::default()
     })
 }
@@ -440,4 +450,61 @@ fn json_is_well_formed_and_escapes_names() {
     }
     assert_eq!((depth, in_str), (0, false));
     assert_eq!(crate::json::string("\u{1f}\u{7f}"), "\"\\u001f\u{7f}\"");
+}
+
+#[test]
+fn a_sequence_handed_out_twice_is_history_lost() {
+    let mut t = Script::new(Audit::new(vec![]));
+    t.txn(100, A, 1, create_v(&at(L, N0), 1));
+    t.txn(100, B, 1, create_v(&at(L, N1), 2));
+    // A server that lacked the last create hands out its sequence again.
+    let z = t.txn(100, C, 1, create_v(&format!("{L}/_c_x-lock-0000000001"), 2));
+    t.audit.diverged(z);
+    let h = t.finish();
+    assert_eq!(
+        h.anomalies,
+        [
+            Anomaly::Forgotten {
+                zxid: 3,
+                dir: L.into(),
+                cversion: 2,
+                had: 2
+            },
+            Anomaly::Diverged { zxid: 3 }
+        ]
+    );
+    let text = crate::report::table(&h, Range::default());
+    assert!(text.contains("HISTORY LOST"), "{text}");
+    // No anomaly for a directory made again (a container removed and re-created).
+    let mut t = Script::new(Audit::new(vec![]));
+    t.txn(
+        100,
+        A,
+        1,
+        TxnBody::CreateContainer(CreateContainerTxn {
+            path: L.into(),
+            parent_cversion: 1,
+            ..CreateContainerTxn::default()
+        }),
+    );
+    t.txn(100, A, 1, create_v(&at(L, N0), 1));
+    t.txn(100, A, 2, delete(&at(L, N0)));
+    t.txn(
+        100,
+        0,
+        0,
+        TxnBody::DeleteContainer(DeleteTxn { path: L.into() }),
+    );
+    t.txn(
+        100,
+        A,
+        1,
+        TxnBody::CreateContainer(CreateContainerTxn {
+            path: L.into(),
+            parent_cversion: 3,
+            ..CreateContainerTxn::default()
+        }),
+    );
+    t.txn(100, A, 1, create_v(&at(L, N0), 1));
+    assert_eq!(t.finish().anomalies, []);
 }

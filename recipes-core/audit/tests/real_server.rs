@@ -390,3 +390,69 @@ async fn from_a_snapshot_taken_while_a_lock_is_held() {
     assert!(oldest.txns > newest.txns);
     drop((a, b));
 }
+
+/// Retries `op` while the client reconnects (a member killed under it).
+async fn retried<T, F, Fut>(mut op: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, zk_client::Error>>,
+{
+    tokio::time::timeout(BOUND, async {
+        loop {
+            match op().await {
+                Ok(v) => return v,
+                Err(zk_client::Error::NotConnected | zk_client::Error::ConnectionLoss) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+    })
+    .await
+    .expect("reconnected")
+}
+
+/// A 3-member ensemble whose leader is killed while a lock is held and another waits: the
+/// hand-off happens in the next epoch. Every member's data directory merged, and each
+/// surviving member's alone, give the same grants; the epoch's change is not a gap, and the
+/// members' logs agree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_members_merged_across_a_leader_kill() {
+    let opts = zk_testkit::ZkOptions::default().session_timeouts_ms(1_000, 60_000);
+    let mut zk = tokio::task::block_in_place(|| zk_testkit::Ensemble::start(3, opts)).unwrap();
+    let dir = "/audit/ensemble";
+    let long = Duration::from_secs(30);
+    let (a, b) = (
+        client_at(&zk.connect_string(), long).await,
+        client_at(&zk.connect_string(), long).await,
+    );
+    let (na, za) = lock_node(&a, dir, "lock-", 1).await;
+    let (nb, zb) = lock_node(&b, dir, "lock-", 2).await;
+    let leader = zk.wait_leader(BOUND).unwrap();
+    tokio::task::block_in_place(|| zk.kill(leader)).unwrap();
+    retried(|| a.delete(format!("{dir}/{na}"), None)).await;
+    let released = retried(|| b.exists(dir)).await.unwrap().pzxid;
+    assert!(released >> 32 > zb >> 32, "the release is in a later epoch");
+    retried(|| b.delete(format!("{dir}/{nb}"), None)).await;
+    let done = retried(|| b.exists(dir)).await.unwrap().pzxid;
+
+    let check = |dirs: Vec<std::path::PathBuf>| {
+        let mut audit = Audit::new(vec![dir.to_owned()]);
+        zk_lock_audit::datadir::read_members(&dirs, Start::Oldest, &mut audit).unwrap();
+        let h = audit.finish();
+        assert_eq!(h.anomalies, [], "{dirs:?}");
+        let l = lock(&h, dir);
+        assert_eq!(granted_at(l, &na), Some(za), "{dirs:?}");
+        assert_eq!(granted_at(l, &nb), Some(released), "{dirs:?}");
+        assert_eq!(
+            ended(l, &nb),
+            Some((done, EndCause::OwnDelete, true)),
+            "{dirs:?}"
+        );
+    };
+    check((0..3).map(|i| zk.data_dir(i)).collect());
+    for i in (0..3).filter(|&i| i != leader) {
+        check(vec![zk.data_dir(i)]);
+    }
+    drop((a, b));
+}
