@@ -83,6 +83,15 @@ pub fn to_json(history: &History, range: Range) -> String {
                 "{{\"forgotten\":{{\"zxid\":{zxid},\"dir\":{},\"cversion\":{cversion},\"had\":{had}}}}}",
                 string(dir)
             ),
+            Anomaly::Overlap { zxid, dir, holders } => {
+                let names: Vec<String> = holders.iter().map(|h| string(h)).collect();
+                write!(
+                    o,
+                    "{{\"overlap\":{{\"zxid\":{zxid},\"dir\":{},\"holders\":[{}]}}}}",
+                    string(dir),
+                    names.join(",")
+                )
+            }
             Anomaly::Diverged { zxid } => write!(o, "{{\"diverged\":{{\"zxid\":{zxid}}}}}"),
             Anomaly::Repeated { zxid } => write!(o, "{{\"repeated\":{{\"zxid\":{zxid}}}}}"),
         };

@@ -199,6 +199,17 @@ pub enum Anomaly {
         /// The version the record had reached.
         had: i32,
     },
+    /// More nodes held at once than the lock allows (two in a mutex, a writer with anyone):
+    /// a node granted kept its grant while a node that sorts before it appeared, which a
+    /// sequence handed out twice (lost history) or a wrapped counter makes.
+    Overlap {
+        /// Where it began.
+        zxid: i64,
+        /// The lock.
+        dir: String,
+        /// The nodes holding then.
+        holders: Vec<String>,
+    },
     /// Members' logs hold different transactions at one zxid: one member's history was
     /// truncated and replaced (the first member's is applied).
     Diverged {
@@ -259,6 +270,8 @@ struct Lock {
     /// Ends of holds waiting for the lock's next grant (indices into `events`).
     awaiting_grant: Vec<usize>,
     empty_since: Option<Stamp>,
+    /// Whether more hold than the lock allows (reported when it starts).
+    overlapping: bool,
 }
 
 /// The reconstruction: feed it the starting tree ([`Audit::add_node`], then
@@ -523,6 +536,7 @@ impl Audit {
                     events: Vec::new(),
                     awaiting_grant: Vec::new(),
                     empty_since: None,
+                    overlapping: false,
                 },
             );
         }
@@ -805,6 +819,30 @@ impl Audit {
                 grant(lock, &name, at);
             }
         }
+        let held: Vec<String> = lock
+            .entries
+            .iter()
+            .filter(|(_, e)| e.granted.is_some())
+            .map(|(n, _)| n.clone())
+            .collect();
+        let too_many = match lock.kind {
+            LockKind::Mutex | LockKind::SemaphoreInnerLock => held.len() > 1,
+            LockKind::ReadWrite => {
+                held.len() > 1 && held.iter().any(|n| sequence(n, WRITE_LOCK_NAME).is_some())
+            }
+            LockKind::Leases { max: Some(max) } => {
+                held.len() > usize::try_from(max).unwrap_or(usize::MAX)
+            }
+            LockKind::Leases { max: None } => false,
+        };
+        if too_many && !lock.overlapping {
+            self.history.anomalies.push(Anomaly::Overlap {
+                zxid: at.zxid,
+                dir: dir.to_owned(),
+                holders: held,
+            });
+        }
+        lock.overlapping = too_many;
     }
 
     /// The history so far.

@@ -267,6 +267,12 @@ pub fn table(history: &History, range: Range) -> String {
                 out,
                 "HISTORY LOST: zxid 0x{zxid:x} set {dir}'s children version to {cversion}, the record had {had}: the server lacked transactions before it"
             ),
+            Anomaly::Overlap { zxid, dir, holders } => writeln!(
+                out,
+                "OVERLAP: from zxid 0x{zxid:x}, {dir} had {} holders at once: {}",
+                holders.len(),
+                holders.join(", ")
+            ),
             Anomaly::Diverged { zxid } => {
                 writeln!(out, "HISTORY LOST: members' logs differ at zxid 0x{zxid:x}")
             }

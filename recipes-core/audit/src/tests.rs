@@ -508,3 +508,47 @@ fn a_sequence_handed_out_twice_is_history_lost() {
     t.txn(100, A, 1, create_v(&at(L, N0), 1));
     assert_eq!(t.finish().anomalies, []);
 }
+
+#[test]
+fn a_node_sorting_before_a_holder_makes_an_overlap() {
+    let mut t = Script::new(Audit::new(vec![]));
+    t.create(100, A, &at(L, N1));
+    t.create(200, B, &at(L, N0)); // a sequence below the holder's: handed out again
+    t.delete(300, A, &at(L, N1));
+    t.create(400, A, &at(L, N2));
+    let h = t.finish();
+    assert_eq!(
+        h.anomalies,
+        [Anomaly::Overlap {
+            zxid: 2,
+            dir: L.into(),
+            holders: vec![N0.into(), N1.into()]
+        }]
+    );
+    let j = crate::json::to_json(&h, Range::default());
+    assert!(
+        j.contains(r#"{"overlap":{"zxid":2,"dir":"/app/l","holders":["#),
+        "{j}"
+    );
+}
+
+#[test]
+fn the_range_keeps_the_events_in_it() {
+    let mut t = Script::new(Audit::new(vec![]));
+    t.create(1000, A, &at(L, N0));
+    t.create(2000, B, &at(L, N1));
+    t.delete(3000, A, &at(L, N0));
+    let h = t.finish();
+    let range = Range {
+        from: Some(2000),
+        to: Some(2999),
+    };
+    let s = summarize(lock(&h, L), range);
+    assert_eq!((s.queued, s.grants, s.released), (1, 0, 0));
+    let text = crate::report::timeline(&h, range);
+    assert_eq!(
+        text.lines().filter(|l| l.contains("zxid")).count(),
+        1,
+        "{text}"
+    );
+}
