@@ -18,7 +18,8 @@
 //! Layers: [`replay`] is the pure reconstruction (a starting tree and transactions in, a
 //! [`replay::History`] out; no IO, unit-tested without a server); [`datadir`] finds and
 //! streams a data directory's files into it (the logs one record at a time, so memory is the
-//! tree's and the history's, not the logs'); [`report`] and [`json`] print the history.
+//! tree's and the events kept, not the logs': with a time range only the range's events are
+//! kept, [`replay::Audit::keep_only`]); [`report`] and [`json`] print the history.
 //!
 //! # Examples
 //!

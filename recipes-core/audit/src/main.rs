@@ -12,7 +12,7 @@ use zk_lock_audit::{Error, json};
 
 /// Audits `dirs` as one history and renders it as `args` asks.
 fn audit(args: &Args, dirs: &[PathBuf]) -> Result<String, Error> {
-    let mut audit = Audit::new(args.locks.clone());
+    let mut audit = Audit::new(args.locks.clone()).keep_only(args.range);
     for (path, n) in &args.leases {
         audit = audit.with_leases(path, *n);
     }

@@ -121,6 +121,22 @@ pub enum EventKind {
     },
 }
 
+/// Which events to report: those whose time falls within `from..=to` (ms since the epoch).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Range {
+    /// The earliest, if any.
+    pub from: Option<i64>,
+    /// The latest, if any.
+    pub to: Option<i64>,
+}
+
+impl Range {
+    /// Whether `event` falls in the range.
+    pub fn contains(&self, event: &Event) -> bool {
+        self.from.is_none_or(|f| event.at.time >= f) && self.to.is_none_or(|t| event.at.time <= t)
+    }
+}
+
 /// One event of a lock's history.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
@@ -272,6 +288,18 @@ struct Lock {
     empty_since: Option<Stamp>,
     /// Whether more hold than the lock allows (reported when it starts).
     overlapping: bool,
+    /// The events kept.
+    keep: Range,
+}
+
+impl Lock {
+    /// Keeps `event` if it is in the range kept: its index.
+    fn record(&mut self, event: Event) -> Option<usize> {
+        self.keep.contains(&event).then(|| {
+            self.events.push(event);
+            self.events.len() - 1
+        })
+    }
 }
 
 /// The reconstruction: feed it the starting tree ([`Audit::add_node`], then
@@ -313,6 +341,8 @@ pub struct Audit {
     nodes: HashMap<String, Meta>,
     children: HashMap<String, BTreeSet<String>>,
     locks: BTreeMap<String, Lock>,
+    /// The events kept (the rest are judged, then dropped).
+    keep: Range,
     /// Sessions known to have ended.
     ended: BTreeSet<i64>,
     /// The children's version the record's creates set, by directory (forgotten when the
@@ -405,6 +435,7 @@ impl Audit {
             nodes: HashMap::new(),
             children: HashMap::new(),
             locks: BTreeMap::new(),
+            keep: Range::default(),
             ended: BTreeSet::new(),
             cversions: HashMap::new(),
             applied: None,
@@ -417,6 +448,13 @@ impl Audit {
     pub fn with_leases(mut self, base: &str, max: u32) -> Self {
         self.leases
             .push((base.trim_end_matches('/').to_owned(), max));
+        self
+    }
+
+    /// Keeps only the events within `range` (every lock is still judged from the whole
+    /// record): memory then grows with the events in the range, not with the record.
+    pub fn keep_only(mut self, range: Range) -> Self {
+        self.keep = range;
         self
     }
 
@@ -490,6 +528,8 @@ impl Audit {
                 continue;
             };
             let queue = lock.entries.len();
+            // Kept whatever the range: the state the record starts from.
+            let mut present = Vec::new();
             for (name, entry) in lock.entries.iter_mut() {
                 let holding = held.iter().any(|(n, inner)| n == name && inner.is_none());
                 if holding {
@@ -498,7 +538,7 @@ impl Audit {
                 } else if let Some((_, inner)) = held.iter().find(|(n, _)| n == name) {
                     entry.inner = inner.clone();
                 }
-                lock.events.push(Event {
+                present.push(Event {
                     at: entry.made,
                     node: name.clone(),
                     session: entry.session,
@@ -509,6 +549,7 @@ impl Audit {
                     queue,
                 });
             }
+            lock.events.extend(present);
         }
     }
 
@@ -537,6 +578,7 @@ impl Audit {
                     awaiting_grant: Vec::new(),
                     empty_since: None,
                     overlapping: false,
+                    keep: self.keep,
                 },
             );
         }
@@ -680,7 +722,7 @@ impl Audit {
                 let (_, name) = split(path).unwrap_or_default();
                 if lock.entries.contains_key(name) {
                     let queue = lock.entries.len();
-                    lock.events.push(Event {
+                    lock.record(Event {
                         at,
                         node: name.to_owned(),
                         session: owner,
@@ -760,10 +802,7 @@ impl Audit {
             None => Some(at.time - entry.made.time),
         };
         let queue = lock.entries.len();
-        if held {
-            lock.awaiting_grant.push(lock.events.len());
-        }
-        lock.events.push(Event {
+        let index = lock.record(Event {
             at,
             node: name.to_owned(),
             session: entry.session,
@@ -775,6 +814,9 @@ impl Audit {
             },
             queue,
         });
+        if let (true, Some(i)) = (held, index) {
+            lock.awaiting_grant.push(i);
+        }
         // A semaphore's inner lock let go: the leases its session made while holding it,
         // still there, passed the count.
         if lock.kind == LockKind::SemaphoreInnerLock {
@@ -887,7 +929,7 @@ fn grant(lock: &mut Lock, name: &str, at: Stamp) {
         }
     }
     let queue = lock.entries.len();
-    lock.events.push(Event {
+    lock.record(Event {
         at,
         node: name.to_owned(),
         session,

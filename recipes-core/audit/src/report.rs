@@ -3,24 +3,9 @@
 
 use std::fmt::Write;
 
+pub use crate::replay::Range;
 use crate::replay::{Anomaly, EndCause, Event, EventKind, History, LockHistory};
 use crate::time::format as time;
-
-/// Which events to report: those whose time falls within `from..=to` (ms since the epoch).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Range {
-    /// The earliest, if any.
-    pub from: Option<i64>,
-    /// The latest, if any.
-    pub to: Option<i64>,
-}
-
-impl Range {
-    /// Whether `event` falls in the range.
-    pub fn contains(&self, event: &Event) -> bool {
-        self.from.is_none_or(|f| event.at.time >= f) && self.to.is_none_or(|t| event.at.time <= t)
-    }
-}
 
 /// One lock's figures over the events in a range.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
