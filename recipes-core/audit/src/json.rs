@@ -191,6 +191,8 @@ pub fn to_json(history: &History, range: Range) -> String {
                 l.orphan
             );
         }
+        let strays: Vec<String> = lock.strays.iter().map(|n| string(n)).collect();
+        let _ = write!(o, "],\"strays\":[{}", strays.join(","));
         o.push_str("],\"empty_container_since\":");
         match lock.empty_since {
             Some(s) => {

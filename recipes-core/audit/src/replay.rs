@@ -179,6 +179,9 @@ pub struct LockHistory {
     pub live: Vec<LiveNode>,
     /// If the directory is a container left empty at the end: since when.
     pub empty_since: Option<Stamp>,
+    /// Children at the end that are not this lock's nodes (another recipe's, or strays):
+    /// Curator's mutex still counts them in the order, so one that sorts first blocks it.
+    pub strays: Vec<String>,
 }
 
 /// Something in the record that does not fit a complete history: the servers lost part of
@@ -900,12 +903,21 @@ impl Audit {
                     orphan: e.session == 0 || self.ended.contains(&e.session),
                 })
                 .collect();
+            let strays = self
+                .children
+                .get(&path)
+                .into_iter()
+                .flatten()
+                .filter(|c| !lock.entries.contains_key(*c))
+                .cloned()
+                .collect();
             self.history.locks.push(LockHistory {
                 path,
                 kind: lock.kind,
                 events: lock.events,
                 live,
                 empty_since: lock.empty_since,
+                strays,
             });
         }
         self.history

@@ -154,6 +154,13 @@ pub fn timeline(history: &History, range: Range) -> String {
                 if l.orphan { "  ORPHAN" } else { "" }
             );
         }
+        for stray in &lock.strays {
+            let _ = writeln!(
+                out,
+                "{:24}  not a node of this lock, still there: {stray}",
+                ""
+            );
+        }
         if let Some(since) = lock.empty_since {
             let _ = writeln!(
                 out,

@@ -217,6 +217,7 @@ fn a_node_deleted_by_another_session_names_it_and_the_gap_to_the_next_grant() {
         ]
     );
     let live = &lock(&h, L).live;
+    assert_eq!(lock(&h, L).strays, Vec::<String>::new());
     assert_eq!(live.len(), 1);
     assert!(live[0].held && !live[0].orphan);
 }
@@ -551,4 +552,21 @@ fn the_range_keeps_the_events_in_it() {
         1,
         "{text}"
     );
+}
+
+#[test]
+fn a_foreign_child_is_counted_in_the_order_and_listed_as_a_stray() {
+    let mut t = Script::new(Audit::new(vec![]));
+    t.create(100, A, &at(L, N1));
+    // An operator's node whose name sorts before every sequence: the mutex is blocked.
+    t.txn(150, OP, 1, create_v(&at(L, "!block"), 2));
+    t.create(200, B, &at(L, N2));
+    t.delete(300, A, &at(L, N1));
+    let h = t.finish();
+    let l = lock(&h, L);
+    assert_eq!(l.strays, ["!block"]);
+    assert_eq!(l.live.len(), 1);
+    assert!(!l.live[0].held, "blocked behind the stray");
+    let j = crate::json::to_json(&h, Range::default());
+    assert!(j.contains(r#""strays":["!block"]"#), "{j}");
 }
