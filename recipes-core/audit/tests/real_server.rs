@@ -346,7 +346,8 @@ async fn from_a_snapshot_taken_while_a_lock_is_held() {
     tokio::time::timeout(BOUND, async {
         loop {
             match a.delete(format!("{dir}/{na}"), None).await {
-                Ok(()) => break,
+                // NoNode: an earlier try's delete went through, its reply lost.
+                Ok(()) | Err(zk_client::Error::NoNode) => break,
                 Err(zk_client::Error::NotConnected | zk_client::Error::ConnectionLoss) => {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
@@ -356,7 +357,8 @@ async fn from_a_snapshot_taken_while_a_lock_is_held() {
     })
     .await
     .expect("reconnected");
-    let released = pzxid(&b, dir).await;
+    // B may still be reconnecting.
+    let released = retried(|| b.exists(dir)).await.unwrap().pzxid;
 
     let run = |start| {
         let mut audit = Audit::new(vec![dir.to_owned()]);
@@ -412,6 +414,17 @@ where
     .expect("reconnected")
 }
 
+/// Deletes `path`, retried while the client reconnects; NoNode after a lost reply is done.
+async fn delete_retried(c: &Client, path: &str) {
+    retried(|| async {
+        match c.delete(path, None).await {
+            Err(zk_client::Error::NoNode) => Ok(()),
+            other => other,
+        }
+    })
+    .await;
+}
+
 /// A 3-member ensemble whose leader is killed while a lock is held and another waits: the
 /// hand-off happens in the next epoch. Every member's data directory merged, and each
 /// surviving member's alone, give the same grants; the epoch's change is not a gap, and the
@@ -430,10 +443,10 @@ async fn three_members_merged_across_a_leader_kill() {
     let (nb, zb) = lock_node(&b, dir, "lock-", 2).await;
     let leader = zk.wait_leader(BOUND).unwrap();
     tokio::task::block_in_place(|| zk.kill(leader)).unwrap();
-    retried(|| a.delete(format!("{dir}/{na}"), None)).await;
+    delete_retried(&a, &format!("{dir}/{na}")).await;
     let released = retried(|| b.exists(dir)).await.unwrap().pzxid;
     assert!(released >> 32 > zb >> 32, "the release is in a later epoch");
-    retried(|| b.delete(format!("{dir}/{nb}"), None)).await;
+    delete_retried(&b, &format!("{dir}/{nb}")).await;
     let done = retried(|| b.exists(dir)).await.unwrap().pzxid;
 
     let check = |dirs: Vec<std::path::PathBuf>| {
