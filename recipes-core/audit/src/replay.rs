@@ -621,7 +621,9 @@ impl Audit {
     }
 
     /// Applies one transaction. Transactions must come in zxid order; one at or below the
-    /// last applied is skipped (and noted).
+    /// last applied is skipped, and noted ([`Anomaly::Repeated`]) unless it is at or below the
+    /// starting tree's zxid (a log overlapping its snapshot, as logs do). Within an epoch,
+    /// a zxid that does not follow the last applied is a gap ([`Anomaly::Gap`]).
     pub fn apply(&mut self, e: &TxnEntry) {
         let at = Stamp {
             zxid: e.header.zxid,
@@ -636,7 +638,7 @@ impl Audit {
                 }
                 return;
             }
-            if at.zxid >> 32 == last >> 32 && at.zxid != last + 1 && last != 0 {
+            if at.zxid >> 32 == last >> 32 && at.zxid != last + 1 {
                 self.history.anomalies.push(Anomaly::Gap {
                     after: last,
                     before: at.zxid,

@@ -570,3 +570,28 @@ fn a_foreign_child_is_counted_in_the_order_and_listed_as_a_stray() {
     let j = crate::json::to_json(&h, Range::default());
     assert!(j.contains(r#""strays":["!block"]"#), "{j}");
 }
+
+#[test]
+fn a_log_that_does_not_start_right_after_the_snapshot_is_a_gap() {
+    let mut audit = Audit::new(vec![]);
+    audit.start(Some(0));
+    audit.apply(&TxnEntry {
+        header: TxnHeader {
+            client_id: A,
+            cxid: 1,
+            zxid: 5,
+            time: 1,
+            op: zk_proto::OpCode::Delete,
+        },
+        body: delete("/x"),
+        digest: None,
+    });
+    let h = audit.finish();
+    assert_eq!(
+        h.anomalies[0],
+        Anomaly::Gap {
+            after: 0,
+            before: 5
+        }
+    );
+}
