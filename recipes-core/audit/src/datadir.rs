@@ -18,6 +18,8 @@ use crate::replay::{Audit, Stamp};
 pub struct DataFiles {
     /// `snapshot.<zxid>` files, oldest first.
     pub snapshots: Vec<(i64, PathBuf)>,
+    /// Compressed snapshots (`snapshot.<zxid>.gz`, `.snappy`), which are not read.
+    pub compressed: Vec<PathBuf>,
     /// `log.<zxid>` files (the zxid of their first transaction), oldest first.
     pub logs: Vec<(i64, PathBuf)>,
 }
@@ -57,16 +59,17 @@ pub fn list(dir: &Path) -> Result<DataFiles, Error> {
         };
         let zxid = |rest: &str| i64::from_str_radix(rest, 16).ok();
         if let Some(z) = name.strip_prefix("snapshot.") {
-            // `snapshot.<zxid>.gz` / `.snappy`: kept with its suffix, refused when read.
-            let hex = z.split('.').next().unwrap_or(z);
-            if let Some(z) = zxid(hex) {
+            // `snapshot.<zxid>.gz` / `.snappy`: set aside (this reader has no decompressor).
+            if z.contains('.') {
+                files.compressed.push(path.clone());
+            } else if let Some(z) = zxid(z) {
                 files.snapshots.push((z, path.clone()));
             }
         } else if let Some(z) = name.strip_prefix("log.").and_then(zxid) {
             files.logs.push((z, path.clone()));
         }
     }
-    if files.snapshots.is_empty() && files.logs.is_empty() {
+    if files.snapshots.is_empty() && files.logs.is_empty() && files.compressed.is_empty() {
         return Err(Error::NoData { path: dir });
     }
     files.snapshots.sort();
@@ -87,6 +90,9 @@ pub struct ReadStats {
     pub seconds: f64,
     /// A torn last record (a write cut by a crash, which ZooKeeper takes for the log's end).
     pub torn_tail: Option<String>,
+    /// Compressed snapshots passed over (`zookeeper.snapshot.compression.method` set): the
+    /// history then starts at an uncompressed one, or at the first log.
+    pub compressed: Vec<PathBuf>,
 }
 
 /// Reads `dir`'s snapshot (as `start` says) and its logs after it into `audit`, then starts
@@ -199,7 +205,10 @@ pub fn read_members(dirs: &[PathBuf], start: Start, audit: &mut Audit) -> Result
         .iter()
         .map(|d| list(d))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut stats = ReadStats::default();
+    let mut stats = ReadStats {
+        compressed: members.iter().flat_map(|m| m.compressed.clone()).collect(),
+        ..ReadStats::default()
+    };
     let snapshots = members.iter().flat_map(|m| m.snapshots.iter());
     let snap = match start {
         Start::Oldest => snapshots.min_by_key(|(z, _)| *z),

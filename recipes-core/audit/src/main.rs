@@ -18,6 +18,12 @@ fn audit(args: &Args, dirs: &[PathBuf]) -> Result<String, Error> {
     }
     let stats = read_members(dirs, args.start, &mut audit)?;
     let history = audit.finish();
+    for path in &stats.compressed {
+        eprintln!(
+            "{}: a compressed snapshot, not read (decompress it beside the others to use it)",
+            path.display()
+        );
+    }
     let rate = stats.txns as f64 / stats.seconds.max(1e-9);
     let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
     eprintln!(

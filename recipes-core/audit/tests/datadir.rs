@@ -1,0 +1,155 @@
+//! Reading data directories made here (no server): which files are read, and what a bad
+//! file gives.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use std::path::PathBuf;
+
+use zk_lock_audit::Error;
+use zk_lock_audit::datadir::{Start, read_into};
+use zk_lock_audit::replay::{Audit, EventKind};
+use zk_proto::snapshot::{StatPersisted, encode_snapshot};
+use zk_proto::txnlog::{
+    CreateTxn, DeleteTxn, FileHeader, TxnBody, TxnEntry, TxnHeader, encode_log,
+};
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("zk-lock-audit-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(d.join("version-2")).unwrap();
+    d
+}
+
+fn txn(zxid: i64, body: TxnBody) -> TxnEntry {
+    TxnEntry {
+        header: TxnHeader {
+            client_id: 7,
+            cxid: 1,
+            zxid,
+            time: 1000 + zxid,
+            op: body.op_code(),
+        },
+        body,
+        digest: None,
+    }
+}
+
+const NODE: &str = "/l/_c_x-lock-0000000001";
+
+/// A snapshot at zxid 2 holding `/l` and one lock node; a log from zxid 1 (overlapping it)
+/// that makes them and then deletes the node at zxid 3; a compressed snapshot beside.
+fn write(d: &std::path::Path, log_tail: &[u8]) {
+    let v2 = d.join("version-2");
+    let root = StatPersisted::default();
+    let l = StatPersisted {
+        czxid: 1,
+        ..Default::default()
+    };
+    let n = StatPersisted {
+        czxid: 2,
+        ctime: 1002,
+        ephemeral_owner: 7,
+        ..Default::default()
+    };
+    let snap = encode_snapshot(&[(7, 4000)], &[("", &root), ("/l", &l), (NODE, &n)]);
+    std::fs::write(v2.join("snapshot.2"), snap).unwrap();
+    std::fs::write(v2.join("snapshot.9.gz"), b"\x1f\x8b not read").unwrap();
+    let create = |path: &str, ephemeral, cv| {
+        TxnBody::Create(CreateTxn {
+            path: path.into(),
+            ephemeral,
+            parent_cversion: cv,
+            ..CreateTxn::default()
+        })
+    };
+    let entries = [
+        txn(1, create("/l", false, 1)),
+        txn(2, create(NODE, true, 1)),
+        txn(3, TxnBody::Delete(DeleteTxn { path: NODE.into() })),
+    ];
+    let mut log = bytes::BytesMut::new();
+    encode_log(&FileHeader::new(0), &entries, &mut log).unwrap();
+    log.extend_from_slice(log_tail);
+    std::fs::write(v2.join("log.1"), log).unwrap();
+}
+
+#[test]
+fn the_snapshot_then_the_log_after_it_and_compressed_snapshots_set_aside() {
+    let d = dir("good");
+    write(&d, &[0; 64]);
+    let mut audit = Audit::new(vec![]);
+    let stats = read_into(&d, Start::Oldest, &mut audit).unwrap();
+    assert_eq!(stats.snapshot, Some(d.join("version-2/snapshot.2")));
+    assert_eq!(stats.compressed, [d.join("version-2/snapshot.9.gz")]);
+    assert_eq!(
+        stats.txns, 3,
+        "every record read, those up to the snapshot skipped"
+    );
+    let h = audit.finish();
+    assert_eq!(h.txns, 1);
+    assert_eq!(h.anomalies, []);
+    let kinds: Vec<_> = h.locks[0]
+        .events
+        .iter()
+        .map(|e| (e.at.zxid, &e.kind))
+        .collect();
+    assert!(
+        matches!(kinds[0], (2, EventKind::Present { holding: true, .. })),
+        "{kinds:?}"
+    );
+    assert!(
+        matches!(kinds[1], (3, EventKind::Ended { .. })),
+        "{kinds:?}"
+    );
+
+    // The logs alone: the same node, queued and granted from the log.
+    let mut audit = Audit::new(vec![]);
+    read_into(&d, Start::LogsOnly, &mut audit).unwrap();
+    let h = audit.finish();
+    assert_eq!(h.txns, 3);
+    assert!(matches!(
+        h.locks[0].events[1].kind,
+        EventKind::Granted { wait_ms: 0 }
+    ));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_torn_last_record_ends_the_log_and_a_corrupt_one_is_an_error_naming_the_file() {
+    let d = dir("torn");
+    // A record head announcing 40 bytes, then 3: a write cut by a crash.
+    write(&d, &[0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 40, 1, 2, 3]);
+    let mut audit = Audit::new(vec![]);
+    let stats = read_into(&d, Start::Oldest, &mut audit).unwrap();
+    assert!(stats.torn_tail.is_some());
+
+    let mut bytes = std::fs::read(d.join("version-2/log.1")).unwrap();
+    bytes[40] ^= 0xff; // inside the first record
+    std::fs::write(d.join("version-2/log.1"), bytes).unwrap();
+    let err = read_into(&d, Start::Oldest, &mut Audit::new(vec![])).unwrap_err();
+    assert!(matches!(err, Error::Log { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("log.1") && text.contains("checksum"),
+        "{text}"
+    );
+
+    let mut snap = std::fs::read(d.join("version-2/snapshot.2")).unwrap();
+    let n = snap.len();
+    snap[n - 20] ^= 1;
+    std::fs::write(d.join("version-2/snapshot.2"), snap).unwrap();
+    let err = read_into(&d, Start::Oldest, &mut Audit::new(vec![])).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("snapshot.2") && text.contains("checksum"),
+        "{text}"
+    );
+
+    let empty = dir("empty");
+    assert!(matches!(
+        read_into(&empty, Start::Oldest, &mut Audit::new(vec![])),
+        Err(Error::NoData { .. })
+    ));
+    std::fs::remove_dir_all(&d).unwrap();
+    std::fs::remove_dir_all(&empty).unwrap();
+}
