@@ -41,7 +41,8 @@ pub struct Stamp {
 pub enum LockKind {
     /// `lock-` nodes: `InterProcessMutex` (also a multi-lock's member).
     Mutex,
-    /// `lock-` nodes in a semaphore's `locks` directory (beside `leases`): its inner lock.
+    /// `lock-` nodes in a semaphore's `locks` directory, once its `leases` directory has
+    /// appeared beside it (until then it is a [`LockKind::Mutex`]): its inner lock.
     SemaphoreInnerLock,
     /// `__READ__` and `__WRIT__` nodes: `InterProcessReadWriteLock`.
     ReadWrite,
@@ -374,11 +375,9 @@ fn kind_of(dir: &str, name: &str) -> Option<LockKind> {
     } else if base == LEASES_DIR && sequence(name, LEASE_NAME).is_some() {
         Some(LockKind::Leases { max: None })
     } else if sequence(name, MUTEX_LOCK_NAME).is_some() {
-        Some(if base == LOCKS_DIR {
-            LockKind::SemaphoreInnerLock
-        } else {
-            LockKind::Mutex
-        })
+        // A semaphore's `locks` is told from a mutex of that name once `leases` appears
+        // beside it.
+        Some(LockKind::Mutex)
     } else {
         None
     }
@@ -571,6 +570,9 @@ impl Audit {
             if let LockKind::Leases { max } = &mut kind {
                 let base = split(dir).map(|(b, _)| b).unwrap_or_default();
                 *max = self.leases.iter().find(|(b, _)| b == base).map(|(_, n)| *n);
+                if let Some(inner) = self.locks.get_mut(&join(base, LOCKS_DIR)) {
+                    inner.kind = LockKind::SemaphoreInnerLock;
+                }
             }
             self.locks.insert(
                 dir.to_owned(),

@@ -595,3 +595,14 @@ fn a_log_that_does_not_start_right_after_the_snapshot_is_a_gap() {
         }
     );
 }
+
+#[test]
+fn a_mutex_named_locks_is_a_mutex_until_leases_appear_beside_it() {
+    let mut t = Script::new(Audit::new(vec![]));
+    t.create(100, A, &at("/x/locks", N0));
+    t.create(100, A, &at("/y/locks", N0));
+    t.create(100, A, &at("/y/leases", "_c_1-lease-0000000000"));
+    let h = t.finish();
+    assert_eq!(lock(&h, "/x/locks").kind, LockKind::Mutex);
+    assert_eq!(lock(&h, "/y/locks").kind, LockKind::SemaphoreInnerLock);
+}
