@@ -1,12 +1,13 @@
 //! Servers' data directories read into an [`Audit`]: the oldest (or newest) snapshot, then
-//! every transaction log after it, streamed, one member's or several members' merged by zxid.
+//! every transaction log after it, both streamed, one member's or several members' merged by
+//! zxid.
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use zk_proto::snapshot::SnapshotReader;
+use zk_proto::snapshot::SnapshotStream;
 use zk_proto::txnlog::{TxnEntry, TxnLogStream};
 
 use crate::Error;
@@ -261,20 +262,18 @@ pub fn read_members(dirs: &[PathBuf], start: Start, audit: &mut Audit) -> Result
 }
 
 fn load_snapshot(zxid: i64, path: &Path, audit: &mut Audit) -> Result<(), Error> {
-    let mut bytes = Vec::new();
-    File::open(path)
-        .and_then(|mut f| f.read_to_end(&mut bytes))
-        .map_err(|e| Error::Io {
-            path: path.to_owned(),
-            message: e.to_string(),
-        })?;
+    let file = File::open(path).map_err(|e| Error::Io {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })?;
     let snap_err = |source| Error::Snapshot {
         path: path.to_owned(),
         source,
     };
-    let mut reader = SnapshotReader::new(&bytes).map_err(snap_err)?;
-    for node in reader.by_ref() {
-        let node = node.map_err(snap_err)?;
+    // Streamed: one node in memory at a time, the seals checked as the bytes go by.
+    let mut snap =
+        SnapshotStream::new(BufReader::with_capacity(1 << 16, file)).map_err(snap_err)?;
+    while let Some(node) = snap.next_node().map_err(snap_err)? {
         // A node made after the snapshot's zxid is in it by fuzziness: the logs make it.
         if node.stat.czxid > zxid {
             continue;

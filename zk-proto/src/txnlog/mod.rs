@@ -76,7 +76,7 @@ mod adler32;
 mod file;
 mod txn;
 
-pub use adler32::adler32;
+pub use adler32::{Adler32, adler32};
 pub use file::{
     FileHeader, MAGIC, MAX_RECORD_LEN, TxnLogReader, TxnLogStream, VERSION, encode_log,
     encode_record,
