@@ -273,6 +273,9 @@ fn load_snapshot(zxid: i64, path: &Path, audit: &mut Audit) -> Result<(), Error>
     // Streamed: one node in memory at a time, the seals checked as the bytes go by.
     let mut snap =
         SnapshotStream::new(BufReader::with_capacity(1 << 16, file)).map_err(snap_err)?;
+    for session in snap.sessions() {
+        audit.add_session(session.id, session.timeout);
+    }
     while let Some(node) = snap.next_node().map_err(snap_err)? {
         // A node made after the snapshot's zxid is in it by fuzziness: the logs make it.
         if node.stat.czxid > zxid {

@@ -167,12 +167,14 @@ pub fn to_json(history: &History, range: Range) -> String {
                         EndCause::DeletedBy(s) => string(&session(*s)),
                         _ => "null".to_owned(),
                     };
+                    let timeout = history.session_timeouts.get(&e.session).copied();
                     write!(
                         o,
-                        "\"event\":\"ended\",\"cause\":{},\"deleted_by\":{by},\"held\":{held},\"for_ms\":{},\"next_grant_ms\":{}}}",
+                        "\"event\":\"ended\",\"cause\":{},\"deleted_by\":{by},\"held\":{held},\"for_ms\":{},\"next_grant_ms\":{},\"session_timeout_ms\":{}}}",
                         string(cause.name()),
                         opt(*for_ms),
-                        opt(*next_grant_ms)
+                        opt(*next_grant_ms),
+                        opt(timeout.map(i64::from))
                     )
                 }
             };

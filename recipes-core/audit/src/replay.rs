@@ -259,6 +259,10 @@ pub struct History {
     pub txns: u64,
     /// What does not fit.
     pub anomalies: Vec<Anomaly>,
+    /// The negotiated timeout (ms) of every session the record knows (the starting tree's and
+    /// those created since): an expired holder was last heard from about that long before
+    /// its expiry.
+    pub session_timeouts: BTreeMap<i64, i32>,
 }
 
 /// A node of the tree, as much as the audit needs.
@@ -472,6 +476,11 @@ impl Audit {
             })
     }
 
+    /// Adds a session alive in the starting tree, with its timeout in ms.
+    pub fn add_session(&mut self, id: i64, timeout_ms: i32) {
+        self.history.session_timeouts.insert(id, timeout_ms);
+    }
+
     /// Adds a node of the starting tree (a snapshot's node: its path, creation and ephemeral
     /// owner). Parents before children; the root (`""` or `"/"`) is skipped.
     pub fn add_node(&mut self, path: &str, made: Stamp, owner: i64) {
@@ -659,6 +668,9 @@ impl Audit {
                 for op in ops {
                     self.apply_op(at, session, op, &mut touched);
                 }
+            }
+            TxnBody::CreateSession(c) => {
+                self.history.session_timeouts.insert(session, c.timeout);
             }
             TxnBody::CloseSession(close) => {
                 let cause = if e.header.cxid == 0 {

@@ -85,7 +85,7 @@ fn ms(v: Option<i64>) -> String {
     v.map_or_else(|| "-".to_owned(), |v| format!("{v} ms"))
 }
 
-fn describe(kind: &EventKind) -> String {
+fn describe(kind: &EventKind, timeout: Option<i32>) -> String {
     match kind {
         EventKind::Queued => "queued".to_owned(),
         EventKind::Present { holding: true, .. } => "present at start, holding".to_owned(),
@@ -102,7 +102,10 @@ fn describe(kind: &EventKind) -> String {
                 EndCause::OwnDelete if *held => "released by its session".to_owned(),
                 EndCause::OwnDelete => "deleted by its session (gave up)".to_owned(),
                 EndCause::DeletedBy(s) => format!("DELETED BY SESSION {}", session(*s)),
-                EndCause::Expired => "SESSION EXPIRED".to_owned(),
+                EndCause::Expired => match timeout {
+                    Some(t) => format!("SESSION EXPIRED (timeout {t} ms)"),
+                    None => "SESSION EXPIRED".to_owned(),
+                },
                 EndCause::Closed => "session closed".to_owned(),
             };
             let mut line = format!("{what}: {how}");
@@ -140,7 +143,7 @@ pub fn timeline(history: &History, range: Range) -> String {
                 e.queue,
                 e.node,
                 session(e.session),
-                describe(&e.kind)
+                describe(&e.kind, history.session_timeouts.get(&e.session).copied())
             );
         }
         for l in &lock.live {

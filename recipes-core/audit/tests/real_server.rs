@@ -203,6 +203,8 @@ async fn mutex_expiry_deletion_by_another_session_release_and_close() {
     );
     assert_eq!(s.expiry_to_next_grant_ms, [Some(0)]);
     assert!(l.live.is_empty());
+    // A's negotiated timeout, from its createSession.
+    assert_eq!(h.session_timeouts.get(&a.session_id()), Some(&2000));
 
     // The binary says the same.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_zk-lock-audit"))
@@ -230,7 +232,7 @@ async fn mutex_expiry_deletion_by_another_session_release_and_close() {
         text.contains(&format!("DELETED BY SESSION 0x{:x}", op.session_id())),
         "{text}"
     );
-    assert!(text.contains("SESSION EXPIRED"), "{text}");
+    assert!(text.contains("SESSION EXPIRED (timeout 2000 ms)"), "{text}");
     drop(a);
 }
 
