@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use recipes_core::name::{MUTEX_LOCK_NAME, sequence, sort_children};
 use recipes_core::participants::{Rule, Standing, places};
-use recipes_core::rwlock::{READ_LOCK_NAME, WRITE_LOCK_NAME, rw_sort};
+use recipes_core::rwlock::{READ_LOCK_NAME, WRITE_LOCK_NAME, rw_sort, rw_sort_key};
 use recipes_core::semaphore::{LEASE_NAME, LEASES_DIR, LOCKS_DIR};
 use zk_proto::snapshot::CONTAINER_OWNER;
 use zk_proto::txnlog::{TxnBody, TxnEntry};
@@ -398,6 +398,15 @@ fn is_member(kind: LockKind, name: &str) -> bool {
     }
 }
 
+/// The read/write order, with a downgrade's read node (`__READ__` with its write node's
+/// sequence, CURATOR-621) before the write node it sorts level with: the writer's own read,
+/// which holds while its write does (Curator's order between the two is the server's listing
+/// order, which the record does not keep).
+fn downgrade_first(children: &mut [String]) {
+    children.sort_by_key(|n| sequence(n, WRITE_LOCK_NAME).is_some());
+    rw_sort(children);
+}
+
 /// What the recipe's rule says of each child: the names that hold.
 fn holders(kind: LockKind, children: Vec<String>) -> Vec<String> {
     let placed = match kind {
@@ -406,7 +415,7 @@ fn holders(kind: LockKind, children: Vec<String>) -> Vec<String> {
             |c| sort_children(c, MUTEX_LOCK_NAME),
             |n| is_member(kind, n).then_some(Rule::Exclusive { max: 1 }),
         ),
-        LockKind::ReadWrite => places(children, rw_sort, |n| {
+        LockKind::ReadWrite => places(children, downgrade_first, |n| {
             if sequence(n, WRITE_LOCK_NAME).is_some() {
                 Some(Rule::Write)
             } else if sequence(n, READ_LOCK_NAME).is_some() {
@@ -889,7 +898,24 @@ impl Audit {
         let too_many = match lock.kind {
             LockKind::Mutex | LockKind::SemaphoreInnerLock => held.len() > 1,
             LockKind::ReadWrite => {
-                held.len() > 1 && held.iter().any(|n| sequence(n, WRITE_LOCK_NAME).is_some())
+                // A writer with anyone but its own downgrade's read node (same session, same
+                // sequence).
+                let writers: Vec<(&str, i64)> = held
+                    .iter()
+                    .filter(|n| sequence(n, WRITE_LOCK_NAME).is_some())
+                    .filter_map(|n| Some((rw_sort_key(n), lock.entries.get(n)?.session)))
+                    .collect();
+                let others = held
+                    .iter()
+                    .filter(|n| sequence(n, WRITE_LOCK_NAME).is_none())
+                    .filter(|n| {
+                        let session = lock.entries.get(*n).map(|e| e.session);
+                        !writers
+                            .iter()
+                            .any(|(k, s)| *k == rw_sort_key(n) && Some(*s) == session)
+                    })
+                    .count();
+                !writers.is_empty() && (writers.len() > 1 || others > 0)
             }
             LockKind::Leases { max: Some(max) } => {
                 held.len() > usize::try_from(max).unwrap_or(usize::MAX)

@@ -606,3 +606,32 @@ fn a_mutex_named_locks_is_a_mutex_until_leases_appear_beside_it() {
     assert_eq!(lock(&h, "/x/locks").kind, LockKind::Mutex);
     assert_eq!(lock(&h, "/y/locks").kind, LockKind::SemaphoreInnerLock);
 }
+
+#[test]
+fn a_downgrades_read_node_holds_with_its_write_node_and_a_queued_writer_stays_out() {
+    const W1: &str = "_c_00000000-0000-0000-0000-000000000000-__WRIT__0000000001";
+    // The downgrade's read node: another uuid (after the write node's by name), the write
+    // node's sequence, not sequential.
+    const D1: &str = "_c_ffffffff-0000-0000-0000-000000000009-__READ__0000000001";
+    const W2: &str = "_c_22222222-2222-2222-2222-222222222222-__WRIT__0000000002";
+    let mut t = Script::new(Audit::new(vec![]));
+    t.create(100, A, &at(RW, W1));
+    t.create(110, B, &at(RW, W2));
+    t.create(120, A, &at(RW, D1)); // the downgrade
+    t.delete(130, A, &at(RW, W1)); // the write hold let go: A still reads
+    t.delete(200, A, &at(RW, D1));
+    let h = t.finish();
+    assert_eq!(h.anomalies, []);
+    let grants: Vec<_> = story(lock(&h, RW))
+        .into_iter()
+        .filter(|e| e.2.starts_with("granted"))
+        .collect();
+    assert_eq!(
+        grants,
+        [
+            s(1, W1, "granted wait=0"),
+            s(3, D1, "granted wait=0"),
+            s(5, W2, "granted wait=90"),
+        ]
+    );
+}
