@@ -98,3 +98,66 @@ async fn our_mutex_and_semaphore_holds_are_the_records_grants() {
         assert_eq!(granted(inner).len(), 12, "one inner-lock hold per lease");
     }
 }
+
+/// Our read/write lock's downgrade (Curator 5.5's read node, level with the write node): the
+/// writer's read node holds from its creation, a writer queued behind stays out until the
+/// read is released, and nothing overlaps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_downgrade_is_read_as_one_hold_continued() {
+    let zk = tokio::task::block_in_place(ZkServer::start).unwrap();
+    let path = "/ours/rw";
+    let (a, b) = (client(&zk).await, client(&zk).await);
+    let lock_a = recipe_rwlock::InterProcessReadWriteLock::new(a.clone(), path).unwrap();
+    let lock_b = recipe_rwlock::InterProcessReadWriteLock::new(b.clone(), path).unwrap();
+    let w = lock_a.write_lock().lock().await.unwrap();
+    let w_node = name(w.node_path());
+    let queued = tokio::spawn(async move {
+        let g = lock_b.write_lock().lock().await.unwrap();
+        let node = name(g.node_path());
+        g.release().await.unwrap();
+        node
+    });
+    tokio::time::timeout(BOUND, async {
+        while a.get_children(path).await.unwrap().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap();
+    let r = w.downgrade().await.unwrap();
+    let r_node = name(r.node_path());
+    let r_made = a.exists(r.node_path()).await.unwrap().unwrap().czxid;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        !queued.is_finished(),
+        "the queued writer waits for the read"
+    );
+    r.release().await.unwrap();
+    let b_node = tokio::time::timeout(BOUND, queued).await.unwrap().unwrap();
+
+    let mut audit = Audit::new(vec![path.into()]);
+    read_into(&zk.data_dir(), Start::Oldest, &mut audit).unwrap();
+    let h = audit.finish();
+    assert_eq!(h.anomalies, []);
+    let l = lock(&h, path);
+    let grant = |node: &str| {
+        l.events
+            .iter()
+            .find(|e| e.node == node && matches!(e.kind, EventKind::Granted { .. }))
+            .map(|e| e.at.zxid)
+    };
+    let end = |node: &str| {
+        l.events
+            .iter()
+            .find(|e| e.node == node && matches!(e.kind, EventKind::Ended { .. }))
+            .map(|e| e.at.zxid)
+    };
+    assert_eq!(grant(&r_node), Some(r_made), "the read node holds at once");
+    assert!(end(&w_node).unwrap() > r_made, "the write node goes after");
+    assert_eq!(
+        grant(&b_node),
+        end(&r_node),
+        "the next writer at the read's release"
+    );
+    assert!(all_released(l));
+}
