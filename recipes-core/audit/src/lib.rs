@@ -4,9 +4,10 @@
 //! each hold end, and how long until the next holder": the queue over time; each grant (the
 //! zxid and time its node became first by the recipe's rule); each end (released by its own
 //! session, deleted by another session: which, or ended by its session's expiry or close);
-//! the time from a hold's end to the next grant; nodes left behind and empty containers; gaps
-//! in the record. Output: a timeline, a summary table, JSON. The binary `zk-lock-audit` is
-//! the front end.
+//! the time from a hold's end to the next grant; nodes left behind, strays and empty
+//! containers; overlaps, gaps and lost history in the record (several members' directories
+//! are merged by zxid). Output: a timeline, a summary table, JSON. The binary `zk-lock-audit`
+//! is the front end.
 //!
 //! It is **not** a monitor: it reads files a server wrote (copy them off a live server, or
 //! point it at a stopped one's `dataDir`), does not connect to ZooKeeper, and knows only what

@@ -16,6 +16,11 @@
 //! - A node's end says who ended it: its own session's delete, another session's delete, or
 //!   its session's end. A `closeSession` the server logs for an expired session carries xid 0
 //!   (`ZooKeeperServer.expire`), a client's own close its next xid, which is never 0.
+//! - A read/write downgrade's read node (its write node's sequence) is ordered before the
+//!   write node it ties with: the writer's own read, holding while the write does.
+//! - What does not fit a sound history is an [`Anomaly`]: more holders than the lock allows,
+//!   a sequence handed out twice (the servers forgot transactions, the chaos judge's sign),
+//!   members' logs that differ at a zxid, gaps, deletes of unknown nodes.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
