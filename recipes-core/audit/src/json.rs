@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use crate::replay::{Anomaly, EndCause, EventKind, History};
-use crate::report::{Range, session, summarize};
+use crate::report::{Range, figures, session};
 
 /// `s` as a JSON string, quotes included: `"` and `\` escaped, control characters as
 /// `\n`, `\r`, `\t`, `\b`, `\f` or `\u00XX`; everything else as is (JSON text is UTF-8).
@@ -106,7 +106,7 @@ pub fn to_json(history: &History, range: Range) -> String {
             o.push(',');
         }
         first_lock = false;
-        let s = summarize(lock, range);
+        let s = figures(history, lock, range);
         let _ = write!(
             o,
             "{{\"path\":{},\"kind\":{},",

@@ -13,6 +13,9 @@ use zk_lock_audit::{Error, json};
 /// Audits `dirs` as one history and renders it as `args` asks.
 fn audit(args: &Args, dirs: &[PathBuf]) -> Result<String, Error> {
     let mut audit = Audit::new(args.locks.clone()).keep_only(args.range);
+    if args.output == Output::Summary {
+        audit = audit.summary_only();
+    }
     for (path, n) in &args.leases {
         audit = audit.with_leases(path, *n);
     }
@@ -46,11 +49,11 @@ fn audit(args: &Args, dirs: &[PathBuf]) -> Result<String, Error> {
         Output::Json => json::to_json(&history, args.range),
         Output::Timeline => timeline(&history, args.range),
         Output::Summary => table(&history, args.range),
-        Output::Text => format!(
-            "{}{}",
-            timeline(&history, args.range),
-            table(&history, args.range)
-        ),
+        Output::Text => {
+            let mut text = timeline(&history, args.range);
+            text.push_str(&table(&history, args.range));
+            text
+        }
     })
 }
 

@@ -143,6 +143,102 @@ impl Range {
     }
 }
 
+/// One lock's figures over the events in a range.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Nodes created.
+    pub queued: usize,
+    /// Grants.
+    pub grants: usize,
+    /// The longest queue (nodes of the lock, holders included).
+    pub max_queue: usize,
+    /// The longest wait before a grant, ms.
+    pub max_wait_ms: Option<i64>,
+    /// The mean wait before a grant, ms.
+    pub mean_wait_ms: Option<i64>,
+    /// Holds ended by their own session's delete.
+    pub released: usize,
+    /// Holds ended by another session's delete.
+    pub deleted_by_other: usize,
+    /// Holds ended by their session's expiry.
+    pub expired: usize,
+    /// Holds ended by their session's close.
+    pub closed: usize,
+    /// Waits that ended without a grant.
+    pub abandoned: usize,
+    /// For each hold ended by expiry: the time to the next grant, ms (`None`: none came).
+    pub expiry_to_next_grant_ms: Vec<Option<i64>>,
+    /// Nodes still there at the end.
+    pub live: usize,
+    /// Of those, orphans.
+    pub orphans: usize,
+}
+
+/// Tallies a lock's events into a [`Summary`], one at a time.
+#[derive(Debug, Clone, Default)]
+pub struct Tally {
+    summary: Summary,
+    wait_sum: i64,
+    waits: i64,
+    /// Expiries whose next grant is still to come: (index in `expiry_to_next_grant_ms`,
+    /// the end's time).
+    pending: Vec<(usize, i64)>,
+}
+
+impl Tally {
+    /// Counts `e`.
+    pub fn add(&mut self, e: &Event) {
+        let s = &mut self.summary;
+        s.max_queue = s.max_queue.max(e.queue);
+        match &e.kind {
+            EventKind::Queued => s.queued += 1,
+            EventKind::Present { .. } => {}
+            EventKind::Granted { wait_ms } => {
+                s.grants += 1;
+                s.max_wait_ms = Some(s.max_wait_ms.map_or(*wait_ms, |m| m.max(*wait_ms)));
+                self.wait_sum += wait_ms;
+                self.waits += 1;
+            }
+            EventKind::Ended {
+                cause,
+                held: true,
+                next_grant_ms,
+                ..
+            } => match cause {
+                EndCause::OwnDelete => s.released += 1,
+                EndCause::DeletedBy(_) => s.deleted_by_other += 1,
+                EndCause::Expired => {
+                    s.expired += 1;
+                    if next_grant_ms.is_none() {
+                        self.pending
+                            .push((s.expiry_to_next_grant_ms.len(), e.at.time));
+                    }
+                    s.expiry_to_next_grant_ms.push(*next_grant_ms);
+                }
+                EndCause::Closed => s.closed += 1,
+            },
+            EventKind::Ended { held: false, .. } => s.abandoned += 1,
+        }
+    }
+
+    /// The lock's next grant came at `time`: the expiries waiting for one learn it.
+    pub fn granted(&mut self, time: i64) {
+        for (i, ended) in self.pending.drain(..) {
+            if let Some(slot) = self.summary.expiry_to_next_grant_ms.get_mut(i) {
+                *slot = Some(time - ended);
+            }
+        }
+    }
+
+    /// The figures, with the nodes left at the end.
+    pub fn finish(mut self, live: &[LiveNode]) -> Summary {
+        self.summary.mean_wait_ms = (self.waits > 0).then(|| self.wait_sum / self.waits);
+        self.summary.live = live.len();
+        self.summary.orphans = live.iter().filter(|l| l.orphan).count();
+        self.summary
+    }
+}
+
 /// One event of a lock's history.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
@@ -188,6 +284,9 @@ pub struct LockHistory {
     /// Children at the end that are not this lock's nodes (another recipe's, or strays):
     /// Curator's mutex still counts them in the order, so one that sorts first blocks it.
     pub strays: Vec<String>,
+    /// Its figures over the range kept ([`Audit::keep_only`]), tallied while replaying, so
+    /// they are there even when the events are not ([`Audit::summary_only`]).
+    pub summary: Summary,
 }
 
 /// Something in the record that does not fit a complete history: the servers lost part of
@@ -268,6 +367,10 @@ pub struct History {
     /// those created since): an expired holder was last heard from about that long before
     /// its expiry.
     pub session_timeouts: BTreeMap<i64, i32>,
+    /// The range of events kept and tallied.
+    pub kept: Range,
+    /// Whether the events were stored ([`Audit::summary_only`] stores none).
+    pub events_stored: bool,
 }
 
 /// A node of the tree, as much as the audit needs.
@@ -303,12 +406,20 @@ struct Lock {
     overlapping: bool,
     /// The events kept.
     keep: Range,
+    /// Whether events are stored (else only tallied).
+    store: bool,
+    /// The figures over `keep`.
+    tally: Tally,
 }
 
 impl Lock {
-    /// Keeps `event` if it is in the range kept: its index.
+    /// Tallies `event` and keeps it if it is in the range kept: its index if stored.
     fn record(&mut self, event: Event) -> Option<usize> {
-        self.keep.contains(&event).then(|| {
+        if !self.keep.contains(&event) {
+            return None;
+        }
+        self.tally.add(&event);
+        self.store.then(|| {
             self.events.push(event);
             self.events.len() - 1
         })
@@ -356,6 +467,8 @@ pub struct Audit {
     locks: BTreeMap<String, Lock>,
     /// The events kept (the rest are judged, then dropped).
     keep: Range,
+    /// Whether events are stored (else only tallied).
+    store: bool,
     /// Sessions known to have ended.
     ended: BTreeSet<i64>,
     /// The children's version the record's creates set, by directory (forgotten when the
@@ -456,6 +569,7 @@ impl Audit {
             children: HashMap::new(),
             locks: BTreeMap::new(),
             keep: Range::default(),
+            store: true,
             ended: BTreeSet::new(),
             cversions: HashMap::new(),
             applied: None,
@@ -475,6 +589,14 @@ impl Audit {
     /// record): memory then grows with the events in the range, not with the record.
     pub fn keep_only(mut self, range: Range) -> Self {
         self.keep = range;
+        self.history.kept = range;
+        self
+    }
+
+    /// Stores no events, only each lock's figures ([`LockHistory::summary`]) and the state at
+    /// the start: memory is then the tree's, whatever the record's length.
+    pub fn summary_only(mut self) -> Self {
+        self.store = false;
         self
     }
 
@@ -574,6 +696,11 @@ impl Audit {
                     queue,
                 });
             }
+            for e in &present {
+                if lock.keep.contains(e) {
+                    lock.tally.add(e);
+                }
+            }
             lock.events.extend(present);
         }
     }
@@ -607,6 +734,8 @@ impl Audit {
                     empty_since: None,
                     overlapping: false,
                     keep: self.keep,
+                    store: self.store,
+                    tally: Tally::default(),
                 },
             );
         }
@@ -939,8 +1068,9 @@ impl Audit {
 
     /// The history so far.
     pub fn finish(mut self) -> History {
+        self.history.events_stored = self.store;
         for (path, lock) in std::mem::take(&mut self.locks) {
-            let live = lock
+            let live: Vec<LiveNode> = lock
                 .entries
                 .iter()
                 .map(|(name, e)| LiveNode {
@@ -958,6 +1088,7 @@ impl Audit {
                 .filter(|c| !lock.entries.contains_key(*c))
                 .cloned()
                 .collect();
+            let summary = lock.tally.finish(&live);
             self.history.locks.push(LockHistory {
                 path,
                 kind: lock.kind,
@@ -965,6 +1096,7 @@ impl Audit {
                 live,
                 empty_since: lock.empty_since,
                 strays,
+                summary,
             });
         }
         self.history
@@ -977,6 +1109,7 @@ fn grant(lock: &mut Lock, name: &str, at: Stamp) {
     };
     entry.granted = Some(at);
     let (session, made) = (entry.session, entry.made);
+    lock.tally.granted(at.time);
     for i in std::mem::take(&mut lock.awaiting_grant) {
         if let Some(Event {
             at: ended,

@@ -3,77 +3,28 @@
 
 use std::fmt::Write;
 
-pub use crate::replay::Range;
-use crate::replay::{Anomaly, EndCause, Event, EventKind, History, LockHistory};
+use crate::replay::{Anomaly, EndCause, Event, EventKind, History, LockHistory, Tally};
+pub use crate::replay::{Range, Summary};
 use crate::time::format as time;
 
-/// One lock's figures over the events in a range.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Summary {
-    /// Nodes created.
-    pub queued: usize,
-    /// Grants.
-    pub grants: usize,
-    /// The longest queue (nodes of the lock, holders included).
-    pub max_queue: usize,
-    /// The longest wait before a grant, ms.
-    pub max_wait_ms: Option<i64>,
-    /// The mean wait before a grant, ms.
-    pub mean_wait_ms: Option<i64>,
-    /// Holds ended by their own session's delete.
-    pub released: usize,
-    /// Holds ended by another session's delete.
-    pub deleted_by_other: usize,
-    /// Holds ended by their session's expiry.
-    pub expired: usize,
-    /// Holds ended by their session's close.
-    pub closed: usize,
-    /// Waits that ended without a grant.
-    pub abandoned: usize,
-    /// For each hold ended by expiry: the time to the next grant, ms (`None`: none came).
-    pub expiry_to_next_grant_ms: Vec<Option<i64>>,
-    /// Nodes still there at the end.
-    pub live: usize,
-    /// Of those, orphans.
-    pub orphans: usize,
+/// The figures of `lock` over `range`, from its events (see [`LockHistory::summary`] for
+/// those tallied while replaying).
+pub fn summarize(lock: &LockHistory, range: Range) -> Summary {
+    let mut tally = Tally::default();
+    for e in lock.events.iter().filter(|e| range.contains(e)) {
+        tally.add(e);
+    }
+    tally.finish(&lock.live)
 }
 
-/// The figures of `lock` over `range`.
-pub fn summarize(lock: &LockHistory, range: Range) -> Summary {
-    let mut s = Summary::default();
-    let mut waits = Vec::new();
-    for e in lock.events.iter().filter(|e| range.contains(e)) {
-        s.max_queue = s.max_queue.max(e.queue);
-        match &e.kind {
-            EventKind::Queued => s.queued += 1,
-            EventKind::Present { .. } => {}
-            EventKind::Granted { wait_ms } => {
-                s.grants += 1;
-                waits.push(*wait_ms);
-            }
-            EventKind::Ended {
-                cause,
-                held: true,
-                next_grant_ms,
-                ..
-            } => match cause {
-                EndCause::OwnDelete => s.released += 1,
-                EndCause::DeletedBy(_) => s.deleted_by_other += 1,
-                EndCause::Expired => {
-                    s.expired += 1;
-                    s.expiry_to_next_grant_ms.push(*next_grant_ms);
-                }
-                EndCause::Closed => s.closed += 1,
-            },
-            EventKind::Ended { held: false, .. } => s.abandoned += 1,
-        }
+/// The figures of `lock` over `range`: those tallied while replaying when `range` is the
+/// range the history kept, else from the events.
+pub fn figures(history: &History, lock: &LockHistory, range: Range) -> Summary {
+    if range == history.kept {
+        lock.summary.clone()
+    } else {
+        summarize(lock, range)
     }
-    s.max_wait_ms = waits.iter().copied().max();
-    let n = i64::try_from(waits.len()).unwrap_or(i64::MAX);
-    s.mean_wait_ms = (n > 0).then(|| waits.iter().sum::<i64>() / n);
-    s.live = lock.live.len();
-    s.orphans = lock.live.iter().filter(|l| l.orphan).count();
-    s
 }
 
 /// A session id as ZooKeeper prints it.
@@ -204,7 +155,7 @@ pub fn table(history: &History, range: Range) -> String {
         if !lock.events.iter().any(|e| range.contains(e)) && lock.live.is_empty() {
             continue;
         }
-        let s = summarize(lock, range);
+        let s = figures(history, lock, range);
         let delays: Vec<String> = s.expiry_to_next_grant_ms.iter().map(|d| ms(*d)).collect();
         let _ = writeln!(
             out,

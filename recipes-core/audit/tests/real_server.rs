@@ -83,7 +83,11 @@ fn audit(lock: &str, leases: Option<u32>, start: Start) -> History {
         stats.snapshot.is_some(),
         "the server's first snapshot is read"
     );
-    audit.finish()
+    let h = audit.finish();
+    for l in &h.locks {
+        assert_eq!(l.summary, summarize(l, Range::default()), "{}", l.path);
+    }
+    h
 }
 
 fn lock<'h>(h: &'h History, path: &str) -> &'h LockHistory {
