@@ -63,9 +63,11 @@ pub use client::{
     CONFIG_NODE, Client, ClientBuilder, ClientId, CreateOptions, DEFAULT_CLOSE_TIMEOUT,
     DEFAULT_MAX_DATA_LEN, DEFAULT_MAX_REQUEST_LEN, Op, OpResult, ReadOp, ReadResult, StateStream,
 };
+pub use command::WatchHandler;
 pub use error::{Error, IoError, ProtocolError, TlsFailure};
 pub use hosts::ConnectString;
 pub use outage::Outage;
+pub use session::WatcherId;
 pub use session::{SessionState, WatchedEvent};
 pub use watcher::{OneshotWatcher, PersistentWatcher};
 pub use zk_proto::PathError;

@@ -452,6 +452,72 @@ async fn one_shot_watches_fire_per_zookeeper_rules() {
     assert!(matches!(c.get_data_and_watch(&p).await, Err(Error::NoNode)));
 }
 
+/// What a [`WatchHandler`] was told, in order, sent on to the test.
+struct Told(tokio::sync::mpsc::UnboundedSender<String>);
+
+impl WatchHandler for Told {
+    fn reply(&self, result: Result<(Bytes, Stat), Error>) {
+        let _ = self.0.send(match result {
+            Ok((data, _)) => format!("reply {}", String::from_utf8_lossy(&data)),
+            Err(e) => format!("reply {e:?}"),
+        });
+    }
+    fn event(&self, event: WatchedEvent) {
+        let _ = self
+            .0
+            .send(format!("event {:?} {}", event.event_type, event.path));
+    }
+}
+
+/// A data watch with a handler: its reply, then its one event, in the session's task; a
+/// missing node is `NoNode` and no watch; a forgotten watch tells nothing more; the end of
+/// the session reaches a watch still waiting.
+#[tokio::test]
+async fn a_watch_handler_gets_the_reply_then_the_event() {
+    let c = client().await;
+    let r = root(&c, "handler").await;
+    let p = format!("{r}/n");
+    c.create(&p, b"one", &opts(CreateMode::Persistent))
+        .await
+        .unwrap();
+    let (tx, mut told) = tokio::sync::mpsc::unbounded_channel();
+    let handler = std::sync::Arc::new(Told(tx));
+    c.get_data_and_watch_with(&p, handler.clone()).unwrap();
+    assert_eq!(within(told.recv()).await.unwrap(), "reply one");
+    c.set_data(&p, b"two", None).await.unwrap();
+    assert_eq!(
+        within(told.recv()).await.unwrap(),
+        format!("event NodeDataChanged {p}")
+    );
+    // One event per registration: set again, then delete.
+    c.get_data_and_watch_with(&p, handler.clone()).unwrap();
+    assert_eq!(within(told.recv()).await.unwrap(), "reply two");
+    c.delete(&p, None).await.unwrap();
+    assert_eq!(
+        within(told.recv()).await.unwrap(),
+        format!("event NodeDeleted {p}")
+    );
+    c.get_data_and_watch_with(&p, handler.clone()).unwrap();
+    assert_eq!(within(told.recv()).await.unwrap(), "reply NoNode");
+    // Forgotten: a change reaches nobody (the sync's reply comes after the event would).
+    c.create(&p, b"three", &opts(CreateMode::Persistent))
+        .await
+        .unwrap();
+    let id = c.get_data_and_watch_with(&p, handler.clone()).unwrap();
+    assert_eq!(within(told.recv()).await.unwrap(), "reply three");
+    c.forget_watch(&p, id);
+    c.set_data(&p, b"four", None).await.unwrap();
+    c.sync(&p).await.unwrap();
+    assert!(told.try_recv().is_err(), "nothing after the forget");
+    // The session's end reaches a watch still waiting.
+    c.get_data_and_watch_with(&p, handler.clone()).unwrap();
+    assert_eq!(within(told.recv()).await.unwrap(), "reply four");
+    c.close().await.unwrap();
+    assert_eq!(within(told.recv()).await.unwrap(), "event None ");
+    // After the session: not sent, and the handler is not called.
+    assert!(c.get_data_and_watch_with(&p, handler).is_err());
+}
+
 #[tokio::test]
 async fn persistent_and_recursive_watches_until_removed() {
     let c = client().await;

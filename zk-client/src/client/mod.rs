@@ -243,7 +243,7 @@ impl Client {
         let (reply, rx) = self.inner.replies.open();
         let command = Command::Submit {
             request,
-            reply,
+            reply: crate::command::ReplyTo::Caller(reply),
             watch,
         };
         let sent = self.inner.tx.send(command).is_ok();
@@ -479,6 +479,72 @@ impl Client {
             Ok((other, _)) => Err(unexpected(other)),
             Err(e) => Err(e),
         }
+    }
+
+    /// [`get_data_and_watch`](Self::get_data_and_watch) without a task, channel or future per
+    /// watch: `handler` takes the reply and then the watch's event, in the session's own task
+    /// (see [`WatchHandler`](crate::WatchHandler)). Sent before this returns; returns the
+    /// watcher's id, with which [`forget_watch`](Self::forget_watch) ends it.
+    ///
+    /// # Errors
+    /// An invalid path, or a session task already gone (the handler is then not called).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use zk_client::{Bytes, Client, Error, Stat, WatchHandler, WatchedEvent};
+    ///
+    /// struct Gone;
+    /// impl WatchHandler for Gone {
+    ///     fn reply(&self, result: Result<(Bytes, Stat), Error>) {
+    ///         if let Err(Error::NoNode) = result {
+    ///             println!("already gone");
+    ///         }
+    ///     }
+    ///     fn event(&self, event: WatchedEvent) {
+    ///         println!("{:?} on {}", event.event_type, event.path);
+    ///     }
+    /// }
+    ///
+    /// # fn f(client: Client) -> Result<(), Error> {
+    /// let id = client.get_data_and_watch_with("/app/config", Arc::new(Gone))?;
+    /// // ... later, no longer interested:
+    /// client.forget_watch("/app/config", id);
+    /// # Ok(()) }
+    /// ```
+    pub fn get_data_and_watch_with(
+        &self,
+        path: &str,
+        handler: Arc<dyn crate::WatchHandler>,
+    ) -> Result<WatcherId, Error> {
+        let request = Request::GetData(GetDataRequest {
+            path: self.path(path, false)?,
+            watch: true,
+        });
+        let id = self.new_watcher();
+        let handler = crate::command::HandlerRef(handler);
+        let command = Command::Submit {
+            request,
+            reply: crate::command::ReplyTo::Handler(handler.clone()),
+            watch: Some((id, WatchSink::Handler(handler))),
+        };
+        self.inner
+            .tx
+            .send(command)
+            .map_err(|_| ended(*self.inner.state.borrow()))?;
+        Ok(id)
+    }
+
+    /// Ends watcher `id` on `path` (set by
+    /// [`get_data_and_watch_with`](Self::get_data_and_watch_with)): its handler is not called
+    /// again. A one-shot watch stays on the server until it fires; its event then reaches
+    /// nobody. Does nothing for a watcher already ended.
+    pub fn forget_watch(&self, path: &str, id: WatcherId) {
+        let _ = self.inner.tx.send(Command::ForgetWatch {
+            path: path.to_owned(),
+            id,
+        });
     }
 
     /// Sets the node's data, only at `version` if given; returns the new `Stat`.

@@ -25,7 +25,7 @@ use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::codec::Decoder;
-use zk_proto::{Request, Response};
+use zk_proto::Request;
 
 pub(crate) use connect::{Connect, Resolver, Tcp, system_resolver, unreachable};
 #[cfg(feature = "transport")]
@@ -36,12 +36,11 @@ pub(crate) use tls::TlsConnect;
 use crate::command::{Command, WatchSink};
 use crate::dial::{Dialer, Step};
 use crate::framing::ZkFrames;
-use crate::reply::ReplySender;
 use crate::session::{Session, SessionEvent, SessionState, WatcherId};
 use crate::{Error, chroot::Chroot};
 
 /// The caller waiting for a reply (none for requests the task sends on its own).
-pub(crate) type Token = Option<ReplySender<Result<Response, Error>>>;
+pub(crate) type Token = Option<crate::command::ReplyTo>;
 
 /// A close under way.
 struct Closing {
@@ -568,7 +567,7 @@ impl<C: Connect> SessionTask<C> {
         }
         self.drain_events();
         for (_, sink) in self.sinks.drain() {
-            drop(sink);
+            sink.session_ended();
         }
         if let Some(ready) = self.ready.take() {
             let err = self.session.ended_error().unwrap_or(Error::ConnectTimeout);
@@ -916,17 +915,11 @@ impl<C: Connect> SessionTask<C> {
                 } => {
                     event.path = self.chroot.to_client(std::mem::take(&mut event.path));
                     if last {
-                        match self.sinks.remove(&id) {
-                            Some(WatchSink::Oneshot(tx)) => {
-                                let _ = tx.send(event);
-                            }
-                            Some(WatchSink::Stream(tx)) => {
-                                let _ = tx.send(event);
-                            }
-                            None => {}
+                        if let Some(sink) = self.sinks.remove(&id) {
+                            sink.finish(event);
                         }
-                    } else if let Some(WatchSink::Stream(tx)) = self.sinks.get(&id) {
-                        let _ = tx.send(event);
+                    } else if let Some(sink) = self.sinks.get(&id) {
+                        sink.deliver(event);
                     }
                 }
                 SessionEvent::Unwatched(id) => {
