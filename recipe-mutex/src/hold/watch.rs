@@ -3,18 +3,22 @@
 //! which ZooKeeper reports on the restored watch), and how a revocable holder sees a revoke.
 //!
 //! One data watch per hold (`getData` with a watch on our node; never `exists`, which would
-//! leave a creation watch behind on a node already gone), set by a small task started when
-//! the hold begins and ended with it. Its first request is not awaited by the acquire: no
-//! round trip is added, one read per hold, no write. When its reply or its event shows the
-//! node gone, [`NodeLife`] records it for every guard of the node (a cohort's local holders
-//! share one), and wakes whoever waits in `lost()`.
+//! leave a creation watch behind on a node already gone), sent when the hold begins and
+//! forgotten when it ends. Its reply and its event are taken in the session's own task by a
+//! [`WatchHandler`]: a held lock keeps no task, channel or future for it (a short task sends
+//! the read, and one waits through an outage for a read the lost connection cut short). Its
+//! request is not awaited by the acquire: no round trip is added, at most one read per hold
+//! (none for a hold released before the read's task ran), no write. When its
+//! reply or its event shows the node gone, [`NodeLife`] records it for every guard of the
+//! node (a cohort's local holders share one), and wakes whoever waits in `lost()`.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use tokio::sync::Notify;
-use tokio::task::AbortHandle;
-use zk_client::{Client, EventType, SessionState};
+use zk_client::{
+    Bytes, Client, EventType, SessionState, Stat, WatchHandler, WatchedEvent, WatcherId,
+};
 
 use crate::Loss;
 use crate::driver::Acquired;
@@ -76,91 +80,165 @@ impl NodeLife {
     }
 }
 
-/// The task watching one hold's node: ends the watch when dropped (the hold ended).
+/// One hold's watch on its node: dropping it ends the watch (the hold ended).
 #[derive(Debug)]
 pub struct NodeWatch {
-    task: Option<AbortHandle>,
+    watched: Option<Arc<Watched>>,
 }
 
 impl Drop for NodeWatch {
     fn drop(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
+        if let Some(watched) = self.watched.take() {
+            watched.end();
         }
     }
 }
 
-/// Starts watching `node` on `client` for its hold, on the client's runtime: the node's
-/// life, shared with whoever holds it, and the watch (dropping it ends the watch).
-/// `revocation`: called once if the node's data is (or becomes) [`REVOKE_MESSAGE`].
+/// Starts watching `node` on `client` for its hold: the node's life, shared with whoever
+/// holds it, and the watch (dropping it ends the watch). `revocation`: called once (on the
+/// client's runtime) if the node's data is (or becomes) [`REVOKE_MESSAGE`].
 pub fn watch_node(
     client: &Client,
     node: &Acquired,
     revocation: Option<RevocationListener>,
 ) -> (Arc<NodeLife>, NodeWatch) {
     let life = Arc::new(NodeLife::default());
-    let task = (!crate::plant::active(crate::plant::Plant::NoNodeWatch)).then(|| {
-        client
-            .runtime()
-            .spawn(watch(
-                client.clone(),
-                node.path.clone(),
-                node.session_id,
-                life.clone(),
-                revocation,
-            ))
-            .abort_handle()
+    let watched = (!crate::plant::active(crate::plant::Plant::NoNodeWatch)).then(|| {
+        let watched = Arc::new_cyclic(|me| Watched {
+            me: me.clone(),
+            client: client.clone(),
+            path: node.path.clone(),
+            session: node.session_id,
+            life: life.clone(),
+            revocation: Mutex::new(revocation),
+            current: AtomicU64::new(NONE),
+            ended: AtomicBool::new(false),
+        });
+        // Sent from a task of its own, which the runtime polls after the acquire's caller
+        // has run on: a hold released before then never sends it (a short critical section
+        // costs no request), and the task holds the watch only weakly, ending at once.
+        let weak = Arc::downgrade(&watched);
+        client.runtime().spawn(async move {
+            if let Some(watched) = weak.upgrade() {
+                watched.read();
+            }
+        });
+        watched
     });
-    (life, NodeWatch { task })
+    (life, NodeWatch { watched })
 }
 
-/// Keeps a data watch on `path` (owned by session `session`) until it shows the node gone
-/// (then marks `life`), or the session ends. Reconnects do not end it: the client restores
-/// the watch (and the server fires `NodeDeleted` if the node went meanwhile); a read that
-/// fails for want of a connection is sent again once connected.
-async fn watch(
+/// No watcher set yet.
+const NONE: u64 = 0;
+
+/// The watch of one hold's node (owned by session `session`), kept until it shows the node
+/// gone (then `life` is marked), the session ends, or the hold ends. Reconnects do not end
+/// it: the client restores the watch (and the server fires `NodeDeleted` if the node went
+/// meanwhile); a read cut short by a lost connection is sent again once connected.
+struct Watched {
+    me: Weak<Watched>,
     client: Client,
     path: String,
     session: i64,
     life: Arc<NodeLife>,
-    mut revocation: Option<RevocationListener>,
-) {
-    loop {
-        // The task lives as long as the hold, and its size is that of its largest state: the
-        // read's future (about 370 B) is boxed, freed with its reply, and the node's data is
-        // dropped before the long wait, so a held lock keeps only the watcher.
-        let read = Box::pin(client.get_data_and_watch(&path)).await;
-        match read {
-            Ok((data, _, watcher)) => {
+    revocation: Mutex<Option<RevocationListener>>,
+    /// The watcher set last, as its id plus one ([`NONE`]: none yet).
+    current: AtomicU64,
+    /// The hold ended: nothing more is sent.
+    ended: AtomicBool,
+}
+
+impl std::fmt::Debug for Watched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watched")
+            .field("path", &self.path)
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Watched {
+    /// Reads the node with a watch (its reply and event come to this handler).
+    fn read(&self) {
+        let Some(me) = self.me.upgrade() else { return };
+        if self.ended.load(Ordering::SeqCst) {
+            return;
+        }
+        // Not sent only when the session task is gone: the hold's loss says so.
+        if let Ok(id) = self.client.get_data_and_watch_with(&self.path, me) {
+            self.current.store(id.0.wrapping_add(1), Ordering::SeqCst);
+            // Ended meanwhile: `end` may have forgotten the watcher before this one.
+            if self.ended.load(Ordering::SeqCst) {
+                self.client.forget_watch(&self.path, id);
+            }
+        }
+    }
+
+    /// The hold ended: the watch is forgotten (before our own delete fires it), and nothing
+    /// more is sent. With `read`, either sees the other's write (both `SeqCst`), so the last
+    /// watcher set is forgotten by one of them.
+    fn end(&self) {
+        self.ended.store(true, Ordering::SeqCst);
+        let current = self.current.load(Ordering::SeqCst);
+        if current != NONE {
+            self.client
+                .forget_watch(&self.path, WatcherId(current.wrapping_sub(1)));
+        }
+    }
+
+    /// Sends the read again once the session is connected again (a task of its own, which
+    /// lives through the outage only).
+    fn read_when_connected(&self) {
+        let Some(me) = self.me.upgrade() else { return };
+        self.client.runtime().spawn(async move {
+            let mut states = me.client.state_watch();
+            let back = states
+                .wait_for(|s| s.is_connected() || s.is_terminal())
+                .await
+                .is_ok_and(|s| s.is_connected());
+            if back && me.client.session_id() == me.session {
+                me.read();
+            }
+        });
+    }
+}
+
+impl WatchHandler for Watched {
+    fn reply(&self, result: Result<(Bytes, Stat), zk_client::Error>) {
+        match result {
+            Ok((data, _)) => {
                 // Checked on every read, so a revoke written before the watch is not missed.
-                let revoked = data.as_ref() == REVOKE_MESSAGE;
-                drop(data);
-                if revoked {
-                    if let Some(listener) = revocation.take() {
-                        listener();
+                if data.as_ref() == REVOKE_MESSAGE {
+                    let listener = self
+                        .revocation
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .take();
+                    if let Some(listener) = listener {
+                        // The user's code runs outside the session task.
+                        self.client.runtime().spawn(async move { listener() });
                     }
                 }
-                match watcher.await.event_type {
-                    EventType::NodeDeleted => return life.mark_gone(),
-                    EventType::NodeDataChanged => continue,
-                    // The session ended: its loss says so.
-                    _ => return,
-                }
             }
-            Err(zk_client::Error::NoNode) => return life.mark_gone(),
+            Err(zk_client::Error::NoNode) => self.life.mark_gone(),
             Err(zk_client::Error::NotConnected | zk_client::Error::ConnectionLoss) => {
-                let mut states = client.state_watch();
-                let back = states
-                    .wait_for(|s| s.is_connected() || s.is_terminal())
-                    .await
-                    .is_ok_and(|s| s.is_connected());
-                if !back || client.session_id() != session {
-                    return;
+                if !self.ended.load(Ordering::SeqCst) {
+                    self.read_when_connected();
                 }
             }
             // The session ended (its loss says so), or the node cannot be read here (an ACL
             // without READ for us): the hold learns of its loss through its session only.
-            Err(_) => return,
+            Err(_) => {}
+        }
+    }
+
+    fn event(&self, event: WatchedEvent) {
+        match event.event_type {
+            EventType::NodeDeleted => self.life.mark_gone(),
+            // Read again: the revoke check, and the watch set anew.
+            EventType::NodeDataChanged => self.read(),
+            // The session ended: its loss says so.
+            _ => {}
         }
     }
 }
