@@ -23,6 +23,7 @@ use crate::Error;
 use crate::driver::{self, Acquired, GuaranteedDelete, Turn};
 use crate::revoke::RevocationListener;
 
+pub use crate::metrics::HoldMeter;
 use table::Table;
 pub use watch::{NodeLife, NodeWatch, watch_node};
 
@@ -37,7 +38,7 @@ pub struct Holds {
     client: Client,
     path: String,
     /// The holds alive, each with the watch on its node, and those being released.
-    table: Table<NodeWatch>,
+    table: Table<Kept>,
     revocable: Mutex<Option<RevocationListener>>,
 }
 
@@ -47,6 +48,14 @@ impl std::fmt::Debug for Holds {
             .field("path", &self.path)
             .finish_non_exhaustive()
     }
+}
+
+/// What a hold keeps while its guard is alive: the watch on its node, and its measure for
+/// the metrics (nothing without the feature `metrics`).
+#[derive(Debug)]
+struct Kept {
+    watch: NodeWatch,
+    meter: crate::metrics::HoldMeter,
 }
 
 /// How a held lock may have been lost, from [`LockGuard::lost`].
@@ -161,7 +170,8 @@ impl Holds {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         let (life, watch) = watch_node(&self.client, &node, revocation);
-        let id = self.table.hold(watch);
+        let meter = crate::metrics::HoldMeter::start(&self.client, &life, &node);
+        let id = self.table.hold(Kept { watch, meter });
         LockGuard {
             holds: self.clone(),
             id,
@@ -181,9 +191,12 @@ impl Holds {
         node_path: String,
         runtime: Option<&Handle>,
     ) -> GuaranteedDelete {
-        self.table.end(id, |watch| {
-            // The watch ends with the hold (before our own delete fires it).
-            drop(watch);
+        self.table.end(id, |kept| {
+            if let Some(Kept { watch, mut meter }) = kept {
+                meter.end();
+                // The watch ends with the hold (before our own delete fires it).
+                drop(watch);
+            }
             // Sent now, so it keeps its place ahead of whatever the caller sends next.
             let holds = self.clone();
             driver::guaranteed_delete_on(runtime, &self.client, node_path, move |_| {

@@ -32,6 +32,11 @@
 //!   fencing token, and whether the hold was handed over by a predecessor's release), release,
 //!   retry and background cleanup, with targets under `recipe_mutex`; it turns on
 //!   `zk-client`'s `tracing` too (connection attempts, state changes, reconnects, requests).
+//! - `metrics` (off by default): lock metrics through the
+//!   [`metrics`](https://docs.rs/metrics) facade, for whatever recorder the program installs:
+//!   acquire wait time, acquisitions, timeouts, failures, cancellations, hold time, losses by
+//!   [`Loss`] kind, hand-offs per cohort batch. The names, labels and why the lock's path is
+//!   not one of them: the `metrics` module (present with the feature).
 //!
 //! # Examples
 //!
@@ -62,6 +67,10 @@ mod lock;
 mod log;
 #[cfg(all(test, zk_loom))]
 mod loom_check;
+#[cfg(feature = "metrics")]
+pub mod metrics;
+#[cfg(not(feature = "metrics"))]
+mod metrics;
 mod mutex;
 #[doc(hidden)]
 pub mod participants;

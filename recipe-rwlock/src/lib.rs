@@ -444,7 +444,15 @@ impl WriteGuard {
         let Some(turn) = recipe_mutex::turns::wait(client, path, deadline).await? else {
             return Ok(Err(self));
         };
-        match driver::take_node(client, machine, Some(turn), deadline).await? {
+        match driver::take_node(
+            client,
+            machine,
+            driver::RecipeKind::Read,
+            Some(turn),
+            deadline,
+        )
+        .await?
+        {
             Some(read) => {
                 let read = shared.read.adopt(read);
                 // The write node goes now (sent ahead of whatever the caller sends next),

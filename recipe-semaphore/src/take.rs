@@ -50,6 +50,7 @@ pub(crate) async fn take_leases(ask: Ask<'_>) -> Result<Option<Vec<Acquired>>, E
             turn: ask.turn.clone(),
             wake: ask.wake.clone(),
             deadline: ask.deadline,
+            recipe: driver::RecipeKind::Semaphore,
         };
         let (outcome, error) = driver::drive(client, machine, options).await;
         match outcome {

@@ -357,7 +357,7 @@ impl CohortGuard {
     pub async fn release(mut self) -> Result<(), Error> {
         self.passed = true;
         let node = self.node.hand_over();
-        match self.shared.pass(node) {
+        match self.shared.pass(node, self.local) {
             Some(released) => released.await,
             None => Ok(()),
         }
@@ -365,15 +365,23 @@ impl CohortGuard {
 }
 
 impl Shared {
-    /// The holder of `node` leaves: the next local waiter gets it, or it is released (its
-    /// release's future).
+    /// The holder of `node`, `local`th of its batch, leaves: the next local waiter gets it,
+    /// or it is released (its release's future), ending the batch after `local - 1` local
+    /// hand-offs.
     fn pass(
         self: &Arc<Self>,
         node: LockGuard,
+        local: u64,
     ) -> Option<impl std::future::Future<Output = Result<(), Error>> + Send + use<>> {
         let valid = node.is_valid();
         let now = crate::driver::now();
         let effects = self.lock().cohort.release(valid, now);
+        if effects.release_node {
+            crate::metrics::cohort_batch_ended(
+                crate::driver::RecipeKind::of_node(node.node_path()),
+                local.saturating_sub(1),
+            );
+        }
         self.carry_out(effects, Some(node), None)
     }
 }
@@ -390,7 +398,7 @@ impl Drop for CohortGuard {
     fn drop(&mut self) {
         if !self.passed {
             let node = self.node.hand_over();
-            drop(self.shared.pass(node));
+            drop(self.shared.pass(node, self.local));
         }
     }
 }

@@ -48,6 +48,56 @@ pub struct Acquired {
     pub session_id: i64,
 }
 
+/// Which recipe a lock node or an attempt is of: the `recipe` label of the lock metrics
+/// (feature `metrics`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RecipeKind {
+    /// A mutex (`InterProcessMutex`, and the semaphore-mutex's inner lock).
+    #[default]
+    Mutex,
+    /// A read lock (`__READ__` nodes).
+    Read,
+    /// A write lock (`__WRIT__` nodes).
+    Write,
+    /// A semaphore's leases (`lease-` nodes).
+    Semaphore,
+}
+
+impl RecipeKind {
+    /// The label's value: `mutex`, `read`, `write` or `semaphore`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecipeKind::Mutex => "mutex",
+            RecipeKind::Read => "read",
+            RecipeKind::Write => "write",
+            RecipeKind::Semaphore => "semaphore",
+        }
+    }
+
+    /// The kind of the fair lock whose lock name (Curator's) is `lock_name`.
+    pub fn of_lock_name(lock_name: &str) -> Self {
+        match lock_name {
+            recipes_core::rwlock::READ_LOCK_NAME => RecipeKind::Read,
+            recipes_core::rwlock::WRITE_LOCK_NAME => RecipeKind::Write,
+            _ => RecipeKind::Mutex,
+        }
+    }
+
+    /// The kind of lock node `path` (by the lock name in its last segment).
+    pub fn of_node(path: &str) -> Self {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        if name.contains(recipes_core::rwlock::READ_LOCK_NAME) {
+            RecipeKind::Read
+        } else if name.contains(recipes_core::rwlock::WRITE_LOCK_NAME) {
+            RecipeKind::Write
+        } else if name.contains("-lease-") {
+            RecipeKind::Semaphore
+        } else {
+            RecipeKind::Mutex
+        }
+    }
+}
+
 /// How many times an attempt whose node vanished is retried with a new node (Curator's retry
 /// policy does the same), within the same deadline.
 const VANISHED_RETRIES: u32 = 3;
@@ -109,7 +159,8 @@ where
             data.clone(),
             deadline.map(Instant::into_std),
         );
-        match take_node(client, machine, turn.clone(), deadline).await {
+        let recipe = RecipeKind::of_lock_name(predicate.lock_name());
+        match take_node(client, machine, recipe, turn.clone(), deadline).await {
             Err(Error::NodeVanished) if vanished < VANISHED_RETRIES => {
                 crate::log::info!(
                     lock = base,
@@ -126,10 +177,11 @@ where
 
 /// Runs a machine whose outcome is a node to hold: `Ok(Some)` when held, `Ok(None)` when its
 /// deadline (the machine's, given again as `deadline`) passed, the error otherwise.
-/// Cancel-safe as [`drive`].
+/// `recipe`: the kind of node it takes, for the metrics. Cancel-safe as [`drive`].
 pub fn take_node<M>(
     client: &Client,
     machine: M,
+    recipe: RecipeKind,
     turn: Option<Turn>,
     deadline: Option<Instant>,
 ) -> impl Future<Output = Result<Option<Acquired>, Error>> + Send + '_
@@ -140,6 +192,7 @@ where
         turn,
         wake: None,
         deadline,
+        recipe,
     };
     drive_then(
         client,
@@ -169,6 +222,9 @@ pub struct DriveOptions {
     /// deadline and one [`recipes_core::DEADLINE_GRACE`] at most (the machine itself ends
     /// within that too), so the whole attempt ends within its deadline and one grace.
     pub deadline: Option<Instant>,
+    /// The recipe the machine takes a lock of: the `recipe` label of its metrics (feature
+    /// `metrics`).
+    pub recipe: RecipeKind,
 }
 
 impl std::fmt::Debug for DriveOptions {
@@ -177,6 +233,7 @@ impl std::fmt::Debug for DriveOptions {
             .field("turn", &self.turn.is_some())
             .field("wake", &self.wake.is_some())
             .field("deadline", &self.deadline)
+            .field("recipe", &self.recipe)
             .finish()
     }
 }
@@ -264,6 +321,7 @@ where
     let mut run = Run::new(client.clone(), machine);
     run.turn = options.turn;
     run.wake = options.wake;
+    run.recipe = options.recipe;
     let deadline = options.deadline;
     run.start();
     run.until_outcome().await;
@@ -278,6 +336,15 @@ where
     };
     #[cfg(feature = "tracing")]
     log_outcome(client, &outcome, error.as_ref(), run.waited);
+    crate::metrics::attempt_ended(
+        run.recipe,
+        run.since,
+        match &outcome {
+            Ok(_) => crate::metrics::Outcome::Acquired,
+            Err(Ended::TimedOut) => crate::metrics::Outcome::TimedOut,
+            Err(_) => crate::metrics::Outcome::Failed,
+        },
+    );
     match &outcome {
         Ok(_) => {
             // Scaffolding (the semaphore's inner lock) goes now, guaranteed, not awaited.

@@ -17,7 +17,8 @@ use zk_client::{Client, OneshotWatcher, SessionState, StateStream};
 
 use super::cleanup::run_cleanups;
 use super::ops::{Completed, InFlight, op_future, watch_event};
-use super::{Ended, Turn, connection, now, sleep_until};
+use super::{Ended, RecipeKind, Turn, connection, now, sleep_until};
+use crate::metrics::{Outcome as Measured, Since};
 use crate::waiting::Waiting;
 
 /// One machine being driven.
@@ -41,6 +42,9 @@ pub(super) struct Run<M: Machine + Send + 'static> {
     pub(super) waited: bool,
     /// What a waiting attempt reports to the logs.
     pub(super) waiting: Waiting,
+    /// The recipe it takes a lock of, and when it started: for the metrics.
+    pub(super) recipe: RecipeKind,
+    pub(super) since: Since,
 }
 
 impl<M: Machine + Send + 'static> Run<M> {
@@ -59,6 +63,8 @@ impl<M: Machine + Send + 'static> Run<M> {
             wake: None,
             waited: false,
             waiting: Waiting::default(),
+            recipe: RecipeKind::default(),
+            since: Since::now(),
         }
     }
 
@@ -204,6 +210,8 @@ impl<M: Machine + Send + 'static> Run<M> {
             wake: None,
             waited: self.waited,
             waiting: Waiting::default(),
+            recipe: self.recipe,
+            since: self.since,
         };
         if let Some(turn) = &rest.turn {
             turn.abandon();
@@ -242,6 +250,15 @@ impl<M: Machine + Send + 'static> Drop for Run<M> {
             .as_ref()
             .is_some_and(|r| !r.machine().cleanups().is_empty() || r.machine().outcome().is_none());
         if self.abandon_on_drop && (owes || (!held && !self.in_flight.is_empty())) {
+            // Dropped with no outcome yet: the caller's acquire was cancelled mid-way.
+            if self.stuck.is_none()
+                && self
+                    .runner
+                    .as_ref()
+                    .is_some_and(|r| r.machine().outcome().is_none())
+            {
+                crate::metrics::attempt_ended(self.recipe, self.since, Measured::Cancelled);
+            }
             drop(self.hand_off());
         } else if !self.in_flight.is_empty() {
             // Ops still in flight whose replies nobody needs (a held attempt's stray deletes):
