@@ -20,7 +20,9 @@ mod collector;
 mod support;
 use support::{bounded, client_at, wait_children, wait_state};
 
+#[cfg(feature = "tracing")]
 const OUTAGE_WARNING: &str = "waiting through an outage";
+#[cfg(feature = "tracing")]
 const DEADLINE_WARNING: &str = "deadline passed with no server";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
