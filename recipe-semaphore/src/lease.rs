@@ -6,7 +6,7 @@ use bytes::Bytes;
 use std::sync::Arc;
 
 use recipe_mutex::driver::{self, Acquired};
-use recipe_mutex::hold::{NodeLife, NodeWatch, watch_node};
+use recipe_mutex::hold::{HoldMeter, NodeLife, NodeWatch, watch_node};
 use recipe_mutex::{Error, Loss};
 use zk_client::Client;
 
@@ -44,6 +44,8 @@ pub struct Lease {
     /// Whether the node was seen gone, and the watch that tells (ended with the lease).
     life: Arc<NodeLife>,
     _watch: NodeWatch,
+    /// Its hold time and losses, for the metrics (feature `metrics`; else nothing).
+    meter: HoldMeter,
     /// The runtime the lease was taken on: where its return runs, wherever it is dropped.
     runtime: Option<tokio::runtime::Handle>,
     returned: bool,
@@ -52,11 +54,13 @@ pub struct Lease {
 impl Lease {
     pub(crate) fn new(client: Client, node: Acquired) -> Self {
         let (life, watch) = watch_node(&client, &node, None);
+        let meter = HoldMeter::start(&client, &life, &node);
         Self {
             client,
             node,
             life,
             _watch: watch,
+            meter,
             runtime: tokio::runtime::Handle::try_current().ok(),
             returned: false,
         }
@@ -105,6 +109,7 @@ impl Lease {
     /// a session already ended, returns that at once: the lease went with it.
     pub fn release(mut self) -> impl Future<Output = Result<(), Error>> + Send + 'static {
         self.returned = true;
+        self.meter.end();
         let delete = driver::guaranteed_delete_on(
             self.runtime.as_ref(),
             &self.client,
@@ -119,6 +124,7 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         if !self.returned {
+            self.meter.end();
             // Goes on in the background, on the lease's runtime.
             drop(driver::guaranteed_delete_on(
                 self.runtime.as_ref(),
