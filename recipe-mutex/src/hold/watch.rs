@@ -27,10 +27,16 @@ use crate::revoke::{REVOKE_MESSAGE, RevocationListener};
 /// What a hold knows of its node beyond its session: whether the node was seen gone (its
 /// watch fired `NodeDeleted`, a read of it found none, or a fenced write's check was
 /// refused). Once gone, it stays gone: a lock node's path is never made again.
-#[derive(Debug, Default)]
+///
+/// It is also the watch's handler (one allocation per hold for both): the session task
+/// calls it with the read's reply and the watch's event.
+#[derive(Debug)]
 pub struct NodeLife {
     gone: AtomicBool,
     notify: Notify,
+    /// The watch that tells it (none with the `NoNodeWatch` plant).
+    watch: Option<Watched>,
+    me: Weak<NodeLife>,
 }
 
 impl NodeLife {
@@ -83,7 +89,7 @@ impl NodeLife {
 /// One hold's watch on its node: dropping it ends the watch (the hold ended).
 #[derive(Debug)]
 pub struct NodeWatch {
-    watched: Option<Arc<Watched>>,
+    watched: Option<Arc<NodeLife>>,
 }
 
 impl Drop for NodeWatch {
@@ -102,30 +108,35 @@ pub fn watch_node(
     node: &Acquired,
     revocation: Option<RevocationListener>,
 ) -> (Arc<NodeLife>, NodeWatch) {
-    let life = Arc::new(NodeLife::default());
-    let watched = (!crate::plant::active(crate::plant::Plant::NoNodeWatch)).then(|| {
-        let watched = Arc::new_cyclic(|me| Watched {
-            me: me.clone(),
+    let watched = !crate::plant::active(crate::plant::Plant::NoNodeWatch);
+    let life = Arc::new_cyclic(|me| NodeLife {
+        gone: AtomicBool::new(false),
+        notify: Notify::new(),
+        watch: watched.then(|| Watched {
             client: client.clone(),
             path: node.path.clone(),
             session: node.session_id,
-            life: life.clone(),
             revocation: Mutex::new(revocation),
             current: AtomicU64::new(NONE),
             ended: AtomicBool::new(false),
-        });
+        }),
+        me: me.clone(),
+    });
+    if watched {
         // Sent from a task of its own, which the runtime polls after the acquire's caller
         // has run on: a hold released before then never sends it (a short critical section
-        // costs no request), and the task holds the watch only weakly, ending at once.
-        let weak = Arc::downgrade(&watched);
+        // costs no request), and the task holds the node's life only weakly.
+        let weak = Arc::downgrade(&life);
         client.runtime().spawn(async move {
-            if let Some(watched) = weak.upgrade() {
-                watched.read();
+            if let Some(life) = weak.upgrade() {
+                life.read();
             }
         });
-        watched
-    });
-    (life, NodeWatch { watched })
+    }
+    let watch = NodeWatch {
+        watched: watched.then(|| life.clone()),
+    };
+    (life, watch)
 }
 
 /// No watcher set yet.
@@ -136,11 +147,9 @@ const NONE: u64 = 0;
 /// it: the client restores the watch (and the server fires `NodeDeleted` if the node went
 /// meanwhile); a read cut short by a lost connection is sent again once connected.
 struct Watched {
-    me: Weak<Watched>,
     client: Client,
     path: String,
     session: i64,
-    life: Arc<NodeLife>,
     revocation: Mutex<Option<RevocationListener>>,
     /// The watcher set last, as its id plus one ([`NONE`]: none yet).
     current: AtomicU64,
@@ -157,19 +166,21 @@ impl std::fmt::Debug for Watched {
     }
 }
 
-impl Watched {
+impl NodeLife {
     /// Reads the node with a watch (its reply and event come to this handler).
     fn read(&self) {
-        let Some(me) = self.me.upgrade() else { return };
-        if self.ended.load(Ordering::SeqCst) {
+        let (Some(w), Some(me)) = (&self.watch, self.me.upgrade()) else {
+            return;
+        };
+        if w.ended.load(Ordering::SeqCst) {
             return;
         }
         // Not sent only when the session task is gone: the hold's loss says so.
-        if let Ok(id) = self.client.get_data_and_watch_with(&self.path, me) {
-            self.current.store(id.0.wrapping_add(1), Ordering::SeqCst);
+        if let Ok(id) = w.client.get_data_and_watch_with(&w.path, me) {
+            w.current.store(id.0.wrapping_add(1), Ordering::SeqCst);
             // Ended meanwhile: `end` may have forgotten the watcher before this one.
-            if self.ended.load(Ordering::SeqCst) {
-                self.client.forget_watch(&self.path, id);
+            if w.ended.load(Ordering::SeqCst) {
+                w.client.forget_watch(&w.path, id);
             }
         }
     }
@@ -178,51 +189,56 @@ impl Watched {
     /// more is sent. With `read`, either sees the other's write (both `SeqCst`), so the last
     /// watcher set is forgotten by one of them.
     fn end(&self) {
-        self.ended.store(true, Ordering::SeqCst);
-        let current = self.current.load(Ordering::SeqCst);
+        let Some(w) = &self.watch else { return };
+        w.ended.store(true, Ordering::SeqCst);
+        let current = w.current.load(Ordering::SeqCst);
         if current != NONE {
-            self.client
-                .forget_watch(&self.path, WatcherId(current.wrapping_sub(1)));
+            w.client
+                .forget_watch(&w.path, WatcherId(current.wrapping_sub(1)));
         }
     }
 
     /// Sends the read again once the session is connected again (a task of its own, which
     /// lives through the outage only).
     fn read_when_connected(&self) {
-        let Some(me) = self.me.upgrade() else { return };
-        self.client.runtime().spawn(async move {
-            let mut states = me.client.state_watch();
+        let (Some(w), Some(me)) = (&self.watch, self.me.upgrade()) else {
+            return;
+        };
+        w.client.runtime().spawn(async move {
+            let Some(w) = &me.watch else { return };
+            let mut states = w.client.state_watch();
             let back = states
                 .wait_for(|s| s.is_connected() || s.is_terminal())
                 .await
                 .is_ok_and(|s| s.is_connected());
-            if back && me.client.session_id() == me.session {
+            if back && w.client.session_id() == w.session {
                 me.read();
             }
         });
     }
 }
 
-impl WatchHandler for Watched {
+impl WatchHandler for NodeLife {
     fn reply(&self, result: Result<(Bytes, Stat), zk_client::Error>) {
+        let Some(w) = &self.watch else { return };
         match result {
             Ok((data, _)) => {
                 // Checked on every read, so a revoke written before the watch is not missed.
                 if data.as_ref() == REVOKE_MESSAGE {
-                    let listener = self
+                    let listener = w
                         .revocation
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .take();
                     if let Some(listener) = listener {
                         // The user's code runs outside the session task.
-                        self.client.runtime().spawn(async move { listener() });
+                        w.client.runtime().spawn(async move { listener() });
                     }
                 }
             }
-            Err(zk_client::Error::NoNode) => self.life.mark_gone(),
+            Err(zk_client::Error::NoNode) => self.mark_gone(),
             Err(zk_client::Error::NotConnected | zk_client::Error::ConnectionLoss) => {
-                if !self.ended.load(Ordering::SeqCst) {
+                if !w.ended.load(Ordering::SeqCst) {
                     self.read_when_connected();
                 }
             }
@@ -234,7 +250,7 @@ impl WatchHandler for Watched {
 
     fn event(&self, event: WatchedEvent) {
         match event.event_type {
-            EventType::NodeDeleted => self.life.mark_gone(),
+            EventType::NodeDeleted => self.mark_gone(),
             // Read again: the revoke check, and the watch set anew.
             EventType::NodeDataChanged => self.read(),
             // The session ended: its loss says so.

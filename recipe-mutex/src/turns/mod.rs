@@ -112,10 +112,11 @@ static GATES: LazyLock<Mutex<Gates>> = LazyLock::new(Mutex::default);
 pub type Turn = Arc<TurnOf>;
 
 /// An attempt's ticket at its gate, and the gate's key: when the last attempt using a gate
-/// is done (nobody waits there, no cleanup is pending), the gate leaves the process's map
-/// at once, so a held lock keeps nothing here (a gate is made afresh by the next attempt).
-/// The sweep in [`wait`] still takes what this leaves (a gate let go while another attempt
-/// briefly held it).
+/// is done (nobody waits there, no cleanup is pending) and the process has more than
+/// [`MIN_SWEEP`] gates, the gate leaves the map at once, so a process holding thousands of
+/// locks keeps nothing here for them (a gate is made afresh by the next attempt), while one
+/// cycling a few locks keeps reusing theirs. The sweep in [`wait`] still takes what this
+/// leaves (a gate let go while another attempt briefly held it).
 #[derive(Debug)]
 pub struct TurnOf {
     ticket: Option<Ticket>,
@@ -138,6 +139,11 @@ impl Drop for TurnOf {
         // Its place (if it took one) given back first.
         drop(self.ticket.take());
         let mut g = GATES.lock().unwrap_or_else(PoisonError::into_inner);
+        // A few gates stay, so a lock taken again and again reuses its gate (no allocation
+        // per cycle); past that many, a gate nobody uses goes at once.
+        if g.gates.len() <= MIN_SWEEP {
+            return;
+        }
         // Clones of a gate are made under this lock only: the map's and ours alone means
         // nobody waits there and no other attempt or cleanup holds a place.
         if Arc::strong_count(&self.gate) != 2 || self.gate.taken() != 0 {
@@ -266,8 +272,43 @@ mod tests {
         })
     }
 
+    /// These tests one at a time, each starting without the gates of earlier ones (session
+    /// ids below zero are theirs: no client has one).
+    async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
+        static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+        let guard = SERIAL.lock().await;
+        GATES
+            .lock()
+            .unwrap()
+            .gates
+            .retain(|(session, _), _| *session >= 0);
+        guard
+    }
+
+    /// More than [`MIN_SWEEP`] gates in use (session ids below zero, kept by the caller),
+    /// so that an idle gate is taken out at once.
+    async fn many_gates_in_use(session: i64) -> Vec<Turn> {
+        let mut turns = Vec::new();
+        for i in 0..=MIN_SWEEP {
+            turns.push(turn_at(session, &format!("/turns/busy-{i}")).await);
+        }
+        turns
+    }
+
+    #[tokio::test]
+    async fn a_few_idle_gates_stay_for_the_next_attempt() {
+        let _serial = serial().await;
+        let key = (-3, "/turns/c");
+        let turn = turn_at(key.0, key.1).await;
+        assert!(GATES.lock().unwrap().gates.len() <= MIN_SWEEP);
+        drop(turn);
+        assert!(has_gate(key), "kept for the next cycle of the same lock");
+    }
+
     #[tokio::test]
     async fn a_gate_leaves_the_map_with_the_last_attempt_using_it() {
+        let _serial = serial().await;
+        let _busy = many_gates_in_use(-11).await;
         let key = (-1, "/turns/a");
         let first = turn_at(key.0, key.1).await;
         let second = turn_at(key.0, key.1).await;
@@ -282,6 +323,8 @@ mod tests {
 
     #[tokio::test]
     async fn an_abandoned_attempt_keeps_its_gate_until_its_cleanup_is_done() {
+        let _serial = serial().await;
+        let _busy = many_gates_in_use(-12).await;
         let key = (-2, "/turns/b");
         let turn = turn_at(key.0, key.1).await;
         turn.abandon();
