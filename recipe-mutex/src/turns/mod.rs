@@ -113,7 +113,7 @@ pub type Turn = Arc<TurnOf>;
 
 /// An attempt's ticket at its gate, and the gate's key: when the last attempt using a gate
 /// is done (nobody waits there, no cleanup is pending) and the process has more than
-/// [`MIN_SWEEP`] gates, the gate leaves the map at once, so a process holding thousands of
+/// 64 (`MIN_SWEEP`) gates, the gate leaves the map at once, so a process holding thousands of
 /// locks keeps nothing here for them (a gate is made afresh by the next attempt), while one
 /// cycling a few locks keeps reusing theirs. The sweep in [`wait`] still takes what this
 /// leaves (a gate let go while another attempt briefly held it).
