@@ -236,7 +236,8 @@ impl InterProcessMultiLock {
     /// short grace of the deadline, also on a dead connection. A timeout too long to be a
     /// deadline (`Duration::MAX`) means none: it waits as [`lock`](Self::lock) does.
     pub async fn try_lock_for(&self, timeout: Duration) -> Result<Option<MultiGuard>, Error> {
-        self.take(recipe_mutex::driver::deadline_in(timeout)).await
+        self.take(recipe_mutex::layer::driver::deadline_in(timeout))
+            .await
     }
 
     /// Whether every member is held in this process.

@@ -379,7 +379,7 @@ async fn bank_transfers_conserve_the_total_across_a_leader_kill() {
     let long = Duration::from_secs(20);
     let setup = client_at(&hosts, long).await;
     let open = CreateOptions::new(CreateMode::Persistent);
-    recipe_mutex::driver::create_parents(&setup, "/bank/acct")
+    recipe_mutex::layer::driver::create_parents(&setup, "/bank/acct")
         .await
         .unwrap();
     for i in 0..ACCOUNTS {

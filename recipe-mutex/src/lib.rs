@@ -1,12 +1,13 @@
 //! Apache Curator's `InterProcessMutex` for Rust, wire-compatible with Curator 5.4, and the
-//! async lock driver and hold layer that the other recipes (`recipe-rwlock`,
-//! `recipe-semaphore`, `recipe-multilock`) reuse.
+//! lock layer that the other recipes (`recipe-rwlock`, `recipe-semaphore`,
+//! `recipe-multilock`) are built on.
 //!
-//! It is not a ZooKeeper client (that is `zk-client`) and holds no lock logic of its own: the
-//! rules are `recipes-core`'s machines; this crate runs them against a session and gives them
-//! a lock's API ([`InterProcessMutex`], [`MutexGuard`]). The driver, the hold layer and the
-//! turns are public for the other recipe crates and hidden from these docs: they are not for
-//! users.
+//! It is not a ZooKeeper client (that is `zk-client`) and holds no lock rules of its own: the
+//! rules are `recipes-core`'s machines. This crate runs them against a session and gives them
+//! a lock's API ([`InterProcessMutex`], [`MutexGuard`]). The running is [`layer`]: the async
+//! driver, the holds and their guards, the turns and the common lock surface, public for
+//! the recipe crates (and anyone building a recipe of their own); a program that only takes
+//! locks needs none of it.
 //!
 //! Ownership is explicit, as with Rust's own locks: the guard is the ownership. Every `lock()`
 //! call is its own participant, whatever task or handle it comes from; re-entering is a
@@ -55,14 +56,11 @@
 //! ```
 
 mod cohort;
-#[doc(hidden)]
-pub mod driver;
 mod error;
 mod fenced;
-#[doc(hidden)]
-pub mod hold;
 mod host;
 mod ids;
+pub mod layer;
 mod lock;
 mod log;
 #[cfg(all(test, zk_loom))]
@@ -73,15 +71,9 @@ pub mod metrics;
 mod metrics;
 mod mutex;
 #[doc(hidden)]
-pub mod participants;
-#[doc(hidden)]
 pub mod plant;
 mod revoke;
 mod sequencer;
-#[doc(hidden)]
-pub mod surface;
-#[doc(hidden)]
-pub mod turns;
 mod uuid;
 mod waiting;
 
@@ -90,15 +82,13 @@ pub use cohort::{
     SharedCohortLock, WriterWait,
 };
 pub use error::Error;
-pub use hold::{LockGuard, Loss, NestedGuard};
 pub use host::host_address;
+pub use layer::hold::{LockGuard, Loss, NestedGuard};
+pub use layer::participants::{Participant, Standing};
 pub use lock::{Guard, IntoLock, Lock, LockFuture};
-pub use mutex::{InterProcessMutex, MutexGuard, participant_nodes, validate_lock_path};
-pub use participants::{Participant, Standing};
+pub use mutex::{InterProcessMutex, MutexGuard, validate_lock_path};
 pub use revoke::{REVOKE_MESSAGE, RevocationListener, revoke};
 pub use sequencer::{LockKind, ParseSequencerError, SEQUENCER_PREFIX, Sequencer, SequencerCheck};
-#[doc(hidden)]
-pub use uuid::random_uuid;
 pub use waiting::WAIT_REPORT_AFTER;
 
 /// `docs/cohort.md`'s code, compiled as a doctest (no item of the crate).

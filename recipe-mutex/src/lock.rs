@@ -55,7 +55,8 @@ pub trait Lock: Send + Sync + std::fmt::Debug {
     /// one short grace). Cancel-safe, as every acquire of ours.
     fn lock_until(&self, deadline: Option<Instant>) -> LockFuture<'_, Option<Box<dyn Guard>>>;
 
-    /// Whether a guard taken through this handle (or a clone) holds the lock.
+    /// Whether a guard taken through this handle (or a clone of it) holds the lock (a release
+    /// in progress counts until its node is deleted), as Curator's `isAcquiredInThisProcess`.
     fn is_acquired_in_this_process(&self) -> bool;
 
     /// The single locks this one is made of (a multi-lock's members), so that a multi-lock
@@ -64,16 +65,29 @@ pub trait Lock: Send + Sync + std::fmt::Debug {
         Vec::new()
     }
 
-    /// Takes the lock, waiting as long as it takes.
+    /// Takes the lock, waiting as long as it takes, and returns the guard that owns it.
+    ///
+    /// It waits through outages the session survives (with the `tracing` feature it says so
+    /// once at `warn` when the client has had no server for the session timeout); the
+    /// session's expiry ends it with [`Error::SessionExpired`]. To re-enter while holding, pass
+    /// the guard down and use [`LockGuard::reenter`]. Cancel-safe: dropped at any point, it
+    /// leaves no node behind.
     fn lock(&self) -> LockFuture<'_, Box<dyn Guard>> {
         let taking = self.lock_until(None);
         Box::pin(async move { taking.await?.ok_or(Error::TimedOut) })
     }
 
-    /// Takes the lock if it can within `timeout`. A timeout too long to be a deadline
-    /// (`Duration::MAX`) means none: it waits as long as it takes.
+    /// Takes the lock if it can within `timeout`; `None` if not because it stayed busy (what
+    /// was created is deleted first, or, if that takes longer, in the background).
+    ///
+    /// [`Error::Unavailable`] if the deadline passed with no server connected (an outage, not
+    /// a busy lock: the error says how long and which servers were tried). A free lock is
+    /// taken even with a zero timeout. It returns within one short grace
+    /// ([`recipes_core::DEADLINE_GRACE`]) of the deadline, also while disconnected. A timeout
+    /// too long to be a deadline (`Duration::MAX`) means none: it waits as [`lock`](Self::lock)
+    /// does.
     fn try_lock_for(&self, timeout: Duration) -> LockFuture<'_, Option<Box<dyn Guard>>> {
-        self.lock_until(crate::driver::deadline_in(timeout))
+        self.lock_until(crate::layer::driver::deadline_in(timeout))
     }
 }
 

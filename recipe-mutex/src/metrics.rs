@@ -40,7 +40,7 @@
 
 #[cfg(feature = "metrics")]
 use crate::Loss;
-use crate::driver::RecipeKind;
+use crate::layer::driver::RecipeKind;
 
 /// Histogram, seconds, labels `recipe` and `outcome`: how long one lock attempt took, from
 /// its first request to its outcome (acquired, timed out, failed or cancelled).
@@ -217,8 +217,8 @@ pub(crate) fn cohort_batch_ended(recipe: RecipeKind, handoffs: u64) {
 /// One hold, measured: its kind and grant time, and what it needs to tell at its end whether
 /// it was lost. Ended by [`HoldMeter::end`] when the hold ends, before its own delete (which
 /// would otherwise read as `deleted`); zero-sized without the feature.
-/// For the hold layer and recipe-semaphore's leases, not for users.
-#[doc(hidden)]
+/// The hold layer keeps one in every hold; a recipe whose hold is not a [`LockGuard`](crate::LockGuard)
+/// (recipe-semaphore's leases) keeps its own.
 #[derive(Debug)]
 pub struct HoldMeter {
     #[cfg(feature = "metrics")]
@@ -230,8 +230,8 @@ impl HoldMeter {
     #[inline]
     pub fn start(
         client: &zk_client::Client,
-        life: &std::sync::Arc<crate::hold::NodeLife>,
-        node: &crate::driver::Acquired,
+        life: &std::sync::Arc<crate::layer::hold::NodeLife>,
+        node: &crate::layer::driver::Acquired,
     ) -> Self {
         #[cfg(feature = "metrics")]
         {
@@ -265,8 +265,8 @@ mod held {
 
     use super::{Since, hold_ended, lost};
     use crate::Loss;
-    use crate::driver::{Acquired, RecipeKind};
-    use crate::hold::NodeLife;
+    use crate::layer::driver::{Acquired, RecipeKind};
+    use crate::layer::hold::NodeLife;
 
     #[derive(Debug)]
     pub(super) struct Inner {

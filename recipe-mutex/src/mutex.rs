@@ -9,8 +9,8 @@ use tokio::time::Instant;
 use zk_client::Client;
 
 use crate::Error;
-use crate::driver;
-use crate::hold::{Holds, LockGuard};
+use crate::layer::driver;
+use crate::layer::hold::{Holds, LockGuard};
 
 /// Proof of holding an [`InterProcessMutex`]: a [`LockGuard`].
 pub type MutexGuard = LockGuard;
@@ -158,7 +158,7 @@ impl InterProcessMutex {
     /// ```
     pub async fn queue(&self) -> Result<Vec<crate::Participant>, Error> {
         let mutex = Exclusive::mutex();
-        crate::participants::queue(
+        crate::layer::participants::queue(
             self.holds.client(),
             self.holds.path(),
             |c| recipes_core::Predicate::sort(&mutex, c),
@@ -172,7 +172,7 @@ impl InterProcessMutex {
 
     /// Every lock node under the path, sorted in lock order (the holder first): full paths.
     pub async fn participant_nodes(&self) -> Result<Vec<String>, Error> {
-        participant_nodes(
+        crate::layer::participants::participant_nodes(
             self.holds.client(),
             self.holds.path(),
             &Exclusive::mutex(),
@@ -198,29 +198,4 @@ pub fn validate_lock_path(path: &str) -> Result<(), Error> {
         });
     }
     Ok(())
-}
-
-#[doc(hidden)]
-/// The full paths of the children of `base`, sorted by `predicate`'s order; only those whose
-/// name contains its lock name if `only_its_own` (Curator's read/write lock filters; its mutex
-/// does not).
-pub async fn participant_nodes(
-    client: &Client,
-    base: &str,
-    predicate: &dyn recipes_core::Predicate,
-    only_its_own: bool,
-) -> Result<Vec<String>, Error> {
-    let mut children = match client.get_children(base).await {
-        Ok(children) => children,
-        Err(zk_client::Error::NoNode) => return Ok(Vec::new()),
-        Err(e) => return Err(e.into()),
-    };
-    if only_its_own {
-        children.retain(|c| c.contains(predicate.lock_name()));
-    }
-    predicate.sort(&mut children);
-    Ok(children
-        .into_iter()
-        .map(|c| recipes_core::child_path(base, &c))
-        .collect())
 }

@@ -1,5 +1,5 @@
 //! Revocation, Curator's protocol: a revoker writes `__REVOKE__` to a holder's lock node; a
-//! revocable holder's node watch (`hold/watch.rs`, the watch every hold keeps) calls its
+//! revocable holder's node watch (the watch every hold keeps on its own node) calls its
 //! listener when it sees that.
 
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use recipe_mutex::driver::{self, DriveOptions, Ended};
+use recipe_mutex::layer::driver::{self, DriveOptions, Ended};
 use recipes_core::{Cleanup, Input, Machine, Op, Outcome, Reply};
 use tokio::sync::Notify;
 use zk_client::{CreateMode, CreateOptions};

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use recipe_mutex::turns::PENDING_CLEANUPS;
+use recipe_mutex::layer::turns::PENDING_CLEANUPS;
 use recipe_mutex::{Error, InterProcessMutex};
 use zk_client::{Acl, CreateMode, CreateOptions, SessionState};
 use zk_testkit::{FaultProxy, ZkServer};
@@ -46,7 +46,10 @@ async fn cleanups_at_the_bound(path: &str) -> (FaultProxy, zk_client::Client) {
         let dropped = tokio::time::timeout(Duration::from_millis(100), m.lock()).await;
         assert!(dropped.is_err(), "acquired through a stalled connection");
     }
-    assert_eq!(recipe_mutex::turns::pending(&pc, path), PENDING_CLEANUPS);
+    assert_eq!(
+        recipe_mutex::layer::turns::pending(&pc, path),
+        PENDING_CLEANUPS
+    );
     (proxy, pc)
 }
 
@@ -520,7 +523,7 @@ async fn waiters_behind_the_bound_get_one_turn_per_finished_cleanup() {
     for w in waiters {
         assert!(w.await.unwrap_err().is_cancelled());
     }
-    let pending = recipe_mutex::turns::pending(&pc, path);
+    let pending = recipe_mutex::layer::turns::pending(&pc, path);
     assert!(pending <= PENDING_CLEANUPS, "{pending} places taken");
     // Everything of `pc`'s is cleaned up; then a marker: the events up to it are all there were.
     wait_children(&observer, path, 1).await;

@@ -52,8 +52,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use recipe_mutex::driver;
-use recipe_mutex::hold::Holds;
+use recipe_mutex::layer::driver;
+use recipe_mutex::layer::hold::Holds;
 use recipes_core::{DowngradeMachine, ReadPredicate, WritePredicate};
 use tokio::time::Instant;
 use zk_client::Client;
@@ -175,7 +175,7 @@ impl Shared {
     async fn queue(&self) -> Result<Vec<recipe_mutex::Participant>, Error> {
         use recipes_core::participants::Rule;
         use recipes_core::rwlock::{READ_LOCK_NAME, WRITE_LOCK_NAME};
-        recipe_mutex::participants::queue(
+        recipe_mutex::layer::participants::queue(
             self.client(),
             self.path(),
             recipes_core::rwlock::rw_sort,
@@ -407,7 +407,7 @@ impl WriteGuard {
         self,
         timeout: Duration,
     ) -> Result<Result<ReadGuard, WriteGuard>, Error> {
-        self.downgrade_until(recipe_mutex::driver::deadline_in(timeout))
+        self.downgrade_until(recipe_mutex::layer::driver::deadline_in(timeout))
             .await
     }
 
@@ -430,7 +430,7 @@ impl WriteGuard {
         }
         let write = self.guard.node().clone();
         let name = write.path.rsplit('/').next().unwrap_or_default();
-        let uuid = recipe_mutex::random_uuid();
+        let uuid = recipe_mutex::layer::random_uuid();
         let data = shared.data(&shared.read);
         let machine = DowngradeMachine::new(
             path,
@@ -441,7 +441,7 @@ impl WriteGuard {
             deadline.map(Instant::into_std),
         )
         .ok_or(Error::NodeVanished)?;
-        let Some(turn) = recipe_mutex::turns::wait(client, path, deadline).await? else {
+        let Some(turn) = recipe_mutex::layer::turns::wait(client, path, deadline).await? else {
             return Ok(Err(self));
         };
         match driver::take_node(
@@ -483,7 +483,7 @@ macro_rules! side {
             #[doc = concat!("The ", $what, " lock's nodes under the path, in lock order: full paths (Curator filters the children by lock name).")]
             pub async fn participant_nodes(&self) -> Result<Vec<String>, Error> {
                 let (client, path) = (self.shared.client(), self.shared.path());
-                recipe_mutex::participant_nodes(client, path, &$name, true).await
+                recipe_mutex::layer::participants::participant_nodes(client, path, &$name, true).await
             }
         }
     };

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use recipe_mutex::Error;
-use recipe_mutex::driver::create_parents;
+use recipe_mutex::layer::driver::create_parents;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use zk_client::{Client, CreateMode, CreateOptions, SessionState};

@@ -5,8 +5,8 @@ use std::future::Future;
 use bytes::Bytes;
 use std::sync::Arc;
 
-use recipe_mutex::driver::{self, Acquired};
-use recipe_mutex::hold::{HoldMeter, NodeLife, NodeWatch, watch_node};
+use recipe_mutex::layer::driver::{self, Acquired};
+use recipe_mutex::layer::hold::{HoldMeter, NodeLife, NodeWatch, watch_node};
 use recipe_mutex::{Error, Loss};
 use zk_client::Client;
 

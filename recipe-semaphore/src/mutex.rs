@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use recipe_mutex::hold::Holds;
+use recipe_mutex::layer::hold::Holds;
 use recipe_mutex::{Error, LockGuard};
 use recipes_core::MaxLeases;
 use tokio::time::Instant;

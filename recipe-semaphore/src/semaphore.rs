@@ -226,7 +226,8 @@ impl InterProcessSemaphoreV2 {
             }
         }
         // A turn: past a few pending cleanups of abandoned attempts, wait for one.
-        let Some(turn) = recipe_mutex::turns::wait(&shared.client, &shared.path, deadline).await?
+        let Some(turn) =
+            recipe_mutex::layer::turns::wait(&shared.client, &shared.path, deadline).await?
         else {
             return Ok(None);
         };
@@ -273,7 +274,7 @@ impl InterProcessSemaphoreV2 {
             }
             let state = *states.borrow_and_update();
             if state.is_terminal() {
-                return Err(recipe_mutex::driver::session_error(state));
+                return Err(recipe_mutex::layer::driver::session_error(state));
             }
             tokio::select! {
                 biased;
@@ -281,7 +282,7 @@ impl InterProcessSemaphoreV2 {
                 changed = states.changed() => if changed.is_err() {
                     return Err(Error::Zk(zk_client::Error::Closed));
                 },
-                _ = recipe_mutex::driver::sleep_until(deadline) => return Ok(false),
+                _ = recipe_mutex::layer::driver::sleep_until(deadline) => return Ok(false),
             }
         }
     }
@@ -298,7 +299,7 @@ impl InterProcessSemaphoreV2 {
     /// means none, as in [`acquire`](Self::acquire).
     pub async fn try_acquire_for(&self, timeout: Duration) -> Result<Option<Lease>, Error> {
         let leases = self
-            .take(1, recipe_mutex::driver::deadline_in(timeout))
+            .take(1, recipe_mutex::layer::driver::deadline_in(timeout))
             .await?;
         Ok(leases.and_then(|l| l.into_iter().next()))
     }
@@ -318,7 +319,7 @@ impl InterProcessSemaphoreV2 {
         qty: u32,
         timeout: Duration,
     ) -> Result<Option<Vec<Lease>>, Error> {
-        self.take(qty, recipe_mutex::driver::deadline_in(timeout))
+        self.take(qty, recipe_mutex::layer::driver::deadline_in(timeout))
             .await
     }
 
@@ -381,7 +382,7 @@ pub(crate) async fn leases_queue(
     use recipes_core::semaphore::{LEASE_NAME, LEASES_DIR};
     let dir = recipes_core::child_path(path, LEASES_DIR);
     let max = usize::try_from(max).unwrap_or(usize::MAX);
-    recipe_mutex::participants::queue(
+    recipe_mutex::layer::participants::queue(
         client,
         &dir,
         |c| recipes_core::name::sort_children(c, LEASE_NAME),

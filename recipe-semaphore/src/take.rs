@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use recipe_mutex::Error;
-use recipe_mutex::driver::{self, Acquired, DriveOptions, Ended, Turn};
+use recipe_mutex::layer::driver::{self, Acquired, DriveOptions, Ended, Turn};
 use recipes_core::{Failure, MaxLeases, SemaphoreMachine};
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -34,7 +34,7 @@ pub(crate) async fn take_leases(ask: Ask<'_>) -> Result<Option<Vec<Acquired>>, E
     let deadline = ask.deadline.map(Instant::into_std);
     let mut vanished = 0;
     loop {
-        let uuid = recipe_mutex::random_uuid();
+        let uuid = recipe_mutex::layer::random_uuid();
         // Planted (feature `plant`, the simulator's only): the count rule off by one.
         #[cfg(feature = "plant")]
         let max = match recipe_mutex::plant::active(recipe_mutex::plant::Plant::SemaphoreOneTooMany)

@@ -173,7 +173,7 @@ impl CohortMutex {
         &self,
         timeout: std::time::Duration,
     ) -> Result<Option<CohortGuard>, Error> {
-        self.take(crate::driver::deadline_in(timeout)).await
+        self.take(crate::layer::driver::deadline_in(timeout)).await
     }
 
     /// Whether a holder in this process holds the lock (through this cohort, or the mutex
@@ -223,7 +223,7 @@ impl Io for Shared {
     }
 
     fn attempt_done(self: &Arc<Self>, attempt: AttemptId, taken: Result<Option<LockGuard>, Error>) {
-        let now = crate::driver::now();
+        let now = crate::layer::driver::now();
         let (effects, node, error) = {
             let mut state = self.lock();
             state.attempts.done(attempt);
@@ -374,11 +374,11 @@ impl Shared {
         local: u64,
     ) -> Option<impl std::future::Future<Output = Result<(), Error>> + Send + use<>> {
         let valid = node.is_valid();
-        let now = crate::driver::now();
+        let now = crate::layer::driver::now();
         let effects = self.lock().cohort.release(valid, now);
         if effects.release_node {
             crate::metrics::cohort_batch_ended(
-                crate::driver::RecipeKind::of_node(node.node_path()),
+                crate::layer::driver::RecipeKind::of_node(node.node_path()),
                 local.saturating_sub(1),
             );
         }

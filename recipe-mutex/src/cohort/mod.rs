@@ -248,7 +248,7 @@ impl<G> Slot<G> {
         client: &Client,
         attempting: impl Fn() -> bool,
     ) -> Result<Option<G>, Error> {
-        let sleep = crate::driver::sleep_until(deadline);
+        let sleep = crate::layer::driver::sleep_until(deadline);
         tokio::pin!(sleep);
         let got = tokio::select! {
             biased;
@@ -256,7 +256,7 @@ impl<G> Slot<G> {
             () = &mut sleep => {
                 if let (true, Some(deadline)) = (attempting(), deadline) {
                     if client.state() == zk_client::SessionState::Connected {
-                        let grace = crate::driver::with_grace(deadline);
+                        let grace = crate::layer::driver::with_grace(deadline);
                         if let Ok(got) = tokio::time::timeout_at(grace, &mut self.rx).await {
                             self.leave = None;
                             return answer(got);

@@ -124,7 +124,7 @@ impl SharedCohortLock {
         &self,
         timeout: std::time::Duration,
     ) -> Result<Option<SharedCohortGuard>, Error> {
-        self.take(crate::driver::deadline_in(timeout)).await
+        self.take(crate::layer::driver::deadline_in(timeout)).await
     }
 
     /// Closes the open batch: readers arriving from now on take a new node, at the back of
@@ -180,7 +180,7 @@ impl SharedCohortLock {
 
     async fn take(&self, deadline: Option<Instant>) -> Result<Option<SharedCohortGuard>, Error> {
         let (tx, rx) = oneshot::channel();
-        let now = crate::driver::now();
+        let now = crate::layer::driver::now();
         let (id, effects, open, closed) = {
             let mut state = self.shared.lock();
             let open = state.open.clone();
@@ -214,7 +214,7 @@ impl Io for Shared {
     }
 
     fn attempt_done(self: &Arc<Self>, attempt: AttemptId, taken: Result<Option<LockGuard>, Error>) {
-        let now = crate::driver::now();
+        let now = crate::layer::driver::now();
         let (effects, node, error, closed) = {
             let mut state = self.lock();
             state.attempts.done(attempt);

@@ -189,7 +189,7 @@ fn demo(server: &ZkServer) -> Result<(), WireError> {
     );
     println!("Below, a node is shown by its end only, as in …-lock-0000000000.");
     for c in &mut all {
-        let prefix = format!("{lock}/_c_{}-lock-", recipe_mutex::random_uuid());
+        let prefix = format!("{lock}/_c_{}-lock-", recipe_mutex::layer::random_uuid());
         let reply = c
             .session
             .call_ok(&create(&prefix, CreateMode::EphemeralSequential))?;

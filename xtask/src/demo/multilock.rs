@@ -14,7 +14,7 @@ pub(super) async fn multilock_demo(server: &ZkServer) -> Result<(), Box<dyn std:
         .hosts(server.connect_string())
         .connect()
         .await?;
-    recipe_mutex::driver::create_parents(&client, "/demo/bank/acct").await?;
+    recipe_mutex::layer::driver::create_parents(&client, "/demo/bank/acct").await?;
     let open = CreateOptions::new(CreateMode::Persistent);
     for (account, balance) in [("a", 100), ("b", 100), ("c", 100)] {
         client

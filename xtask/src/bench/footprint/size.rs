@@ -351,7 +351,7 @@ mod tests {
             "zk_proto"
         );
         assert_eq!(
-            crate_of("<recipe_mutex::driver::Run<M> as core::ops::drop::Drop>::drop"),
+            crate_of("<recipe_mutex::layer::driver::Run<M> as core::ops::drop::Drop>::drop"),
             "recipe_mutex"
         );
         assert_eq!(

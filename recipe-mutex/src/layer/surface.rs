@@ -4,7 +4,7 @@
 /// What [`lock_surface!`](crate::lock_surface) expands with (not an API).
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::driver::deadline_in;
+    pub use crate::layer::driver::deadline_in;
     pub use std::time::Duration;
     pub use tokio::time::Instant;
 
@@ -20,7 +20,7 @@ pub mod __private {
 
 /// Implements a lock kind's common surface from three methods of its own:
 ///
-/// - `fn holds(&self) -> &Arc<recipe_mutex::hold::Holds>`: its holds in this process;
+/// - `fn holds(&self) -> &Arc<recipe_mutex::layer::hold::Holds>`: its holds in this process;
 /// - `async fn take(&self, deadline: Option<tokio::time::Instant>) -> Result<Option<LockGuard>, Error>`:
 ///   one acquisition, its own participant;
 /// - `fn wrap(&self, guard: LockGuard) -> G`: the guard users get (`G` is `guard`: `LockGuard`
@@ -32,30 +32,29 @@ pub mod __private {
 /// read lock").
 ///
 /// [`Lock::kind`]: crate::Lock::kind
-#[doc(hidden)]
 #[macro_export]
 macro_rules! lock_surface {
     ($ty:ty, guard = $guard:ty, kind = $kind:literal, what = $what:literal) => {
         impl $ty {
-            #[doc = concat!("Takes ", $what, ", waiting as long as it takes (through outages the session survives: it says so once at `warn` with the `tracing` feature when the client has had no server for the session timeout; the session's expiry ends it with `Error::SessionExpired`), and returns the guard that owns it. Each call is its own participant: it queues like another process's, whatever task or handle it comes from, so two calls joined in one task wait for each other. To re-enter while holding, pass the guard down and use `reenter()`. Cancel-safe: dropped at any point, it leaves no node behind.")]
+            #[doc = concat!("Takes ", $what, ", waiting as long as it takes, and returns the guard that owns it: [`Lock::lock`](", stringify!($crate), "::Lock::lock) says how it waits, fails and cancels.")]
             pub async fn lock(&self) -> ::std::result::Result<$guard, $crate::Error> {
-                match $crate::surface::__private::boxed(self.take(None)).await? {
+                match $crate::layer::surface::__private::boxed(self.take(None)).await? {
                     ::std::option::Option::Some(guard) => ::std::result::Result::Ok(self.wrap(guard)),
                     ::std::option::Option::None => ::std::result::Result::Err($crate::Error::TimedOut),
                 }
             }
 
-            #[doc = concat!("Takes ", $what, " if it can within `timeout`; `None` if not because it was busy (what was created is deleted first, or, if that takes longer, in the background); `Err(Error::Unavailable)` if the deadline passed with no server connected (an outage, not a busy lock: the error says how long and which servers were tried). A free lock is taken even with a zero timeout. Returns within one short grace (`recipes_core::DEADLINE_GRACE`) of the deadline, also while disconnected. A timeout too long to be a deadline (`Duration::MAX`) means none: it waits as `lock()` does.")]
+            #[doc = concat!("Takes ", $what, " if it can within `timeout`, `None` if it stayed busy: [`Lock::try_lock_for`](", stringify!($crate), "::Lock::try_lock_for) says how the deadline is kept.")]
             pub async fn try_lock_for(
                 &self,
-                timeout: $crate::surface::__private::Duration,
+                timeout: $crate::layer::surface::__private::Duration,
             ) -> ::std::result::Result<::std::option::Option<$guard>, $crate::Error> {
-                let deadline = $crate::surface::__private::deadline_in(timeout);
-                let taken = $crate::surface::__private::boxed(self.take(deadline)).await?;
+                let deadline = $crate::layer::surface::__private::deadline_in(timeout);
+                let taken = $crate::layer::surface::__private::boxed(self.take(deadline)).await?;
                 ::std::result::Result::Ok(taken.map(|g| self.wrap(g)))
             }
 
-            #[doc = concat!("Whether a guard taken through this handle (or a clone of it) holds ", $what, " (a release in progress counts until its node is deleted), as Curator's `isAcquiredInThisProcess` of its lock object.")]
+            #[doc = concat!("Whether a guard taken through this handle (or a clone of it) holds ", $what, ": [`Lock::is_acquired_in_this_process`](", stringify!($crate), "::Lock::is_acquired_in_this_process).")]
             pub fn is_acquired_in_this_process(&self) -> bool {
                 self.holds().is_acquired_in_this_process()
             }
@@ -72,7 +71,7 @@ macro_rules! lock_surface {
 
             fn lock_until(
                 &self,
-                deadline: ::std::option::Option<$crate::surface::__private::Instant>,
+                deadline: ::std::option::Option<$crate::layer::surface::__private::Instant>,
             ) -> $crate::LockFuture<
                 '_,
                 ::std::option::Option<::std::boxed::Box<dyn $crate::Guard>>,

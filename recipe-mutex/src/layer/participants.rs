@@ -78,7 +78,6 @@ impl fmt::Display for Participant {
 /// foreign), with each node's session and data (read in few round trips). A snapshot: a node
 /// that goes between the listing and the reads makes the listing start again (three times at
 /// most; then the nodes that went are left out). An absent directory is an empty queue.
-#[doc(hidden)]
 pub async fn queue(
     client: &Client,
     dir: &str,
@@ -131,4 +130,28 @@ async fn read_all(
         }
     }
     Ok((participants, went))
+}
+
+/// The full paths of the children of `base`, sorted by `predicate`'s order; only those whose
+/// name contains its lock name if `only_its_own` (Curator's read/write lock filters; its mutex
+/// does not).
+pub async fn participant_nodes(
+    client: &Client,
+    base: &str,
+    predicate: &dyn recipes_core::Predicate,
+    only_its_own: bool,
+) -> Result<Vec<String>, Error> {
+    let mut children = match client.get_children(base).await {
+        Ok(children) => children,
+        Err(zk_client::Error::NoNode) => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    if only_its_own {
+        children.retain(|c| c.contains(predicate.lock_name()));
+    }
+    predicate.sort(&mut children);
+    Ok(children
+        .into_iter()
+        .map(|c| recipes_core::child_path(base, &c))
+        .collect())
 }

@@ -1,40 +1,24 @@
 //! Turns: how many abandoned attempts may still be cleaning up, per session and lock path,
 //! before a new attempt waits ([`wait`]).
 //!
-//! An acquire dropped mid-way (a `timeout` around it, a `select!` that went the other way)
-//! leaves its node to a background task to delete. Without a bound, a program that cancels in
-//! a loop starts attempt after attempt while the cleanups of the earlier ones are still in
-//! flight: its nodes pile up faster than they are deleted, every waiter's queue grows, and
-//! with enough such loops the server falls behind and nobody acquires at all.
+//! An acquire dropped mid-way leaves its node to a background cleanup; without a bound, a
+//! program that cancels in a loop piles up nodes faster than they are deleted. So:
 //!
-//! So each session and lock path has a gate with [`PENDING_CLEANUPS`] places. An attempt
-//! handed to the background ([`Ticket::abandon`]) takes a place until its cleanup is done. A
-//! new attempt starts at once while a place is free and nobody waits; otherwise it queues, and
-//! each place given back goes to the first waiter, whose attempt keeps it while it runs (and,
-//! abandoned, until its cleanup is done): one attempt let in per finished cleanup, never the
-//! whole queue. A waiter waits within its deadline and one
-//! [`DEADLINE_GRACE`](recipes_core::DEADLINE_GRACE), and never past the end of the session.
-//!
-//! What that bounds: once the places are taken, the nodes a session has under a lock path are
-//! at most those of the attempts that were running then, plus [`PENDING_CLEANUPS`] cleanups'
-//! (each attempt owning at most its recipe's few nodes), however many attempts wait and are
-//! cancelled. A program that cancels in a loop leaves at most its own concurrency plus that
-//! many cleanups behind. (Attempts started at once while places were free may all be cancelled
-//! at once: their cleanups all run, and every later attempt waits for them.)
-//!
-//! What it costs, only once the places were all taken (cancellations faster than cleanups, as
-//! in an outage): until the attempts let in since have finished, new attempts enter one per
-//! place given back. A waiter at the gate has no node yet, so behind a long hold it joins the
-//! server's queue after other processes' waiters that came later. Without cancellations the
-//! places stay free and nothing waits here.
-//!
-//! No identity is involved: not the task, not the handle. Every attempt counts alike, which is
-//! what lets each `lock()` call be its own participant (two futures of one task, joined, queue
-//! like two processes) while cancellation stays bounded. The gates are the process's, so a
-//! program that makes a new handle per attempt (a new `InterProcessMutex`, or a new
-//! `InterProcessMultiLock` over the same paths, as Curator's examples do) is bounded too.
-//! Tested against a server in recipe-mutex's `tests/safety.rs` and by xtask's stress test for
-//! every recipe.
+//! - Each session and lock path has a gate with [`PENDING_CLEANUPS`] places. An abandoned
+//!   attempt ([`Ticket::abandon`]) keeps its place until its cleanup is done.
+//! - A new attempt starts at once while a place is free and nobody waits; otherwise it queues,
+//!   and each place given back goes to the first waiter (one attempt per finished cleanup,
+//!   never the whole queue). A waiter waits within its deadline and one
+//!   [`DEADLINE_GRACE`](recipes_core::DEADLINE_GRACE), and never past the session's end.
+//! - Bound: once the places are taken, a session's nodes under a lock path are those of the
+//!   attempts already running plus [`PENDING_CLEANUPS`] cleanups', however many attempts wait
+//!   and are cancelled.
+//! - Cost, only once every place was taken: a waiter at the gate has no node yet, so it joins
+//!   the server's queue behind later waiters of other processes. Without cancellations nothing
+//!   waits here.
+//! - No identity: every attempt counts alike (the gates are the process's), so each `lock()`
+//!   call stays its own participant, and a program making a new handle per attempt is bounded
+//!   too.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
@@ -203,11 +187,11 @@ pub async fn wait(
         return Ok(Some(turn(entry.await)));
     }
     let mut states = client.state_watch();
-    let until = deadline.map(crate::driver::with_grace);
+    let until = deadline.map(crate::layer::driver::with_grace);
     loop {
         let state = *states.borrow_and_update();
         if state.is_terminal() {
-            return Err(crate::driver::session_error(state));
+            return Err(crate::layer::driver::session_error(state));
         }
         tokio::select! {
             biased;
@@ -219,7 +203,7 @@ pub async fn wait(
             }
             // Behind this process's own pending cleanups at the deadline: busy, unless no
             // server is there to finish them.
-            _ = crate::driver::sleep_until(until) => return match client.outage() {
+            _ = crate::layer::driver::sleep_until(until) => return match client.outage() {
                 Some(outage) => Err(Error::Unavailable(outage)),
                 None => Ok(None),
             },

@@ -21,7 +21,7 @@ use zk_client::{
 };
 
 use crate::Loss;
-use crate::driver::Acquired;
+use crate::layer::driver::Acquired;
 use crate::revoke::{REVOKE_MESSAGE, RevocationListener};
 
 /// What a hold knows of its node beyond its session: whether the node was seen gone (its

@@ -1,15 +1,15 @@
 //! The one async driver: runs any recipes-core [`Machine`] against a ZooKeeper session. Every
-//! recipe takes its locks through it; it is exported for the recipe crates, not for users.
+//! recipe takes its locks through it.
 //!
 //! It only moves things: ops out to the client (in the machine's order, pipelined), replies,
 //! watch events, state changes and the time in. Time is read here and only here, from tokio's
 //! clock (so paused-time tests drive it). After each input the machine is checked by
-//! [`Runner`](recipes_core::Runner): a machine left with nothing to wait for ends with [`Error::Stuck`] instead of
-//! hanging or spinning.
+//! [`Runner`](recipes_core::Runner): a machine left with nothing to wait for ends with
+//! [`Error::Stuck`] instead of hanging or spinning.
 //!
 //! Whatever happens to the caller's future, nothing is left behind: if it is dropped before
-//! the machine ends, the machine is told [`Input::Abandon`](recipes_core::Input::Abandon) and a background task takes over
-//! the ops in flight (a create in flight is awaited, so its node is deleted by its exact path)
+//! the machine ends, the machine is told [`Input::Abandon`](recipes_core::Input::Abandon) and a background task
+//! takes over the ops in flight (a create in flight is awaited, so its node is deleted by its exact path)
 //! and then runs the cleanups the machine owes, to the end.
 
 use std::future::Future;
@@ -122,10 +122,10 @@ pub fn with_grace(deadline: Instant) -> Instant {
         .unwrap_or(deadline)
 }
 
-/// An attempt's turn ([`crate::turns`]), kept until the driven machine is completely
+/// An attempt's turn ([`crate::layer::turns`]), kept until the driven machine is completely
 /// finished, background work included; marked abandoned when the machine is handed to the
 /// background, so that cancellations cannot pile up nodes faster than they are deleted.
-pub use crate::turns::Turn;
+pub use crate::layer::turns::Turn;
 
 /// Takes a fair lock: runs attempts of `predicate` on `base` until one holds, fails, or the
 /// deadline passes (`Ok(None)`). An attempt whose node vanished is retried with a new node.

@@ -1,16 +1,12 @@
-//! The hold layer every lock kind shares: the holds of a lock in this process, the guard that
-//! *is* the ownership (fencing token, lost-lock signal, nested holds, guaranteed release),
-//! the watch each hold keeps on its own node (`hold/watch.rs`: a node deleted under a live
-//! session, revocation).
+//! Holds: the holds of a lock in this process ([`Holds`]), the guard that *is* the ownership
+//! ([`LockGuard`]: fencing token, lost-lock signal, nested holds, guaranteed release), and the
+//! watch each hold keeps on its own node (a node deleted under a live session, revocation).
 //!
-//! No ambient identity: who holds is decided by the guard in hand, never by the task or thread
-//! that asks. Every acquisition is its own participant and gets its own node; re-entering is
-//! [`LockGuard::reenter`], borrowed from the guard. Exported for the recipe crates; users see
-//! it through [`LockGuard`].
-//!
-//! The table of holds (alive, being released) is `hold/table.rs`, which loom checks in every
-//! interleaving of guards dropped on plain threads, their deletes and the session's end (the
-//! models in `hold/loom.rs`, under `--cfg zk_loom`: see `.ci/run`).
+//! - No ambient identity: who holds is the guard in hand, never the task or thread that asks.
+//!   Every acquisition is its own participant with its own node; re-entering is
+//!   [`LockGuard::reenter`], borrowed from the guard.
+//! - The table of holds (alive, being released) is loom-checked in every interleaving of
+//!   guards dropped on plain threads, their deletes and the session's end.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -20,7 +16,7 @@ use tokio::runtime::Handle;
 use zk_client::{Client, SessionState};
 
 use crate::Error;
-use crate::driver::{self, Acquired, GuaranteedDelete, Turn};
+use crate::layer::driver::{self, Acquired, GuaranteedDelete, Turn};
 use crate::revoke::RevocationListener;
 
 pub use crate::metrics::HoldMeter;
@@ -134,7 +130,7 @@ impl Holds {
             .is_some()
     }
 
-    /// Takes the lock: waits for a turn ([`crate::turns`]), runs `acquire` (the driver) with
+    /// Takes the lock: waits for a turn ([`crate::layer::turns`]), runs `acquire` (the driver) with
     /// it, and makes a guard of the node it gives. `Ok(None)`: `acquire` timed out, or the
     /// turn did not come by `deadline` and one grace (both with a server connected; else
     /// [`Error::Unavailable`]).
@@ -150,7 +146,8 @@ impl Holds {
         F: FnOnce(Turn) -> Fut,
         Fut: Future<Output = Result<Option<Acquired>, Error>>,
     {
-        let Some(turn) = crate::turns::wait(&self.client, &self.path, deadline).await? else {
+        let Some(turn) = crate::layer::turns::wait(&self.client, &self.path, deadline).await?
+        else {
             return Ok(None);
         };
         let Some(node) = acquire(turn).await? else {
@@ -311,8 +308,8 @@ impl LockGuard {
         &self.node.path
     }
 
-    /// The node held, with its session (for the recipe crates).
-    #[doc(hidden)]
+    /// The node held, with its session and creation zxid (for the guards recipe crates build
+    /// on a hold).
     pub fn node(&self) -> &Acquired {
         &self.node
     }
