@@ -9,6 +9,7 @@
 //! in-memory streams on tokio's paused clock.
 
 mod connect;
+mod rw_search;
 #[cfg(feature = "tls")]
 mod tls;
 
@@ -38,6 +39,7 @@ use crate::dial::{Dialer, Step};
 use crate::framing::ZkFrames;
 use crate::session::{Session, SessionEvent, SessionState, WatcherId};
 use crate::{Error, chroot::Chroot};
+use rw_search::RwSearch;
 
 /// The caller waiting for a reply (none for requests the task sends on its own).
 pub(crate) type Token = Option<crate::command::ReplyTo>;
@@ -119,104 +121,6 @@ struct Pump {
     close_timer: Option<Pin<Box<tokio::time::Sleep>>>,
     /// Bytes were written since the stream was last flushed.
     unflushed: bool,
-}
-
-/// While connected to a read-only server, looks for a read-write one in the background with
-/// the `isro` four-letter word (as the Java client does), at growing intervals.
-struct RwSearch {
-    next_at: Instant,
-    every: Duration,
-    pending: Option<oneshot::Receiver<Option<SocketAddr>>>,
-}
-
-impl RwSearch {
-    const FIRST: Duration = Duration::from_millis(100);
-    const MAX: Duration = Duration::from_secs(60);
-
-    fn new() -> Self {
-        Self {
-            next_at: Instant::now() + Self::FIRST,
-            every: Self::FIRST,
-            pending: None,
-        }
-    }
-
-    fn start_if_due<C: Connect>(
-        &mut self,
-        state: SessionState,
-        hosts: &[(String, u16)],
-        resolve: &Resolver,
-        connector: &Arc<C>,
-        current: Option<SocketAddr>,
-    ) {
-        if state != SessionState::ConnectedReadOnly || self.pending.is_some() || hosts.len() < 2 {
-            return;
-        }
-        if Instant::now() < self.next_at {
-            return;
-        }
-        let (hosts, resolve, connector) = (hosts.to_vec(), resolve.clone(), connector.clone());
-        let (tx, rx) = oneshot::channel();
-        tokio::spawn(async move {
-            let mut others = Vec::new();
-            for (host, port) in hosts {
-                if let Ok(addrs) = resolve(host.clone(), port).await {
-                    others.extend(
-                        addrs
-                            .into_iter()
-                            .filter(|a| Some(*a) != current)
-                            .map(|a| (host.clone(), a)),
-                    );
-                }
-            }
-            let _ = tx.send(find_rw_server(&*connector, others).await);
-        });
-        self.pending = Some(rx);
-        self.every = (self.every * 2).min(Self::MAX);
-        self.next_at = Instant::now() + self.every;
-    }
-
-    /// When the next search is due: only while read-only and no search is under way (else
-    /// the pump would wake for nothing).
-    fn deadline(&self, state: SessionState) -> Option<Instant> {
-        (state == SessionState::ConnectedReadOnly && self.pending.is_none()).then_some(self.next_at)
-    }
-
-    /// The outcome of the search under way, once it has one (`None` while none is under way
-    /// or it goes on).
-    fn poll_result(&mut self, cx: &mut Context<'_>) -> Option<Option<SocketAddr>> {
-        let rx = self.pending.as_mut()?;
-        let Poll::Ready(found) = Pin::new(rx).poll(cx) else {
-            return None;
-        };
-        self.pending = None;
-        Some(found.unwrap_or(None))
-    }
-}
-
-/// The first of `hosts` that says it is read-write (`isro` answers `rw`), asked through the
-/// session's own connector (over TLS too, where the servers answer four-letter words on the
-/// secure port).
-async fn find_rw_server<C: Connect>(
-    connector: &C,
-    hosts: Vec<(String, SocketAddr)>,
-) -> Option<SocketAddr> {
-    const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
-    for (host, addr) in hosts {
-        let probe = async {
-            let mut stream = connector.connect(Some(&host), addr).await?;
-            stream.write_all(b"isro").await?;
-            let mut answer = Vec::new();
-            stream.read_to_end(&mut answer).await?;
-            Ok::<_, Error>(answer)
-        };
-        if let Ok(Ok(answer)) = tokio::time::timeout(PROBE_TIMEOUT, probe).await {
-            if answer.starts_with(b"rw") {
-                return Some(addr);
-            }
-        }
-    }
-    None
 }
 
 /// The connection and session as `Client` getters report them.
