@@ -5,8 +5,8 @@
 pub struct MemberError {
     /// The member's lock path.
     pub path: String,
-    /// Its kind (`"mutex"`, `"read"`, `"write"`, `"semaphore-mutex"`).
-    pub kind: &'static str,
+    /// Its kind.
+    pub kind: recipe_mutex::LockKind,
     /// What went wrong.
     pub error: recipe_mutex::Error,
 }

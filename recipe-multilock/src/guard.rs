@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::task::Poll;
 
-use recipe_mutex::{Guard, Lock, LockGuard, Loss};
+use recipe_mutex::{Guard, Hold, Lock, Loss};
 
 use crate::{Error, MemberError};
 
@@ -142,13 +142,13 @@ impl MultiGuard {
     }
 
     /// Each member's hold, in the order they were taken.
-    pub fn members(&self) -> impl Iterator<Item = &LockGuard> {
+    pub fn members(&self) -> impl Iterator<Item = &Hold> {
         self.taken.members.iter().flat_map(|(_, g)| g.holds())
     }
 
     /// Each member's fencing token (its lock node's creation zxid), in the order taken.
     pub fn fencing_tokens(&self) -> Vec<i64> {
-        self.members().map(LockGuard::fencing_token).collect()
+        self.members().map(Hold::fencing_token).collect()
     }
 
     /// Each member's place among its node's local holders, in the order taken: a cohort
@@ -166,7 +166,7 @@ impl MultiGuard {
     /// with the writes that must happen under the locks, and it commits only if every member is
     /// still held. (All members must be on the client that runs the `multi`.)
     pub fn check_ops(&self) -> Vec<zk_client::Op> {
-        self.members().map(LockGuard::check_op).collect()
+        self.members().map(Hold::check_op).collect()
     }
 
     /// Applies `ops` as one transaction that commits only while every member is held (their
@@ -182,7 +182,7 @@ impl MultiGuard {
 
     /// Whether every member is surely still held, as far as this process knows.
     pub fn is_valid(&self) -> bool {
-        self.members().all(LockGuard::is_valid)
+        self.members().all(Hold::is_valid)
     }
 
     /// Resolves when any member can no longer be trusted, with that member's [`Loss`].
@@ -202,7 +202,7 @@ impl MultiGuard {
 }
 
 impl Guard for MultiGuard {
-    fn holds(&self) -> Vec<&LockGuard> {
+    fn holds(&self) -> Vec<&Hold> {
         self.members().collect()
     }
 

@@ -59,4 +59,4 @@ mod multi;
 pub use error::{Error, MemberError};
 pub use guard::MultiGuard;
 pub use multi::InterProcessMultiLock;
-pub use recipe_mutex::{Guard, IntoLock, Lock, LockGuard, Loss};
+pub use recipe_mutex::{Guard, Hold, IntoLock, Lock, LockKind, Loss};

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use recipe_mutex::{InterProcessMutex, IntoLock, Lock};
+use recipe_mutex::{InterProcessMutex, IntoLock, Lock, LockKind};
 use tokio::time::Instant;
 use zk_client::Client;
 
@@ -88,7 +88,7 @@ impl InterProcessMultiLock {
                     .map_err(|error| {
                         Error::Member(MemberError {
                             path: (*path).to_owned(),
-                            kind: "mutex",
+                            kind: LockKind::Mutex,
                             error,
                         })
                     })
@@ -127,10 +127,13 @@ impl InterProcessMultiLock {
             if let [a, b] = pair {
                 if a.path() == b.path() {
                     let path = a.path().to_owned();
-                    return Err(match (a.kind(), b.kind()) {
-                        ("read", "write") => Error::ReadAndWrite { path },
-                        _ => Error::DuplicatePath { path },
-                    });
+                    let (a, b) = (a.kind(), b.kind());
+                    return Err(
+                        match (a.is_read() && b.is_write()) || (a.is_write() && b.is_read()) {
+                            true => Error::ReadAndWrite { path },
+                            false => Error::DuplicatePath { path },
+                        },
+                    );
                 }
             }
         }
@@ -223,7 +226,7 @@ impl InterProcessMultiLock {
         self.take(None).await?.ok_or_else(|| {
             Error::Member(MemberError {
                 path: String::new(),
-                kind: "multi",
+                kind: LockKind::Multi,
                 error: recipe_mutex::Error::TimedOut,
             })
         })
@@ -251,8 +254,8 @@ impl Lock for InterProcessMultiLock {
         self.members.first().map_or("", |m| m.path())
     }
 
-    fn kind(&self) -> &'static str {
-        "multi"
+    fn kind(&self) -> LockKind {
+        LockKind::Multi
     }
 
     /// Takes every member (see [`InterProcessMultiLock::try_lock_for`]); a member's failure

@@ -100,7 +100,7 @@ async fn a_failing_member_stops_the_acquisition_and_is_named() {
         err,
         Error::Member(MemberError {
             path: "/t/ml-fail/z".into(),
-            kind: "mutex",
+            kind: recipe_multilock::LockKind::Mutex,
             error: recipe_mutex::Error::SessionExpired,
         })
     );
@@ -133,6 +133,34 @@ async fn members_that_would_wait_for_each_other_are_refused() {
             refused.err(),
             Some(Error::ReadAndWrite {
                 path: "/t/ml-dup/rw".into()
+            })
+        );
+    }
+    // Cohorted sides too (their kinds are `CohortRead` and `CohortWrite`), in either order,
+    // and a cohort read beside a plain write.
+    let cohort = InterProcessReadWriteLock::new(c.clone(), "/t/ml-dup/crw")
+        .unwrap()
+        .cohort(recipe_mutex::CohortBound::default());
+    let plain = InterProcessReadWriteLock::new(c.clone(), "/t/ml-dup/crw").unwrap();
+    let pairs: [(Arc<dyn Lock>, Arc<dyn Lock>); 3] = [
+        (
+            Arc::new(cohort.read_lock().clone()),
+            Arc::new(cohort.write_lock().clone()),
+        ),
+        (
+            Arc::new(cohort.write_lock().clone()),
+            Arc::new(cohort.read_lock().clone()),
+        ),
+        (
+            Arc::new(cohort.read_lock().clone()),
+            Arc::new(plain.write_lock().clone()),
+        ),
+    ];
+    for (a, b) in pairs {
+        assert_eq!(
+            InterProcessMultiLock::from_locks(vec![a, b]).err(),
+            Some(Error::ReadAndWrite {
+                path: "/t/ml-dup/crw".into()
             })
         );
     }
@@ -183,7 +211,7 @@ async fn multi_locks_nest() {
     );
     // Through `dyn Lock`: a guard of every member, released together.
     let generic: &dyn Lock = inner.as_ref();
-    assert_eq!(generic.kind(), "multi");
+    assert_eq!(generic.kind(), recipe_multilock::LockKind::Multi);
     let g = bounded(generic.lock()).await.unwrap();
     assert_eq!(g.holds().len(), 2);
     assert!(g.is_valid());
@@ -466,7 +494,7 @@ async fn transfer(c: &Client, from: usize, to: usize, amount: i64) -> Result<(),
         Ok(_) => Ok(()),
         Err(error) => Err(Error::Member(MemberError {
             path: "/bank".into(),
-            kind: "multi",
+            kind: recipe_multilock::LockKind::Multi,
             error: error.into(),
         })),
     }
@@ -614,7 +642,7 @@ async fn a_member_deleted_on_every_pass_ends_the_lock_after_three_retakes() {
         err,
         Error::Member(MemberError {
             path: a.to_owned(),
-            kind: "mutex",
+            kind: recipe_multilock::LockKind::Mutex,
             error: recipe_mutex::Error::NodeVanished,
         })
     );

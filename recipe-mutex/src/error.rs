@@ -36,17 +36,6 @@ pub enum Error {
     /// the counter resets once the directory (a container) is empty and removed.
     #[error("the lock directory's sequence counter wrapped; refusing to hold")]
     SequenceWrapped,
-    /// A semaphore was asked for no lease, or for more than `recipe_semaphore`'s
-    /// `MAX_LEASES_ASKED` at once. Nothing was sent. (Asking for more than the semaphore has
-    /// now is not an error: the ask waits, within its deadline, for the count to grow, as
-    /// Curator's does.)
-    #[error("cannot take {asked} leases at once (1 to {max})")]
-    BadLeaseCount {
-        /// The leases asked for.
-        asked: u32,
-        /// The most that may be asked at once.
-        max: u32,
-    },
     /// A guard or lease was dropped outside any tokio runtime and was taken outside one too,
     /// so nothing can run its delete: its node goes only when the session ends. Drop guards
     /// on the runtime, or take them on one (then their release runs there).

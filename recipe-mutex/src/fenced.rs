@@ -4,12 +4,12 @@
 
 use zk_client::{Op, OpResult};
 
-use crate::{Error, LockGuard};
+use crate::{Error, Hold};
 
 /// Applies `ops` as one transaction behind the checks of `holds` (each hold's node must
 /// exist), through the first hold's client. The results are the caller's ops' only; a failure
 /// of the caller's op `i` is `MultiFailed { index: i, .. }`, as if the checks were not there.
-pub(crate) async fn fenced_multi(holds: &[&LockGuard], ops: &[Op]) -> Result<Vec<OpResult>, Error> {
+pub(crate) async fn fenced_multi(holds: &[&Hold], ops: &[Op]) -> Result<Vec<OpResult>, Error> {
     let Some(first) = holds.first() else {
         return Err(Error::Zk(zk_client::Error::InvalidArgument(
             "a fenced write needs a guard with at least one hold",
@@ -63,7 +63,7 @@ pub(crate) async fn fenced_multi(holds: &[&LockGuard], ops: &[Op]) -> Result<Vec
 /// node was already seen gone.
 const NODE_GONE: &str = "its node is gone; nothing was written";
 
-fn lost(hold: &LockGuard, why: &'static str) -> Error {
+fn lost(hold: &Hold, why: &'static str) -> Error {
     Error::LockLost {
         lock: hold.lock_path().to_owned(),
         node: hold.node_path().to_owned(),

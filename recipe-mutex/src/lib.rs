@@ -11,7 +11,7 @@
 //!
 //! Ownership is explicit, as with Rust's own locks: the guard is the ownership. Every `lock()`
 //! call is its own participant, whatever task or handle it comes from; re-entering is a
-//! nested hold borrowed from the guard ([`LockGuard::reenter`]); a guard may be released from
+//! nested hold borrowed from the guard ([`Hold::reenter`]); a guard may be released from
 //! any task or thread. Curator's per-thread reentrancy maps to "pass the guard down" (see
 //! [`InterProcessMutex`]'s table).
 //!
@@ -83,12 +83,12 @@ pub use cohort::{
 };
 pub use error::Error;
 pub use host::host_address;
-pub use layer::hold::{LockGuard, Loss, NestedGuard};
+pub use layer::hold::{Hold, Loss, NestedGuard};
 pub use layer::participants::{Participant, Standing};
-pub use lock::{Guard, IntoLock, Lock, LockFuture};
+pub use lock::{Guard, IntoLock, Lock, LockFuture, LockKind};
 pub use mutex::{InterProcessMutex, MutexGuard, validate_lock_path};
 pub use revoke::{REVOKE_MESSAGE, RevocationListener, revoke};
-pub use sequencer::{LockKind, ParseSequencerError, SEQUENCER_PREFIX, Sequencer, SequencerCheck};
+pub use sequencer::{NodeKind, ParseSequencerError, SEQUENCER_PREFIX, Sequencer, SequencerCheck};
 pub use waiting::WAIT_REPORT_AFTER;
 
 /// `docs/cohort.md`'s code, compiled as a doctest (no item of the crate).

@@ -9,7 +9,65 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::{Error, LockGuard, Loss};
+use crate::{Error, Hold, Loss};
+
+/// Which kind of lock a [`Lock`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum LockKind {
+    /// An [`InterProcessMutex`](crate::InterProcessMutex) (or its cohort).
+    Mutex,
+    /// The read side of a read/write lock (`recipe-rwlock`).
+    Read,
+    /// The write side of a read/write lock (`recipe-rwlock`).
+    Write,
+    /// A semaphore mutex (`recipe-semaphore`'s `InterProcessSemaphoreMutex`).
+    SemaphoreMutex,
+    /// A multi-lock (`recipe-multilock`).
+    Multi,
+    /// A [`CohortMutex`](crate::CohortMutex): the tasks of a process share one place in a
+    /// mutex's queue.
+    CohortMutex,
+    /// A read/write lock's read side, cohorted (`recipe-rwlock`'s `CohortReadLock`).
+    CohortRead,
+    /// A read/write lock's write side, cohorted (`recipe-rwlock`'s `CohortWriteLock`).
+    CohortWrite,
+}
+
+impl LockKind {
+    /// Its name: `mutex`, `read`, `write`, `semaphore-mutex`, `multi`, `cohort mutex`,
+    /// `cohort read` or `cohort write`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LockKind::Mutex => "mutex",
+            LockKind::Read => "read",
+            LockKind::Write => "write",
+            LockKind::SemaphoreMutex => "semaphore-mutex",
+            LockKind::Multi => "multi",
+            LockKind::CohortMutex => "cohort mutex",
+            LockKind::CohortRead => "cohort read",
+            LockKind::CohortWrite => "cohort write",
+        }
+    }
+}
+
+impl LockKind {
+    /// Whether it is a read/write lock's read side (cohorted or not).
+    pub fn is_read(self) -> bool {
+        matches!(self, LockKind::Read | LockKind::CohortRead)
+    }
+
+    /// Whether it is a read/write lock's write side (cohorted or not).
+    pub fn is_write(self) -> bool {
+        matches!(self, LockKind::Write | LockKind::CohortWrite)
+    }
+}
+
+impl std::fmt::Display for LockKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// A boxed future, as the traits' methods return.
 pub type LockFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, Error>> + Send + 'a>>;
@@ -47,8 +105,8 @@ pub trait Lock: Send + Sync + std::fmt::Debug {
     /// The lock's path (a multi-lock's: its first member's).
     fn path(&self) -> &str;
 
-    /// The kind of lock (`"mutex"`, `"read"`, `"write"`, `"semaphore-mutex"`, `"multi"`).
-    fn kind(&self) -> &'static str;
+    /// The kind of lock.
+    fn kind(&self) -> LockKind;
 
     /// Takes the lock, by `deadline` if one is given (`Ok(None)` when it passes while the
     /// lock is busy, [`Error::Unavailable`] when it passes with no server connected; within
@@ -70,7 +128,7 @@ pub trait Lock: Send + Sync + std::fmt::Debug {
     /// It waits through outages the session survives (with the `tracing` feature it says so
     /// once at `warn` when the client has had no server for the session timeout); the
     /// session's expiry ends it with [`Error::SessionExpired`]. To re-enter while holding, pass
-    /// the guard down and use [`LockGuard::reenter`]. Cancel-safe: dropped at any point, it
+    /// the guard down and use [`Hold::reenter`]. Cancel-safe: dropped at any point, it
     /// leaves no node behind.
     fn lock(&self) -> LockFuture<'_, Box<dyn Guard>> {
         let taking = self.lock_until(None);
@@ -136,12 +194,12 @@ impl IntoLock for Box<dyn Lock> {
     }
 }
 
-/// A guard of any of our locks, as [`Lock`] gives it: one or more holds ([`LockGuard`]s),
-/// owned together and released together. The hold of a single lock is one `LockGuard`; a
+/// A guard of any of our locks, as [`Lock`] gives it: one or more holds ([`Hold`]s),
+/// owned together and released together. The hold of a single lock is one `Hold`; a
 /// multi-lock's guard is one per member.
 pub trait Guard: Send + Sync + std::fmt::Debug {
     /// The holds, in the order they were taken.
-    fn holds(&self) -> Vec<&LockGuard>;
+    fn holds(&self) -> Vec<&Hold>;
 
     /// Releases every hold now, the last taken first, and reports the first error. Each
     /// delete, once started, finishes in the background even if the future is dropped.
@@ -173,7 +231,7 @@ pub trait Guard: Send + Sync + std::fmt::Debug {
     }
 
     /// Applies `ops` as one transaction that commits only while every hold's node exists
-    /// (see [`LockGuard::fenced_multi`]): [`Error::LockLost`] names the lock whose node went.
+    /// (see [`Hold::fenced_multi`]): [`Error::LockLost`] names the lock whose node went.
     fn fenced_multi<'a>(
         &'a self,
         ops: &'a [zk_client::Op],
@@ -186,7 +244,7 @@ pub trait Guard: Send + Sync + std::fmt::Debug {
         self.holds().iter().all(|h| h.is_valid())
     }
 
-    /// Resolves when any hold can no longer be trusted (advisory; see [`LockGuard::lost`]).
+    /// Resolves when any hold can no longer be trusted (advisory; see [`Hold::lost`]).
     fn lost(&self) -> Pin<Box<dyn Future<Output = Loss> + Send + '_>> {
         let losses: Vec<_> = self
             .holds()
@@ -208,12 +266,12 @@ pub trait Guard: Send + Sync + std::fmt::Debug {
     }
 }
 
-impl Guard for LockGuard {
-    fn holds(&self) -> Vec<&LockGuard> {
+impl Guard for Hold {
+    fn holds(&self) -> Vec<&Hold> {
         vec![self]
     }
 
     fn release(self: Box<Self>) -> LockFuture<'static, ()> {
-        Box::pin(LockGuard::release(*self))
+        Box::pin(Hold::release(*self))
     }
 }

@@ -217,7 +217,7 @@ pub(crate) fn cohort_batch_ended(recipe: RecipeKind, handoffs: u64) {
 /// One hold, measured: its kind and grant time, and what it needs to tell at its end whether
 /// it was lost. Ended by [`HoldMeter::end`] when the hold ends, before its own delete (which
 /// would otherwise read as `deleted`); zero-sized without the feature.
-/// The hold layer keeps one in every hold; a recipe whose hold is not a [`LockGuard`](crate::LockGuard)
+/// The hold layer keeps one in every hold; a recipe whose hold is not a [`Hold`](crate::Hold)
 /// (recipe-semaphore's leases) keeps its own.
 #[derive(Debug)]
 pub struct HoldMeter {

@@ -25,7 +25,7 @@ pub const SEQUENCER_PREFIX: &str = "zk-seq:1:";
 /// kind whose node is another kind's is refused (`NotALockNode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum LockKind {
+pub enum NodeKind {
     /// An [`InterProcessMutex`](crate::InterProcessMutex): granted when first by sequence
     /// among the lock's children.
     Mutex,
@@ -36,36 +36,36 @@ pub enum LockKind {
     Write,
 }
 
-impl LockKind {
+impl NodeKind {
     fn as_str(self) -> &'static str {
         match self {
-            LockKind::Mutex => "mutex",
-            LockKind::Read => "read",
-            LockKind::Write => "write",
+            NodeKind::Mutex => "mutex",
+            NodeKind::Read => "read",
+            NodeKind::Write => "write",
         }
     }
 
     /// The kind whose node `name` is (a read or write node by its lock name; else a mutex's).
     pub(crate) fn of_node(name: &str) -> Self {
         if name.contains(READ_LOCK_NAME) {
-            LockKind::Read
+            NodeKind::Read
         } else if name.contains(WRITE_LOCK_NAME) {
-            LockKind::Write
+            NodeKind::Write
         } else {
-            LockKind::Mutex
+            NodeKind::Mutex
         }
     }
 
     /// The kind's grant rule for the child `name` (`None`: not one of the kind's family).
     fn rule_for(self, name: &str) -> Option<Rule> {
         match self {
-            LockKind::Mutex => name
+            NodeKind::Mutex => name
                 .contains(recipes_core::name::MUTEX_LOCK_NAME)
                 .then_some(Rule::Exclusive { max: 1 }),
-            LockKind::Read | LockKind::Write => match LockKind::of_node(name) {
-                LockKind::Read => Some(Rule::Read),
-                LockKind::Write => Some(Rule::Write),
-                LockKind::Mutex => None,
+            NodeKind::Read | NodeKind::Write => match NodeKind::of_node(name) {
+                NodeKind::Read => Some(Rule::Read),
+                NodeKind::Write => Some(Rule::Write),
+                NodeKind::Mutex => None,
             },
         }
     }
@@ -73,9 +73,9 @@ impl LockKind {
     /// The rule the kind's own nodes are judged by.
     fn own_rule(self) -> Rule {
         match self {
-            LockKind::Mutex => Rule::Exclusive { max: 1 },
-            LockKind::Read => Rule::Read,
-            LockKind::Write => Rule::Write,
+            NodeKind::Mutex => Rule::Exclusive { max: 1 },
+            NodeKind::Read => Rule::Read,
+            NodeKind::Write => Rule::Write,
         }
     }
 }
@@ -117,7 +117,7 @@ impl LockKind {
 /// a stale write also refuses tokens (`czxid()`) lower than the highest it has applied.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Sequencer {
-    kind: LockKind,
+    kind: NodeKind,
     session_id: i64,
     czxid: i64,
     node: String,
@@ -206,9 +206,9 @@ impl Sequencer {
     /// A sequencer naming `node` (a lock node's full path; its parent is the lock's path),
     /// created at `czxid` (a zxid: not negative) by session `session_id`: what a service
     /// builds from what it learnt otherwise. A guard gives its own with
-    /// [`LockGuard::sequencer`](crate::LockGuard::sequencer).
+    /// [`Hold::sequencer`](crate::Hold::sequencer).
     pub fn new(
-        kind: LockKind,
+        kind: NodeKind,
         node: &str,
         czxid: i64,
         session_id: i64,
@@ -232,7 +232,7 @@ impl Sequencer {
     }
 
     /// A held node's sequencer (its path comes from the server: not checked again).
-    pub(crate) fn held(kind: LockKind, node: &str, czxid: i64, session_id: i64) -> Self {
+    pub(crate) fn held(kind: NodeKind, node: &str, czxid: i64, session_id: i64) -> Self {
         Sequencer {
             kind,
             session_id,
@@ -243,7 +243,7 @@ impl Sequencer {
     }
 
     /// The lock kind.
-    pub fn kind(&self) -> LockKind {
+    pub fn kind(&self) -> NodeKind {
         self.kind
     }
 
@@ -324,11 +324,11 @@ impl Sequencer {
         }
         let kind = self.kind;
         let queue = match kind {
-            LockKind::Mutex => {
+            NodeKind::Mutex => {
                 let mutex = Exclusive::mutex();
                 places(children, |c| mutex.sort(c), |name| kind.rule_for(name))
             }
-            LockKind::Read | LockKind::Write => {
+            NodeKind::Read | NodeKind::Write => {
                 places(children, rw_sort, |name| kind.rule_for(name))
             }
         };
@@ -373,9 +373,9 @@ impl FromStr for Sequencer {
         // The node path goes last: a path may hold ':'.
         let mut fields = rest.splitn(4, ':');
         let kind = match fields.next() {
-            Some("mutex") => LockKind::Mutex,
-            Some("read") => LockKind::Read,
-            Some("write") => LockKind::Write,
+            Some("mutex") => NodeKind::Mutex,
+            Some("read") => NodeKind::Read,
+            Some("write") => NodeKind::Write,
             Some("") | None => return Err(ParseSequencerError::Missing("lock kind")),
             Some(other) => return Err(ParseSequencerError::UnknownKind(other.to_owned())),
         };
@@ -410,7 +410,7 @@ mod tests {
     const NODE: &str = "/app/locks/x/_c_u1-lock-0000000002";
 
     fn seq() -> Sequencer {
-        Sequencer::new(LockKind::Mutex, NODE, 42, 0x1234).unwrap()
+        Sequencer::new(NodeKind::Mutex, NODE, 42, 0x1234).unwrap()
     }
 
     fn stat(czxid: i64, owner: i64) -> Stat {
@@ -437,11 +437,11 @@ mod tests {
         assert_eq!(s.lock_path(), "/app/locks/x");
         assert_eq!(s.node_name(), "_c_u1-lock-0000000002");
         // A negative session id (its top bit set) and a path holding ':' round-trip too.
-        let odd = Sequencer::new(LockKind::Mutex, "/a:b/lock-0000000001", 7, -2).unwrap();
+        let odd = Sequencer::new(NodeKind::Mutex, "/a:b/lock-0000000001", 7, -2).unwrap();
         assert_eq!(odd.to_string().parse::<Sequencer>().unwrap(), odd);
         // A negative czxid is no zxid: refused when built, so every sequencer round-trips.
         assert_eq!(
-            Sequencer::new(LockKind::Mutex, NODE, -1, 1),
+            Sequencer::new(NodeKind::Mutex, NODE, -1, 1),
             Err(ParseSequencerError::BadCzxid("-1".into()))
         );
     }
@@ -546,9 +546,9 @@ mod tests {
             s.judge(children, Some(&stat(42, 0x1234))),
             SequencerCheck::NotGranted { ahead: 1 }
         );
-        let foreign = Sequencer::new(LockKind::Mutex, "/app/locks/x/other", 42, 0x1234).unwrap();
+        let foreign = Sequencer::new(NodeKind::Mutex, "/app/locks/x/other", 42, 0x1234).unwrap();
         // A mutex sequencer naming a read node: another kind's node.
-        let read = Sequencer::new(LockKind::Mutex, "/a/_c_u-__READ__0000000001", 42, 0x1234);
+        let read = Sequencer::new(NodeKind::Mutex, "/a/_c_u-__READ__0000000001", 42, 0x1234);
         assert_eq!(
             read.unwrap()
                 .judge(kids(&["_c_u-__READ__0000000001"]), Some(&stat(42, 0x1234))),
@@ -575,27 +575,27 @@ mod tests {
                 .judge(children.clone(), Some(&stat(42, 0x1234)))
         };
         assert_eq!(
-            at(LockKind::Read, "_c_r1-__READ__0000000001"),
+            at(NodeKind::Read, "_c_r1-__READ__0000000001"),
             SequencerCheck::Valid
         );
         assert_eq!(
-            at(LockKind::Read, "_c_r3-__READ__0000000000"),
+            at(NodeKind::Read, "_c_r3-__READ__0000000000"),
             SequencerCheck::Valid
         );
         assert_eq!(
-            at(LockKind::Write, "_c_w-__WRIT__0000000002"),
+            at(NodeKind::Write, "_c_w-__WRIT__0000000002"),
             SequencerCheck::NotGranted { ahead: 2 }
         );
         assert_eq!(
-            at(LockKind::Read, "_c_r2-__READ__0000000003"),
+            at(NodeKind::Read, "_c_r2-__READ__0000000003"),
             SequencerCheck::NotGranted { ahead: 3 }
         );
         // The kind must be the node's: a write claim on a read node is refused.
         assert_eq!(
-            at(LockKind::Write, "_c_r1-__READ__0000000001"),
+            at(NodeKind::Write, "_c_r1-__READ__0000000001"),
             SequencerCheck::NotALockNode
         );
-        let read = Sequencer::new(LockKind::Read, "/rw/_c_r1-__READ__0000000001", 1, 2).unwrap();
+        let read = Sequencer::new(NodeKind::Read, "/rw/_c_r1-__READ__0000000001", 1, 2).unwrap();
         assert_eq!(read.to_string().parse::<Sequencer>().unwrap(), read);
         assert!(read.to_string().starts_with("zk-seq:1:read:"));
     }

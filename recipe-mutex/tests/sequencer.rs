@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use recipe_mutex::{InterProcessMutex, LockKind, ParseSequencerError, Sequencer, SequencerCheck};
+use recipe_mutex::{InterProcessMutex, NodeKind, ParseSequencerError, Sequencer, SequencerCheck};
 use zk_client::SessionState;
 use zk_testkit::FaultProxy;
 
@@ -37,7 +37,7 @@ async fn a_holder_that_still_holds_is_valid_and_its_text_round_trips() {
     assert_eq!(s.node(), g.node_path());
     assert_eq!(s.czxid(), g.fencing_token());
     assert_eq!(s.session_id(), c.session_id());
-    assert_eq!(s.kind(), LockKind::Mutex);
+    assert_eq!(s.kind(), NodeKind::Mutex);
     let received = over_the_wire(&s);
     assert_eq!(received, s);
     assert_eq!(
@@ -46,7 +46,7 @@ async fn a_holder_that_still_holds_is_valid_and_its_text_round_trips() {
     );
     // A forged session (the right node, claimed by another session) is refused.
     let forged =
-        Sequencer::new(LockKind::Mutex, s.node(), s.czxid(), service.session_id()).unwrap();
+        Sequencer::new(NodeKind::Mutex, s.node(), s.czxid(), service.session_id()).unwrap();
     assert_eq!(
         forged.check(&service).await.unwrap(),
         SequencerCheck::OtherOwner {
@@ -54,7 +54,7 @@ async fn a_holder_that_still_holds_is_valid_and_its_text_round_trips() {
         }
     );
     // A forged creation (the right node and session, another czxid) too.
-    let forged = Sequencer::new(LockKind::Mutex, s.node(), s.czxid() - 1, s.session_id()).unwrap();
+    let forged = Sequencer::new(NodeKind::Mutex, s.node(), s.czxid() - 1, s.session_id()).unwrap();
     assert_eq!(
         forged.check(&service).await.unwrap(),
         SequencerCheck::OtherNode { czxid: s.czxid() }
@@ -158,7 +158,7 @@ async fn a_waiters_node_is_not_granted() {
     assert_eq!(nodes[0], g.node_path());
     // What a waiter could present: its own node, session and czxid, all true, but not first.
     let (_, stat) = service.get_data(&nodes[1]).await.unwrap();
-    let s = Sequencer::new(LockKind::Mutex, &nodes[1], stat.czxid, other.session_id()).unwrap();
+    let s = Sequencer::new(NodeKind::Mutex, &nodes[1], stat.czxid, other.session_id()).unwrap();
     assert_eq!(
         over_the_wire(&s).check(&service).await.unwrap(),
         SequencerCheck::NotGranted { ahead: 1 }

@@ -1,7 +1,7 @@
 //! [`CohortReadWriteLock`]: the read/write lock with lock cohorting (opt-in), built from
 //! `recipe_mutex`'s two cohorts over the lock's two sides.
 
-use recipe_mutex::{CohortBound, CohortMutex, LockFuture, LockGuard, NodeLock, Participant};
+use recipe_mutex::{CohortBound, CohortMutex, Hold, LockFuture, NodeLock, Participant};
 use tokio::time::Instant;
 use zk_client::Client;
 
@@ -116,7 +116,7 @@ impl NodeLock for Writers {
         self.write.shared.path()
     }
 
-    fn take_node(&self, deadline: Option<Instant>) -> LockFuture<'_, Option<LockGuard>> {
+    fn take_node(&self, deadline: Option<Instant>) -> LockFuture<'_, Option<Hold>> {
         // No read batch opens to newcomers while the attempt runs (held, failed or dropped).
         let waits = self.readers.writer_waits();
         let taking = self.write.take(deadline);
@@ -135,8 +135,8 @@ impl NodeLock for Writers {
         self.write.holds().is_acquired_in_this_process()
     }
 
-    fn cohort_kind(&self) -> &'static str {
-        "cohort write"
+    fn cohort_kind(&self) -> recipe_mutex::LockKind {
+        recipe_mutex::LockKind::CohortWrite
     }
 }
 
@@ -149,7 +149,7 @@ impl NodeLock for ReadLock {
         self.shared.path()
     }
 
-    fn take_node(&self, deadline: Option<Instant>) -> LockFuture<'_, Option<LockGuard>> {
+    fn take_node(&self, deadline: Option<Instant>) -> LockFuture<'_, Option<Hold>> {
         Box::pin(self.take(deadline))
     }
 
@@ -161,7 +161,7 @@ impl NodeLock for ReadLock {
         self.holds().is_acquired_in_this_process()
     }
 
-    fn cohort_kind(&self) -> &'static str {
-        "cohort read"
+    fn cohort_kind(&self) -> recipe_mutex::LockKind {
+        recipe_mutex::LockKind::CohortRead
     }
 }

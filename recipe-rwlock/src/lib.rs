@@ -3,8 +3,9 @@
 //! a queued writer out (Curator 5.5's fix of CURATOR-621).
 //!
 //! It holds no lock logic of its own: the predicates and the downgrade are
-//! `recipes_core::rwlock`'s, run by `recipe-mutex`'s driver and hold layer. It is not a
-//! ZooKeeper client (that is `zk-client`).
+//! `recipes_core::rwlock`'s, run by `recipe-mutex`'s lock layer. It is not a ZooKeeper client
+//! (that is `zk-client`). It fails in no way of its own: its [`Error`] is the lock layer's
+//! (`recipe_mutex::Error`), re-exported.
 //!
 //! Ownership is explicit, as with tokio's `RwLock`: the guard is the ownership. Every `lock()`
 //! is its own participant, whatever task asks; a downgrade is
@@ -49,12 +50,11 @@
 //! ```
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use recipe_mutex::layer::driver;
 use recipe_mutex::layer::hold::Holds;
-use recipes_core::{DowngradeMachine, ReadPredicate, WritePredicate};
+use recipes_core::{ReadPredicate, WritePredicate};
 use tokio::time::Instant;
 use zk_client::Client;
 
@@ -62,12 +62,15 @@ mod cohort;
 
 pub use cohort::{CohortReadLock, CohortReadWriteLock, CohortWriteLock};
 pub use recipe_mutex::{
-    CohortBound, CohortGuard, CohortToken, Error, LockGuard, LockKind, Loss, NestedGuard,
+    CohortBound, CohortGuard, CohortToken, Error, Hold, Loss, NestedGuard, NodeKind,
     ParseSequencerError, Sequencer, SequencerCheck, SharedCohortGuard,
 };
 
-/// Proof of holding the read lock (a [`LockGuard`]).
-pub type ReadGuard = LockGuard;
+mod read_guard;
+mod write_guard;
+
+pub use read_guard::ReadGuard;
+pub use write_guard::WriteGuard;
 
 /// What both locks share.
 #[derive(Debug)]
@@ -89,7 +92,7 @@ struct Shared {
 ///   waits on the first write node. So a writer is not starved: readers that arrive after it
 ///   queue behind it.
 /// - Every `lock()` is its own participant, whatever task or handle asks (no reentrancy by
-///   task: pass the guard down and [`LockGuard::reenter`]).
+///   task: pass the guard down and [`Hold::reenter`]).
 /// - **Downgrade**: [`WriteGuard::downgrade`] turns the write hold into a read hold. The read
 ///   node is created `EPHEMERAL` with the write node's sequence, so it sorts level with the
 ///   write node and a writer queued behind stays blocked (Curator 5.4 lets that writer in
@@ -245,7 +248,7 @@ pub struct WriteLock {
 }
 
 impl ReadLock {
-    async fn take(&self, deadline: Option<Instant>) -> Result<Option<LockGuard>, Error> {
+    async fn take(&self, deadline: Option<Instant>) -> Result<Option<Hold>, Error> {
         let shared = &self.shared;
         let data = shared.data(&shared.read);
         let (client, path) = (shared.client(), shared.path());
@@ -273,13 +276,13 @@ impl ReadLock {
             .await
     }
 
-    fn wrap(&self, guard: LockGuard) -> ReadGuard {
-        guard
+    fn wrap(&self, hold: Hold) -> ReadGuard {
+        ReadGuard::new(hold)
     }
 }
 
 impl WriteLock {
-    async fn take(&self, deadline: Option<Instant>) -> Result<Option<LockGuard>, Error> {
+    async fn take(&self, deadline: Option<Instant>) -> Result<Option<Hold>, Error> {
         let shared = &self.shared;
         let data = shared.data(&shared.write);
         let (client, path) = (shared.client(), shared.path());
@@ -291,11 +294,8 @@ impl WriteLock {
             .await
     }
 
-    fn wrap(&self, guard: LockGuard) -> WriteGuard {
-        WriteGuard {
-            guard,
-            shared: self.shared.clone(),
-        }
+    fn wrap(&self, hold: Hold) -> WriteGuard {
+        WriteGuard::new(hold, self.shared.clone())
     }
 }
 
@@ -330,140 +330,15 @@ mod planted {
 recipe_mutex::lock_surface!(
     ReadLock,
     guard = ReadGuard,
-    kind = "read",
+    kind = Read,
     what = "the read lock"
 );
 recipe_mutex::lock_surface!(
     WriteLock,
     guard = WriteGuard,
-    kind = "write",
+    kind = Write,
     what = "the write lock"
 );
-
-/// Proof of holding the write lock: a [`LockGuard`] (it dereferences to one: fencing token,
-/// `check_op`, `lost()`, `reenter()`) that can also be [downgraded](WriteGuard::downgrade) to
-/// a read hold.
-#[derive(Debug)]
-pub struct WriteGuard {
-    guard: LockGuard,
-    shared: Arc<Shared>,
-}
-
-impl std::ops::Deref for WriteGuard {
-    type Target = LockGuard;
-
-    fn deref(&self) -> &LockGuard {
-        &self.guard
-    }
-}
-
-impl recipe_mutex::Guard for WriteGuard {
-    fn holds(&self) -> Vec<&LockGuard> {
-        vec![&self.guard]
-    }
-
-    fn release(self: Box<Self>) -> recipe_mutex::LockFuture<'static, ()> {
-        Box::pin(WriteGuard::release(*self))
-    }
-}
-
-impl From<WriteGuard> for LockGuard {
-    fn from(write: WriteGuard) -> LockGuard {
-        write.guard
-    }
-}
-
-impl WriteGuard {
-    /// Releases the write lock now (see [`LockGuard::release`]).
-    pub async fn release(self) -> Result<(), Error> {
-        self.guard.release().await
-    }
-
-    /// Turns this write hold into a read hold, on Curator 5.5's scheme: a read node with the
-    /// write node's sequence (created `EPHEMERAL`), held once a listing shows both; then the
-    /// write node is deleted. A writer queued behind stays out; readers may join. The read
-    /// guard keeps the write hold's fencing token.
-    ///
-    /// On an error the write lock is released too (in the background, guaranteed) and nothing
-    /// of the downgrade is left. A write hold whose node was seen gone (deleted by another
-    /// client: [`is_gone`](recipe_mutex::LockGuard::is_gone)) is refused at once with
-    /// [`Error::LockLost`], nothing sent. Waits as long as it takes (through outages the session
-    /// survives); see [`WriteGuard::try_downgrade_for`] for a deadline. Dropped before it
-    /// completes, it releases both: the read node in flight is cleaned up, the write lock
-    /// released.
-    pub async fn downgrade(self) -> Result<ReadGuard, Error> {
-        match self.downgrade_until(None).await? {
-            Ok(read) => Ok(read),
-            Err(_write) => Err(Error::TimedOut),
-        }
-    }
-
-    /// [`WriteGuard::downgrade`] within `timeout`: `Ok(Err(write))` gives the write hold back,
-    /// still held, when it did not complete in time (the read node it may have made is
-    /// deleted). Returns within one short grace of the deadline, also on a stalled
-    /// connection. A timeout too long to be a deadline (`Duration::MAX`) means none, as in
-    /// [`downgrade`](Self::downgrade).
-    pub async fn try_downgrade_for(
-        self,
-        timeout: Duration,
-    ) -> Result<Result<ReadGuard, WriteGuard>, Error> {
-        self.downgrade_until(recipe_mutex::layer::driver::deadline_in(timeout))
-            .await
-    }
-
-    async fn downgrade_until(
-        self,
-        deadline: Option<Instant>,
-    ) -> Result<Result<ReadGuard, WriteGuard>, Error> {
-        let shared = self.shared.clone();
-        let (client, path) = (shared.client(), shared.path());
-        if self.guard.is_gone() {
-            // A read node made now would carry a dead write node's sequence and sort ahead of
-            // the next writer until the downgrade saw its write node gone.
-            let lost = Error::LockLost {
-                lock: path.to_owned(),
-                node: self.guard.node_path().to_owned(),
-                why: "its node is gone; no read node was made",
-            };
-            drop(self.guard);
-            return Err(lost);
-        }
-        let write = self.guard.node().clone();
-        let name = write.path.rsplit('/').next().unwrap_or_default();
-        let uuid = recipe_mutex::layer::random_uuid();
-        let data = shared.data(&shared.read);
-        let machine = DowngradeMachine::new(
-            path,
-            name,
-            write.czxid,
-            &uuid,
-            data,
-            deadline.map(Instant::into_std),
-        )
-        .ok_or(Error::NodeVanished)?;
-        let Some(turn) = recipe_mutex::layer::turns::wait(client, path, deadline).await? else {
-            return Ok(Err(self));
-        };
-        match driver::take_node(
-            client,
-            machine,
-            driver::RecipeKind::Read,
-            Some(turn),
-            deadline,
-        )
-        .await?
-        {
-            Some(read) => {
-                let read = shared.read.adopt(read);
-                // The write node goes now (sent ahead of whatever the caller sends next),
-                // guaranteed; the read node keeps the writers out meanwhile.
-                drop(self.guard);
-                Ok(Ok(read))
-            }
-            None => Ok(Err(self)),
-        }
-    }
-}
 
 /// What differs between the two sides beyond `take`: their holds, their node prefix.
 macro_rules! side {

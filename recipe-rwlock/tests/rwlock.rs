@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use recipe_rwlock::{InterProcessReadWriteLock, LockGuard};
+use recipe_rwlock::{Hold, InterProcessReadWriteLock};
 use zk_client::{Client, SessionState};
 use zk_testkit::FaultProxy;
 
@@ -127,10 +127,10 @@ async fn participant_nodes_per_lock() {
     for i in 0..28 {
         let (lock, mut rx) = (lock.clone(), tx.subscribe());
         tasks.push(tokio::spawn(async move {
-            let g: LockGuard = if i < 20 {
-                lock.read_lock().lock().await.unwrap()
+            let g: Hold = if i < 20 {
+                lock.read_lock().lock().await.unwrap().into_hold()
             } else {
-                lock.write_lock().lock().await.unwrap().into()
+                lock.write_lock().lock().await.unwrap().into_hold()
             };
             let _ = rx.recv().await;
             drop(g);
@@ -472,12 +472,12 @@ async fn both_locks_are_revocable() {
                 let _ = tx.send(());
             }
         };
-        let guard: LockGuard = if write {
+        let guard: Hold = if write {
             lock.write_lock().make_revocable(listener);
-            lock.write_lock().lock().await.unwrap().into()
+            lock.write_lock().lock().await.unwrap().into_hold()
         } else {
             lock.read_lock().make_revocable(listener);
-            lock.read_lock().lock().await.unwrap()
+            lock.read_lock().lock().await.unwrap().into_hold()
         };
         let (data, _) = c.get_data(guard.node_path()).await.unwrap();
         assert!(data.is_empty(), "a revocable node is created empty");

@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-use recipe_rwlock::{InterProcessReadWriteLock, LockKind, Sequencer, SequencerCheck};
+use recipe_rwlock::{InterProcessReadWriteLock, NodeKind, Sequencer, SequencerCheck};
 
 #[path = "../../recipe-mutex/tests/support/mod.rs"]
 mod support;
@@ -35,7 +35,7 @@ async fn readers_are_valid_a_waiting_writer_is_not_and_a_downgrade_moves_the_cla
         .unwrap();
     for r in [&r1, &r2] {
         let s = over_the_wire(&r.sequencer());
-        assert_eq!(s.kind(), LockKind::Read);
+        assert_eq!(s.kind(), NodeKind::Read);
         assert_eq!(s.check(&service).await.unwrap(), SequencerCheck::Valid);
     }
     // A writer queues behind both readers: its true node, session and czxid, not granted.
@@ -46,13 +46,13 @@ async fn readers_are_valid_a_waiting_writer_is_not_and_a_downgrade_moves_the_cla
     let nodes = participants.write_lock().participant_nodes().await.unwrap();
     let write_node = nodes.iter().find(|n| n.contains("__WRIT__")).unwrap();
     let (_, stat) = service.get_data(write_node).await.unwrap();
-    let s = Sequencer::new(LockKind::Write, write_node, stat.czxid, w.session_id()).unwrap();
+    let s = Sequencer::new(NodeKind::Write, write_node, stat.czxid, w.session_id()).unwrap();
     assert_eq!(
         over_the_wire(&s).check(&service).await.unwrap(),
         SequencerCheck::NotGranted { ahead: 2 }
     );
     // Claimed as a read, the write node is refused whatever its place.
-    let as_read = Sequencer::new(LockKind::Read, write_node, stat.czxid, w.session_id()).unwrap();
+    let as_read = Sequencer::new(NodeKind::Read, write_node, stat.czxid, w.session_id()).unwrap();
     assert_eq!(
         as_read.check(&service).await.unwrap(),
         SequencerCheck::NotALockNode
@@ -64,11 +64,11 @@ async fn readers_are_valid_a_waiting_writer_is_not_and_a_downgrade_moves_the_cla
     assert_eq!(s.check(&service).await.unwrap(), SequencerCheck::Valid);
     // Downgraded: the write node's claim is gone. The read guard keeps the write hold's
     // fencing token, not its read node's czxid, so its sequencer is refused (fail-closed:
-    // a known limit, see `LockGuard::sequencer`).
+    // a known limit, see `Hold::sequencer`).
     let read = g.downgrade().await.unwrap();
     assert_eq!(s.check(&service).await.unwrap(), SequencerCheck::NodeGone);
     let down = over_the_wire(&read.sequencer());
-    assert_eq!(down.kind(), LockKind::Read);
+    assert_eq!(down.kind(), NodeKind::Read);
     assert_eq!(down.czxid(), s.czxid());
     assert!(matches!(
         down.check(&service).await.unwrap(),

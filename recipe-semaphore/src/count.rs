@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use recipe_mutex::Error;
+use crate::Error;
 use recipe_mutex::layer::driver::create_parents;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;

@@ -5,9 +5,11 @@ use std::future::Future;
 use bytes::Bytes;
 use std::sync::Arc;
 
+use recipe_mutex::Loss;
 use recipe_mutex::layer::driver::{self, Acquired};
 use recipe_mutex::layer::hold::{HoldMeter, NodeLife, NodeWatch, watch_node};
-use recipe_mutex::{Error, Loss};
+
+use crate::Error;
 use zk_client::Client;
 
 /// One lease of an [`InterProcessSemaphoreV2`](crate::InterProcessSemaphoreV2): its node
@@ -97,7 +99,7 @@ impl Lease {
         self.life.is_valid(&self.client, &self.node)
     }
 
-    /// Resolves when the lease can no longer be trusted (see `LockGuard::lost`):
+    /// Resolves when the lease can no longer be trusted (see `Hold::lost`):
     /// [`Loss::Deleted`] when its node was deleted while the session lives.
     pub async fn lost(&self) -> Loss {
         self.life.lost(&self.client).await
@@ -117,7 +119,7 @@ impl Lease {
             |_| {},
         );
         let client = self.client.clone();
-        async move { driver::finish_release(&client, delete).await }
+        async move { Ok(driver::finish_release(&client, delete).await?) }
     }
 }
 

@@ -7,7 +7,7 @@
 //!   token, release, returned on drop).
 //! - [`InterProcessSemaphoreMutex`]: one lease of one, not reentrant by construction: every
 //!   `lock()` queues until the guard that holds it is released, whatever task asks. Its guard
-//!   is the mutex's [`LockGuard`].
+//!   is the mutex's [`Hold`].
 //!
 //! Ownership is explicit: a [`Lease`] or a guard is the ownership, released from any task or
 //! thread. Coming from Curator: `acquire()` returns the lease as in Curator; `returnLease(l)`
@@ -53,13 +53,17 @@
 //! ```
 
 mod count;
+mod error;
 mod lease;
 mod mutex;
+mod mutex_guard;
 mod semaphore;
 mod take;
 
 pub use count::SharedCount;
+pub use error::Error;
 pub use lease::Lease;
 pub use mutex::InterProcessSemaphoreMutex;
-pub use recipe_mutex::{Error, LockGuard, Loss};
+pub use mutex_guard::SemaphoreMutexGuard;
+pub use recipe_mutex::{Hold, Loss};
 pub use semaphore::{InterProcessSemaphoreV2, MAX_LEASES_ASKED, return_all};

@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use recipe_mutex::layer::hold::Holds;
-use recipe_mutex::{Error, LockGuard};
+use recipe_mutex::{Error, Hold};
+
+use crate::SemaphoreMutexGuard;
 use recipes_core::MaxLeases;
 use tokio::time::Instant;
 use zk_client::Client;
@@ -21,9 +23,9 @@ use crate::take::{Ask, take_leases};
 /// but while holding its inner lock, which stops every other client; ours waits like any
 /// other client.) Code that needs the lock while holding it takes the guard in hand.
 ///
-/// The guard is a [`LockGuard`]: fencing token (the lease node's creation zxid, increasing
-/// across holders), `check_op`, `lost()`, `is_valid()`, release on drop. It may be released
-/// from any task or thread (Curator lets any thread release, too). Cancel-safe, with
+/// The guard is a [`SemaphoreMutexGuard`]: fencing token (the lease node's creation zxid,
+/// increasing across holders), `check_op`, `lost()`, `is_valid()`, release on drop. It may be
+/// released from any task or thread (Curator lets any thread release, too). Cancel-safe, with
 /// guaranteed releases.
 ///
 /// # Examples
@@ -79,11 +81,11 @@ impl InterProcessSemaphoreMutex {
         &self.holds
     }
 
-    fn wrap(&self, guard: LockGuard) -> LockGuard {
-        guard
+    fn wrap(&self, hold: Hold) -> SemaphoreMutexGuard {
+        SemaphoreMutexGuard::new(hold)
     }
 
-    async fn take(&self, deadline: Option<Instant>) -> Result<Option<LockGuard>, Error> {
+    async fn take(&self, deadline: Option<Instant>) -> Result<Option<Hold>, Error> {
         let holds = &self.holds;
         holds
             .take(deadline, |turn| async move {
@@ -112,7 +114,7 @@ impl InterProcessSemaphoreMutex {
 // `lock` and the others; a second `lock` queues like any other participant.
 recipe_mutex::lock_surface!(
     InterProcessSemaphoreMutex,
-    guard = LockGuard,
-    kind = "semaphore-mutex",
+    guard = SemaphoreMutexGuard,
+    kind = SemaphoreMutex,
     what = "the lock"
 );

@@ -3,8 +3,9 @@
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
+use crate::Error;
 use bytes::Bytes;
-use recipe_mutex::Error;
+use recipe_mutex::Error as LockError;
 use recipes_core::MaxLeases;
 use recipes_core::acquire::child_path;
 use recipes_core::semaphore::LEASES_DIR;
@@ -202,7 +203,7 @@ impl InterProcessSemaphoreV2 {
     /// lease whose return would let it in, though it wakes on any), or was granted before the
     /// maximum shrank.
     pub async fn queue(&self) -> Result<Vec<recipe_mutex::Participant>, Error> {
-        leases_queue(&self.shared.client, &self.shared.path, self.max_leases()).await
+        Ok(leases_queue(&self.shared.client, &self.shared.path, self.max_leases()).await?)
     }
 
     async fn take(&self, qty: u32, deadline: Option<Instant>) -> Result<Option<Vec<Lease>>, Error> {
@@ -274,13 +275,13 @@ impl InterProcessSemaphoreV2 {
             }
             let state = *states.borrow_and_update();
             if state.is_terminal() {
-                return Err(recipe_mutex::layer::driver::session_error(state));
+                return Err(recipe_mutex::layer::driver::session_error(state).into());
             }
             tokio::select! {
                 biased;
                 _ = woken => {}
                 changed = states.changed() => if changed.is_err() {
-                    return Err(Error::Zk(zk_client::Error::Closed));
+                    return Err(zk_client::Error::Closed.into());
                 },
                 _ = recipe_mutex::layer::driver::sleep_until(deadline) => return Ok(false),
             }
@@ -289,14 +290,21 @@ impl InterProcessSemaphoreV2 {
 
     /// Takes one lease, waiting as long as it takes.
     pub async fn acquire(&self) -> Result<Lease, Error> {
-        let leases = self.take(1, None).await?.ok_or(Error::SessionLost)?;
-        leases.into_iter().next().ok_or(Error::SessionLost)
+        let leases = self
+            .take(1, None)
+            .await?
+            .ok_or(Error::Lock(LockError::SessionLost))?;
+        leases
+            .into_iter()
+            .next()
+            .ok_or(Error::Lock(LockError::SessionLost))
     }
 
     /// Takes one lease if it can within `timeout`; `None` if not because every lease was
-    /// taken, [`Error::Unavailable`] if the deadline passed with no server connected (an
-    /// outage, not a full semaphore). A timeout too long to be a deadline (`Duration::MAX`)
-    /// means none, as in [`acquire`](Self::acquire).
+    /// taken; [`Unavailable`](recipe_mutex::Error::Unavailable) (in [`Error::Lock`]) if the
+    /// deadline passed with no server connected (an outage, not a full semaphore). A timeout
+    /// too long to be a deadline (`Duration::MAX`) means none, as in
+    /// [`acquire`](Self::acquire).
     pub async fn try_acquire_for(&self, timeout: Duration) -> Result<Option<Lease>, Error> {
         let leases = self
             .take(1, recipe_mutex::layer::driver::deadline_in(timeout))
@@ -306,14 +314,16 @@ impl InterProcessSemaphoreV2 {
 
     /// Takes `qty` leases, all or none, waiting as long as it takes.
     pub async fn acquire_many(&self, qty: u32) -> Result<Vec<Lease>, Error> {
-        self.take(qty, None).await?.ok_or(Error::SessionLost)
+        self.take(qty, None)
+            .await?
+            .ok_or(Error::Lock(LockError::SessionLost))
     }
 
     /// Takes `qty` leases, all or none, if it can within `timeout` (one deadline for all);
     /// `None` if not, with whatever was created deleted first (or in the background if that
-    /// takes longer than a short grace); [`Error::Unavailable`] if the deadline passed with
-    /// no server connected. A timeout too long to be a deadline
-    /// (`Duration::MAX`) means none.
+    /// takes longer than a short grace); [`Unavailable`](recipe_mutex::Error::Unavailable) (in
+    /// [`Error::Lock`]) if the deadline passed with no server connected. A timeout too long
+    /// to be a deadline (`Duration::MAX`) means none.
     pub async fn try_acquire_many_for(
         &self,
         qty: u32,
@@ -333,7 +343,7 @@ impl InterProcessSemaphoreV2 {
     /// Curator's `getParticipantNodes` gives them): every lease held, and those about to be
     /// counted.
     pub async fn participant_nodes(&self) -> Result<Vec<String>, Error> {
-        lease_nodes(&self.shared.client, &self.shared.path).await
+        Ok(lease_nodes(&self.shared.client, &self.shared.path).await?)
     }
 }
 
@@ -342,7 +352,10 @@ impl InterProcessSemaphoreV2 {
 pub const MAX_LEASES_ASKED: u32 = 1024;
 
 /// The children of `<path>/leases`, as child names (none if it does not exist).
-pub(crate) async fn lease_nodes(client: &Client, path: &str) -> Result<Vec<String>, Error> {
+pub(crate) async fn lease_nodes(
+    client: &Client,
+    path: &str,
+) -> Result<Vec<String>, recipe_mutex::Error> {
     let dir = child_path(path, LEASES_DIR);
     match client.get_children(&dir).await {
         Ok(children) => Ok(children),
@@ -378,7 +391,7 @@ pub(crate) async fn leases_queue(
     client: &Client,
     path: &str,
     max: u32,
-) -> Result<Vec<recipe_mutex::Participant>, Error> {
+) -> Result<Vec<recipe_mutex::Participant>, recipe_mutex::Error> {
     use recipes_core::semaphore::{LEASE_NAME, LEASES_DIR};
     let dir = recipes_core::child_path(path, LEASES_DIR);
     let max = usize::try_from(max).unwrap_or(usize::MAX);

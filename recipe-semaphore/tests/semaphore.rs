@@ -440,7 +440,10 @@ async fn an_expired_holder_gives_its_lease_to_a_waiter() {
     let release = tokio::spawn(lease.release());
     next.release().await.unwrap();
     proxy.pass();
-    assert_eq!(bounded(release).await.unwrap(), Err(Error::SessionExpired));
+    assert_eq!(
+        bounded(release).await.unwrap(),
+        Err(Error::Lock(recipe_mutex::Error::SessionExpired))
+    );
 }
 
 /// A connection cut while the waiter holds the inner lock with its lease created (between the

@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::{Attempts, CohortBound, CohortToken, Io, NodeLock, Slot};
-use crate::{Error, InterProcessMutex, LockGuard};
+use crate::{Error, Hold, InterProcessMutex};
 
 /// What a local waiter is given: the lock, or the error of the attempt it waited on.
 type Grant = Result<CohortGuard, Error>;
@@ -41,8 +41,8 @@ type Waiter = oneshot::Sender<Grant>;
 /// - Exclusion: at most one holder in the process, and it holds only while the node is
 ///   granted by the server. A hand-off happens only while the session that holds the node is
 ///   connected; once the session may be lost, the node is released and the waiters queue
-///   again. Every local holder's [`lost`](LockGuard::lost), [`is_valid`](LockGuard::is_valid)
-///   and [`check_op`](LockGuard::check_op) mean what they mean for a plain guard: they are
+///   again. Every local holder's [`lost`](Hold::lost), [`is_valid`](Hold::is_valid)
+///   and [`check_op`](Hold::check_op) mean what they mean for a plain guard: they are
 ///   the node's. A node seen gone (its watch saw another client delete it, or a fenced write
 ///   was refused with [`Error::LockLost`]) is never handed on: the holder's `lost()` says
 ///   [`Loss::Deleted`](crate::Loss::Deleted), and when it releases, the waiters take a new
@@ -57,12 +57,12 @@ type Waiter = oneshot::Sender<Grant>;
 /// - Fairness, within the process: local waiters are served in arrival order among
 ///   themselves, ahead of other processes' waiters up to the bound.
 /// - Fencing: local holders of one node share the node, so its czxid alone (the node guard's
-///   `i64` [`LockGuard::fencing_token`]) does not tell them apart.
+///   `i64` [`Hold::fencing_token`]) does not tell them apart.
 ///   [`CohortGuard::fencing_token`] is the pair `(czxid, local sequence)`: it strictly
 ///   increases across all holders, local ones included, and is what a resource outside
 ///   ZooKeeper fences on (compare both parts, czxid first). For writes through ZooKeeper,
-///   [`fenced_multi`](LockGuard::fenced_multi) (or a `multi` with
-///   [`check_op`](LockGuard::check_op)) guards that the node, so the process's hold, still
+///   [`fenced_multi`](Hold::fenced_multi) (or a `multi` with
+///   [`check_op`](Hold::check_op)) guards that the node, so the process's hold, still
 ///   stands; it cannot tell one local holder from the next, so send it while you hold the
 ///   guard (as `fenced_multi`, which borrows the guard, does) and never keep a check op past
 ///   the guard's release: the check passes as long as the node stands, for the local
@@ -222,7 +222,7 @@ impl Io for Shared {
         f(&mut state.attempts, current)
     }
 
-    fn attempt_done(self: &Arc<Self>, attempt: AttemptId, taken: Result<Option<LockGuard>, Error>) {
+    fn attempt_done(self: &Arc<Self>, attempt: AttemptId, taken: Result<Option<Hold>, Error>) {
         let now = crate::layer::driver::now();
         let (effects, node, error) = {
             let mut state = self.lock();
@@ -254,7 +254,7 @@ impl Shared {
     fn carry_out(
         self: &Arc<Self>,
         effects: Effects<Waiter>,
-        mut node: Option<LockGuard>,
+        mut node: Option<Hold>,
         error: Option<&Error>,
     ) -> Option<impl std::future::Future<Output = Result<(), Error>> + Send + use<>> {
         if let Some((waiter, local)) = effects.grant {
@@ -300,7 +300,7 @@ impl Shared {
 
     /// The planted double grant: the next waiter gets the node too, now.
     #[cfg(feature = "plant")]
-    fn plant_double_grant(self: &Arc<Self>, node: &mut LockGuard) {
+    fn plant_double_grant(self: &Arc<Self>, node: &mut Hold) {
         let next = self.lock().cohort.plant_take_next();
         if let Some(waiter) = next {
             let guard = CohortGuard {
@@ -316,16 +316,16 @@ impl Shared {
     }
 
     #[cfg(not(feature = "plant"))]
-    fn plant_double_grant(self: &Arc<Self>, _: &mut LockGuard) {}
+    fn plant_double_grant(self: &Arc<Self>, _: &mut Hold) {}
 }
 
-/// Proof of holding a [`CohortMutex`]: a [`LockGuard`] of the process's node (it dereferences
+/// Proof of holding a [`CohortMutex`]: a [`Hold`] of the process's node (it dereferences
 /// to it: fencing token, `check_op`, `fenced_multi`, `lost`, `is_valid`, `reenter`), held by
 /// this task until released or dropped, when the lock passes to the next local waiter or
 /// the node is released.
 #[derive(Debug)]
 pub struct CohortGuard {
-    node: LockGuard,
+    node: Hold,
     local: u64,
     shared: Arc<Shared>,
     /// Passed on already (by `release`).
@@ -336,7 +336,7 @@ impl CohortGuard {
     /// This holder's fencing token: the node's czxid with the local sequence, strictly
     /// increasing across every holder of the lock, local ones included (see
     /// [`CohortMutex`]). It stands in for the node guard's `i64`
-    /// [`LockGuard::fencing_token`], which successive local holders share: a resource
+    /// [`Hold::fencing_token`], which successive local holders share: a resource
     /// outside ZooKeeper fences on this pair (both parts compared, czxid first).
     pub fn fencing_token(&self) -> CohortToken {
         CohortToken {
@@ -353,7 +353,7 @@ impl CohortGuard {
 
     /// Releases: to the next local waiter (no request) while the bound allows and the
     /// session is connected, else the node is deleted (and this waits for it, reporting
-    /// errors, as [`LockGuard::release`]).
+    /// errors, as [`Hold::release`]).
     pub async fn release(mut self) -> Result<(), Error> {
         self.passed = true;
         let node = self.node.hand_over();
@@ -370,7 +370,7 @@ impl Shared {
     /// hand-offs.
     fn pass(
         self: &Arc<Self>,
-        node: LockGuard,
+        node: Hold,
         local: u64,
     ) -> Option<impl std::future::Future<Output = Result<(), Error>> + Send + use<>> {
         let valid = node.is_valid();
@@ -387,9 +387,9 @@ impl Shared {
 }
 
 impl std::ops::Deref for CohortGuard {
-    type Target = LockGuard;
+    type Target = Hold;
 
-    fn deref(&self) -> &LockGuard {
+    fn deref(&self) -> &Hold {
         &self.node
     }
 }

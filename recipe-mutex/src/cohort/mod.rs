@@ -9,12 +9,12 @@
 //! [`recipes_core::cohort`]'s, with no IO; these modules only carry out what they decide.
 
 /// Implements [`Guard`](crate::Guard) for a cohort's guard `$guard` (through its `Deref` to
-/// the node's [`LockGuard`], its `local` and its own `release`) and [`Lock`](crate::Lock) for
+/// the node's [`Hold`], its `local` and its own `release`) and [`Lock`](crate::Lock) for
 /// its lock `$lock` (through its `shared.node_lock` and its own `take`).
 macro_rules! guard_and_lock {
     ($lock:ty, $guard:ident) => {
         impl crate::Guard for $guard {
-            fn holds(&self) -> Vec<&LockGuard> {
+            fn holds(&self) -> Vec<&Hold> {
                 vec![std::ops::Deref::deref(self)]
             }
 
@@ -32,7 +32,7 @@ macro_rules! guard_and_lock {
                 self.shared.node_lock.path()
             }
 
-            fn kind(&self) -> &'static str {
+            fn kind(&self) -> crate::LockKind {
                 self.shared.node_lock.cohort_kind()
             }
 
@@ -69,7 +69,7 @@ pub use exclusive::{CohortGuard, CohortMutex};
 pub use recipes_core::cohort::Bound as CohortBound;
 pub use shared::{SharedCohortGuard, SharedCohortLock, WriterWait};
 
-use crate::{Error, InterProcessMutex, LockFuture, LockGuard, Participant};
+use crate::{Error, Hold, InterProcessMutex, LockFuture, Participant};
 
 /// A lock whose hold is one node of the process's, granted by the server: what a cohort
 /// queues on ([`CohortMutex::over`], [`SharedCohortLock::over`]). Implemented by
@@ -83,7 +83,7 @@ pub trait NodeLock: std::fmt::Debug + Send + Sync + 'static {
 
     /// One ordinary acquisition, its own participant: the node's guard, `None` if the
     /// deadline passed first.
-    fn take_node(&self, deadline: Option<Instant>) -> LockFuture<'_, Option<LockGuard>>;
+    fn take_node(&self, deadline: Option<Instant>) -> LockFuture<'_, Option<Hold>>;
 
     /// The lock's queue as the server has it.
     fn queue(&self) -> LockFuture<'_, Vec<Participant>>;
@@ -92,7 +92,7 @@ pub trait NodeLock: std::fmt::Debug + Send + Sync + 'static {
     fn is_acquired_in_this_process(&self) -> bool;
 
     /// What [`Lock::kind`](crate::Lock::kind) says of a cohort over this lock.
-    fn cohort_kind(&self) -> &'static str;
+    fn cohort_kind(&self) -> crate::LockKind;
 }
 
 impl NodeLock for InterProcessMutex {
@@ -104,7 +104,7 @@ impl NodeLock for InterProcessMutex {
         InterProcessMutex::path(self)
     }
 
-    fn take_node(&self, deadline: Option<Instant>) -> LockFuture<'_, Option<LockGuard>> {
+    fn take_node(&self, deadline: Option<Instant>) -> LockFuture<'_, Option<Hold>> {
         Box::pin(self.take(deadline))
     }
 
@@ -116,8 +116,8 @@ impl NodeLock for InterProcessMutex {
         InterProcessMutex::is_acquired_in_this_process(self)
     }
 
-    fn cohort_kind(&self) -> &'static str {
-        "cohort mutex"
+    fn cohort_kind(&self) -> crate::LockKind {
+        crate::LockKind::CohortMutex
     }
 }
 
@@ -126,7 +126,7 @@ impl NodeLock for InterProcessMutex {
 /// exclusive lock; a shared holder's orders it against the lock's exclusive holders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CohortToken {
-    /// The node's creation zxid: what [`LockGuard::fencing_token`] gives.
+    /// The node's creation zxid: what [`Hold::fencing_token`] gives.
     pub czxid: i64,
     /// The holder's place among the node's local holders, from 1.
     pub local: u64,
@@ -165,7 +165,7 @@ trait Io: Send + Sync + Sized + 'static {
     fn with_attempts<R>(&self, f: impl FnOnce(&mut Attempts, Option<AttemptId>) -> R) -> R;
 
     /// Attempt `attempt` ended with `taken`.
-    fn attempt_done(self: &Arc<Self>, attempt: AttemptId, taken: Result<Option<LockGuard>, Error>);
+    fn attempt_done(self: &Arc<Self>, attempt: AttemptId, taken: Result<Option<Hold>, Error>);
 
     /// Starts attempt `attempt` in a task of its own, on the runtime the lock's client runs
     /// on (where its waiters' requests are served): the lock's ordinary acquire, with no

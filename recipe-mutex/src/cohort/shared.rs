@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::{Attempts, CohortBound, CohortToken, Io, NodeLock, Slot};
-use crate::{Error, LockGuard};
+use crate::{Error, Hold};
 
 /// What a local reader is given: the lock, or the error of the attempt it waited on.
 type Grant = Result<SharedCohortGuard, Error>;
@@ -23,7 +23,7 @@ type Grant = Result<SharedCohortGuard, Error>;
 type Waiter = oneshot::Sender<Grant>;
 
 /// A process's read node, shared by its local readers.
-type Node = Arc<LockGuard>;
+type Node = Arc<Hold>;
 
 /// A shared lock (a read/write lock's read side) whose readers in this process share one read
 /// node: a reader arriving while the process reads joins at once, with no request, while the
@@ -40,8 +40,8 @@ type Node = Arc<LockGuard>;
 ///
 /// What stays as with the plain read lock: a reader holds only while its node is granted by
 /// the server (no reader joins a node whose session may be lost); every reader's
-/// [`lost`](LockGuard::lost), [`is_valid`](LockGuard::is_valid) and
-/// [`check_op`](LockGuard::check_op) are the node's; a waiter dropped at any point costs
+/// [`lost`](Hold::lost), [`is_valid`](Hold::is_valid) and
+/// [`check_op`](Hold::check_op) are the node's; a waiter dropped at any point costs
 /// nothing at the server, and the last one leaving abandons the node's attempt as any acquire
 /// is; a node is released when its last local reader releases (or drops) its guard.
 /// What changes: readers of one node share its fencing token (the node's czxid), which
@@ -213,7 +213,7 @@ impl Io for Shared {
         f(&mut state.attempts, current)
     }
 
-    fn attempt_done(self: &Arc<Self>, attempt: AttemptId, taken: Result<Option<LockGuard>, Error>) {
+    fn attempt_done(self: &Arc<Self>, attempt: AttemptId, taken: Result<Option<Hold>, Error>) {
         let now = crate::layer::driver::now();
         let (effects, node, error, closed) = {
             let mut state = self.lock();
@@ -285,7 +285,7 @@ impl Shared {
         }
         let released = match (effects.release_node, node) {
             (Some(batch), Some((b, node))) if b == batch => {
-                Arc::try_unwrap(node).ok().map(LockGuard::start_release)
+                Arc::try_unwrap(node).ok().map(Hold::start_release)
             }
             _ => None,
         };
@@ -342,7 +342,7 @@ impl Drop for WriterWait {
 }
 
 /// Proof of reading under a [`SharedCohortLock`]: a share of the process's read node, whose
-/// [`LockGuard`] it dereferences to (fencing token, `check_op`, `fenced_multi`, `lost`,
+/// [`Hold`] it dereferences to (fencing token, `check_op`, `fenced_multi`, `lost`,
 /// `is_valid`, `reenter`). The node is released when its last local reader releases or drops
 /// its guard.
 #[derive(Debug)]
@@ -357,7 +357,7 @@ pub struct SharedCohortGuard {
 
 impl SharedCohortGuard {
     /// The node's fencing token with this reader's place among the node's local readers
-    /// (it stands in for the node guard's `i64` [`LockGuard::fencing_token`], which the
+    /// (it stands in for the node guard's `i64` [`Hold::fencing_token`], which the
     /// node's readers share): ordered against the lock's writers' tokens by the czxid.
     pub fn fencing_token(&self) -> CohortToken {
         CohortToken {
@@ -372,7 +372,7 @@ impl SharedCohortGuard {
     }
 
     /// Releases this reader's share: when it is the node's last, the node is deleted (and
-    /// this waits for it, reporting errors, as [`LockGuard::release`]).
+    /// this waits for it, reporting errors, as [`Hold::release`]).
     pub async fn release(mut self) -> Result<(), Error> {
         self.passed = true;
         let (node, batch, shared) = (self.node.clone(), self.batch, self.shared.clone());
@@ -386,9 +386,9 @@ impl SharedCohortGuard {
 }
 
 impl std::ops::Deref for SharedCohortGuard {
-    type Target = LockGuard;
+    type Target = Hold;
 
-    fn deref(&self) -> &LockGuard {
+    fn deref(&self) -> &Hold {
         &self.node
     }
 }

@@ -1,10 +1,10 @@
 //! Holds: the holds of a lock in this process ([`Holds`]), the guard that *is* the ownership
-//! ([`LockGuard`]: fencing token, lost-lock signal, nested holds, guaranteed release), and the
+//! ([`Hold`]: fencing token, lost-lock signal, nested holds, guaranteed release), and the
 //! watch each hold keeps on its own node (a node deleted under a live session, revocation).
 //!
 //! - No ambient identity: who holds is the guard in hand, never the task or thread that asks.
 //!   Every acquisition is its own participant with its own node; re-entering is
-//!   [`LockGuard::reenter`], borrowed from the guard.
+//!   [`Hold::reenter`], borrowed from the guard.
 //! - The table of holds (alive, being released) is loom-checked in every interleaving of
 //!   guards dropped on plain threads, their deletes and the session's end.
 
@@ -54,7 +54,7 @@ struct Kept {
     meter: crate::metrics::HoldMeter,
 }
 
-/// How a held lock may have been lost, from [`LockGuard::lost`].
+/// How a held lock may have been lost, from [`Hold::lost`].
 ///
 /// # Examples
 ///
@@ -141,7 +141,7 @@ impl Holds {
         self: &Arc<Self>,
         deadline: Option<tokio::time::Instant>,
         acquire: F,
-    ) -> Result<Option<LockGuard>, Error>
+    ) -> Result<Option<Hold>, Error>
     where
         F: FnOnce(Turn) -> Fut,
         Fut: Future<Output = Result<Option<Acquired>, Error>>,
@@ -159,7 +159,7 @@ impl Holds {
     /// Makes a guard of `node`, a lock node of this lock that the caller holds (taken by the
     /// driver): from now on the guard owns it. The runtime this runs on is the one its release
     /// will run on, wherever the guard is dropped.
-    pub fn adopt(self: &Arc<Self>, node: Acquired) -> LockGuard {
+    pub fn adopt(self: &Arc<Self>, node: Acquired) -> Hold {
         let runtime = Handle::try_current().ok();
         let revocation = self
             .revocable
@@ -169,7 +169,7 @@ impl Holds {
         let (life, watch) = watch_node(&self.client, &node, revocation);
         let meter = crate::metrics::HoldMeter::start(&self.client, &life, &node);
         let id = self.table.hold(Kept { watch, meter });
-        LockGuard {
+        Hold {
             holds: self.clone(),
             id,
             life,
@@ -231,34 +231,36 @@ pub async fn session_loss(client: &Client) -> Loss {
     }
 }
 
-/// Proof of holding a lock: the ownership itself.
+/// One lock node held: what every guard of ours is made of, and the ownership itself. A
+/// mutex's [`MutexGuard`](crate::MutexGuard), a read or write guard, a cohort's guard
+/// dereference to theirs; a multi-lock's guard has one per member ([`Guard::holds`](crate::Guard::holds)).
 ///
 /// Whoever has the guard holds the lock; no task or thread identity is consulted, so two
 /// futures of one task (`join!`, `select!`) cannot both hold one lock unless one was given
 /// the other's guard. Code that needs the lock again while holding it (Curator's reentrant
-/// `acquire()`) takes a nested hold from the guard in hand: [`LockGuard::reenter`], no round
+/// `acquire()`) takes a nested hold from the guard in hand: [`Hold::reenter`], no round
 /// trip. The guard is `Send` and `Sync`: it may be moved to and released from any task or
 /// thread.
 ///
 /// Dropping it releases in the background, even off the runtime (on a plain thread, after the
 /// runtime's `block_on` returned): the delete then runs on the runtime the hold was taken on.
-/// [`LockGuard::release`] releases now and reports errors. Either way the delete, once
+/// [`Hold::release`] releases now and reports errors. Either way the delete, once
 /// started, finishes whatever happens to the caller: it is retried across connection loss
 /// until done or the session ends.
 ///
-/// [`LockGuard::is_valid`] and [`LockGuard::lost`] are advisory: they say what this process
+/// [`Hold::is_valid`] and [`Hold::lost`] are advisory: they say what this process
 /// knows of its session and of its node (a watch on it tells of a delete by anyone else while
 /// the session lives), and a paused process can learn it late. The fence is
-/// [`LockGuard::fencing_token`] (or [`LockGuard::check_op`] in a `multi`), checked by the
+/// [`Hold::fencing_token`] (or [`Hold::check_op`] in a `multi`), checked by the
 /// resource you protect.
 ///
 /// # Examples
 ///
 /// ```no_run
-/// use recipe_mutex::{InterProcessMutex, LockGuard, Loss};
+/// use recipe_mutex::{InterProcessMutex, Hold, Loss};
 ///
 /// // Curator's reentrant style, explicit: the guard is passed down.
-/// fn audit(guard: &LockGuard) {
+/// fn audit(guard: &Hold) {
 ///     let nested = guard.reenter(); // no round trip; ends when dropped
 ///     assert_eq!(nested.hold_count(), 2);
 /// }
@@ -281,20 +283,20 @@ pub async fn session_loss(client: &Client) -> Loss {
 /// # Ok(()) }
 /// ```
 #[derive(Debug)]
-pub struct LockGuard {
+pub struct Hold {
     holds: Arc<Holds>,
     id: u64,
     /// Whether the node was seen gone: shared by every guard of this hold (a cohort's).
     life: Arc<NodeLife>,
     node: Acquired,
-    /// Nested holds alive ([`LockGuard::reenter`]).
+    /// Nested holds alive ([`Hold::reenter`]).
     nested: AtomicU32,
     /// The runtime the hold was taken on: where its release runs, wherever the guard drops.
     runtime: Option<Handle>,
     released: bool,
 }
 
-impl LockGuard {
+impl Hold {
     /// The lock node's creation zxid: strictly increasing across the successive holders of
     /// the lock. Pass it to a fenced resource so that a holder that lost the lock without
     /// knowing cannot overwrite a newer holder's work. (A cohort's local holders share one
@@ -335,7 +337,7 @@ impl LockGuard {
     pub fn sequencer(&self) -> crate::Sequencer {
         let name = self.node.path.rsplit('/').next().unwrap_or_default();
         crate::Sequencer::held(
-            crate::LockKind::of_node(name),
+            crate::NodeKind::of_node(name),
             &self.node.path,
             self.node.czxid,
             self.node.session_id,
@@ -343,7 +345,7 @@ impl LockGuard {
     }
 
     /// A nested hold of the same lock, for code that would re-enter it (Curator's reentrant
-    /// `acquire()` in a callee): no round trip, counted in [`LockGuard::hold_count`], ended
+    /// `acquire()` in a callee): no round trip, counted in [`Hold::hold_count`], ended
     /// when dropped. It borrows this guard, so it cannot outlive it and the guard cannot be
     /// released before it: holds end in order.
     pub fn reenter(&self) -> NestedGuard<'_> {
@@ -442,9 +444,9 @@ impl LockGuard {
     /// The same hold in a new guard, this one spent (its drop does nothing): how a cohort
     /// passes its node from one local holder to the next. Nested holds stay with this one's
     /// borrows, which end before it can be spent.
-    pub(crate) fn hand_over(&mut self) -> LockGuard {
+    pub(crate) fn hand_over(&mut self) -> Hold {
         self.released = true;
-        LockGuard {
+        Hold {
             holds: self.holds.clone(),
             id: self.id,
             life: self.life.clone(),
@@ -456,7 +458,7 @@ impl LockGuard {
     }
 }
 
-impl Drop for LockGuard {
+impl Drop for Hold {
     fn drop(&mut self) {
         if !self.released {
             // Goes on in the background, on the hold's runtime.
@@ -470,19 +472,19 @@ impl Drop for LockGuard {
     }
 }
 
-/// A nested hold, from [`LockGuard::reenter`]: what a reentrant `acquire()` gives in Curator,
+/// A nested hold, from [`Hold::reenter`]: what a reentrant `acquire()` gives in Curator,
 /// made explicit. It dereferences to the guard (fencing token, `check_op`, `lost()`, and
 /// `reenter` again); dropping it ends this count only. The lock stays held until the guard
 /// itself is released or dropped.
 #[derive(Debug)]
 pub struct NestedGuard<'a> {
-    guard: &'a LockGuard,
+    guard: &'a Hold,
 }
 
 impl std::ops::Deref for NestedGuard<'_> {
-    type Target = LockGuard;
+    type Target = Hold;
 
-    fn deref(&self) -> &LockGuard {
+    fn deref(&self) -> &Hold {
         self.guard
     }
 }

@@ -18,7 +18,7 @@
 //! 1. `take(deadline)`: [`Holds::take`](hold::Holds::take) waits for a
 //!    [turn](turns::wait), then runs the attempt it is given, typically
 //!    [`driver::acquire`] with a recipes-core predicate (or [`driver::take_node`] with a
-//!    machine of the recipe's own), and adopts the node it took as a [`LockGuard`](crate::LockGuard).
+//!    machine of the recipe's own), and adopts the node it took as a [`Hold`](crate::Hold).
 //! 2. `wrap(guard)`: the guard users get (the hold itself, or a type of the recipe's that owns
 //!    it).
 //! 3. `holds()`: the `Arc<Holds>` above.
@@ -35,7 +35,7 @@
 //! - Guaranteed release: a release once started finishes, also from a guard dropped off the
 //!   runtime.
 //! - A lost hold is told: the session's loss, and the hold's own node deleted under a live
-//!   session ([`LockGuard::lost`](crate::LockGuard::lost)).
+//!   session ([`Hold::lost`](crate::Hold::lost)).
 //! - One clock: time is read by the driver from tokio's clock, so paused-time tests drive it.
 
 pub mod driver;

@@ -21,9 +21,9 @@ pub mod __private {
 /// Implements a lock kind's common surface from three methods of its own:
 ///
 /// - `fn holds(&self) -> &Arc<recipe_mutex::layer::hold::Holds>`: its holds in this process;
-/// - `async fn take(&self, deadline: Option<tokio::time::Instant>) -> Result<Option<LockGuard>, Error>`:
+/// - `async fn take(&self, deadline: Option<tokio::time::Instant>) -> Result<Option<Hold>, Error>`:
 ///   one acquisition, its own participant;
-/// - `fn wrap(&self, guard: LockGuard) -> G`: the guard users get (`G` is `guard`: `LockGuard`
+/// - `fn wrap(&self, guard: Hold) -> G`: the guard users get (`G` is `guard`: `Hold`
 ///   itself, or a wrapper such as the write lock's).
 ///
 /// It adds `lock`, `try_lock_for` and `is_acquired_in_this_process`, and implements
@@ -34,7 +34,7 @@ pub mod __private {
 /// [`Lock::kind`]: crate::Lock::kind
 #[macro_export]
 macro_rules! lock_surface {
-    ($ty:ty, guard = $guard:ty, kind = $kind:literal, what = $what:literal) => {
+    ($ty:ty, guard = $guard:ty, kind = $kind:ident, what = $what:literal) => {
         impl $ty {
             #[doc = concat!("Takes ", $what, ", waiting as long as it takes, and returns the guard that owns it: [`Lock::lock`](", stringify!($crate), "::Lock::lock) says how it waits, fails and cancels.")]
             pub async fn lock(&self) -> ::std::result::Result<$guard, $crate::Error> {
@@ -65,8 +65,8 @@ macro_rules! lock_surface {
                 self.holds().path()
             }
 
-            fn kind(&self) -> &'static str {
-                $kind
+            fn kind(&self) -> $crate::LockKind {
+                $crate::LockKind::$kind
             }
 
             fn lock_until(

@@ -424,6 +424,15 @@ async fn fenced(scene: &Scene, session: i64, what: &str, checks: Vec<zk_client::
 
 type Boxed<T> = std::pin::Pin<Box<dyn Future<Output = Result<Option<T>, Error>> + Send>>;
 
+/// A semaphore's failure as the lock layer's: the simulator asks 1 or 2 leases, so the
+/// semaphore's own failure (a bad count) is a bug of the scenario.
+fn lock_error(e: recipe_semaphore::Error) -> Error {
+    match e {
+        recipe_semaphore::Error::Lock(e) => e,
+        other => panic!("the scenario asked a count the semaphore refuses: {other}"),
+    }
+}
+
 /// One task's rounds.
 pub async fn task(scene: Scene, client: Client, mut rng: Rng, rounds: u32) {
     let paths = scene.recipe.paths();
@@ -536,6 +545,7 @@ pub async fn task(scene: Scene, client: Client, mut rng: Rng, rounds: u32) {
                             }
                             None => s.acquire_many(qty).await.map(Some),
                         }
+                        .map_err(lock_error)
                     })
                 };
                 if let Some(got) = acquire(&scene, &client, "semaphore", how, take).await {
@@ -562,7 +572,9 @@ pub async fn task(scene: Scene, client: Client, mut rng: Rng, rounds: u32) {
                     hold_on(&scene, &client, &mut rng, what, &ids, lost, valid, fence).await;
                     let how = letgo(&mut rng);
                     let_go(&scene, &ids, got, how, |got| {
-                        Box::pin(recipe_semaphore::return_all(got))
+                        Box::pin(async move {
+                            recipe_semaphore::return_all(got).await.map_err(lock_error)
+                        })
                     })
                     .await;
                 }
@@ -575,7 +587,7 @@ pub async fn task(scene: Scene, client: Client, mut rng: Rng, rounds: u32) {
 /// `mode`, hold it (re-entering through the first hold's guard now and then), let it go.
 async fn lock_round(scene: &Scene, client: &Client, lock: Arc<dyn Lock>, mode: Mode, mut rng: Rng) {
     let how = ask(&mut rng);
-    let what = lock.kind();
+    let what = lock.kind().as_str();
     let taking = lock.clone();
     let take = move |d: Option<Instant>| -> Boxed<Box<dyn Guard>> {
         Box::pin(async move { taking.lock_until(d).await })

@@ -579,9 +579,9 @@ impl Taker {
                 *rng ^= *rng >> 7;
                 *rng ^= *rng << 17;
                 let guard = if *rng % 100 < *read_pct {
-                    lock.read_lock().lock().await?
+                    lock.read_lock().lock().await?.into_hold()
                 } else {
-                    lock.write_lock().lock().await?.into()
+                    lock.write_lock().lock().await?.into_hold()
                 };
                 guard.release().await?;
             }

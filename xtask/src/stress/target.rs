@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use recipe_multilock::{InterProcessMultiLock, MultiGuard};
-use recipe_mutex::{Guard, InterProcessMutex, Lock};
+use recipe_mutex::{Guard, InterProcessMutex, Lock, LockKind};
 use recipe_rwlock::InterProcessReadWriteLock;
 use recipe_semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease};
 use zk_client::Client;
@@ -87,9 +87,9 @@ impl Target {
                 let pick = usize::try_from(roll).unwrap_or(0) % locks.len().max(1);
                 let lock = locks.get(pick).ok_or("no lock")?;
                 let mode = match lock.kind() {
-                    "read" => Mode::Read,
-                    "write" => Mode::Write,
-                    "semaphore-mutex" => Mode::Lease,
+                    LockKind::Read => Mode::Read,
+                    LockKind::Write => Mode::Write,
+                    LockKind::SemaphoreMutex => Mode::Lease,
                     _ => Mode::Exclusive,
                 };
                 let guard = lock.lock().await.map_err(|e| e.to_string())?;

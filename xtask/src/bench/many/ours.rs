@@ -21,7 +21,7 @@ use std::error::Error;
 use std::io::BufRead;
 use std::time::Duration;
 
-use recipe_mutex::{InterProcessMutex, LockGuard};
+use recipe_mutex::{InterProcessMutex, MutexGuard};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -174,7 +174,7 @@ async fn run(
     println!("{}", ready()?);
     step(&mut steps, Step::Go, by()).await?;
     let started = Instant::now();
-    let mut tasks: JoinSet<Result<(Option<Client>, LockGuard)>> = JoinSet::new();
+    let mut tasks: JoinSet<Result<(Option<Client>, MutexGuard)>> = JoinSet::new();
     for i in 0..n {
         let lock_path = format!("{path}/lock-{i}");
         match &shared {
@@ -196,7 +196,7 @@ async fn run(
     }
     let held = join_all(tasks, by(), "lock()").await?;
     let ns = elapsed_ns(started);
-    let (clients, guards): (Vec<Option<Client>>, Vec<LockGuard>) = held.into_iter().unzip();
+    let (clients, guards): (Vec<Option<Client>>, Vec<MutexGuard>) = held.into_iter().unzip();
     settle(server, guards.len() as u64).await;
     let now = ready()?;
     println!(

@@ -23,7 +23,7 @@ use std::error::Error;
 use std::io::BufRead;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use recipe_mutex::{CohortBound, CohortGuard, InterProcessMutex, LockGuard};
+use recipe_mutex::{CohortBound, CohortGuard, InterProcessMutex};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use zk_client::Client;
@@ -117,7 +117,9 @@ async fn run(
             }
             None => {
                 let mutex = InterProcessMutex::new(client.clone(), path)?;
-                tasks.spawn(async move { held(mutex.lock().await?, LockGuard::release).await });
+                tasks.spawn(async move {
+                    held(mutex.lock().await?, recipe_mutex::MutexGuard::release).await
+                });
             }
         }
     }

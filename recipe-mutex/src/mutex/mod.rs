@@ -10,10 +10,11 @@ use zk_client::Client;
 
 use crate::Error;
 use crate::layer::driver;
-use crate::layer::hold::{Holds, LockGuard};
+use crate::layer::hold::{Hold, Holds};
 
-/// Proof of holding an [`InterProcessMutex`]: a [`LockGuard`].
-pub type MutexGuard = LockGuard;
+mod guard;
+
+pub use guard::MutexGuard;
 
 /// A fair, revocable lock shared across processes, wire-compatible with Curator's
 /// `InterProcessMutex`: the same nodes (`<path>/_c_<uuid>-lock-<seq>`), the same order, the
@@ -125,11 +126,11 @@ impl InterProcessMutex {
         &self.holds
     }
 
-    fn wrap(&self, guard: LockGuard) -> LockGuard {
-        guard
+    fn wrap(&self, hold: Hold) -> MutexGuard {
+        MutexGuard::new(hold)
     }
 
-    pub(crate) async fn take(&self, deadline: Option<Instant>) -> Result<Option<LockGuard>, Error> {
+    pub(crate) async fn take(&self, deadline: Option<Instant>) -> Result<Option<Hold>, Error> {
         let data = if self.holds.is_revocable() {
             Bytes::new()
         } else {
@@ -184,8 +185,8 @@ impl InterProcessMutex {
 
 crate::lock_surface!(
     InterProcessMutex,
-    guard = LockGuard,
-    kind = "mutex",
+    guard = MutexGuard,
+    kind = Mutex,
     what = "the lock"
 );
 
