@@ -13,6 +13,7 @@ pub mod curator;
 pub mod demo;
 pub mod differential;
 pub mod fuzz;
+pub mod house;
 pub mod interop;
 pub mod line;
 pub mod recipe;

@@ -139,8 +139,7 @@
 //! ```
 //!
 //! A lock under test, with its session expired behind its back while the job holding it is
-//! paused, is the README's "Testing your code without Java" (built and run outside the
-//! workspace by CI); recipe-mutex's `tests/mem_server.rs` also cuts and partitions it.
+//! paused, is the README's "Testing your code without Java".
 
 mod acl;
 mod chaos;

@@ -1,8 +1,7 @@
 //! ZooKeeper's transaction log (`dataDir/version-2/log.<zxid>`), read and written.
 //!
 //! Every change a server accepts is appended to its log before it is acknowledged: the
-//! server's own record of who did what, in zxid order. The chaos checker judges exclusion from
-//! it, and `cargo xtask txnlog` prints it for an operator.
+//! server's own record of who did what, in zxid order.
 //!
 //! # The format (ZooKeeper 3.8, `FileTxnLog.java`)
 //!
