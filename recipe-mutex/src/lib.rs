@@ -63,8 +63,7 @@ mod ids;
 pub mod layer;
 mod lock;
 mod log;
-#[cfg(all(test, zk_loom))]
-mod loom_check;
+mod loom;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 #[cfg(not(feature = "metrics"))]

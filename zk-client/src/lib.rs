@@ -50,6 +50,7 @@ mod framing;
 mod hosts;
 mod io;
 mod log;
+mod loom;
 mod outage;
 mod reply;
 mod sasl;

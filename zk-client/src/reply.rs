@@ -7,23 +7,15 @@
 //! (the session task is gone), and the future has taken the reply or was dropped (the caller
 //! gave up). Wakers are woken after the pool's lock is released.
 //!
-//! loom checks this in every interleaving of the two ends (the models in `reply/loom.rs`,
-//! under `--cfg zk_loom`: see `.ci/run`).
+//! loom checks this in every interleaving of the two ends (the `loom` test module, under
+//! `--cfg zk_loom`; the pool's lock is the crate's loom facade's).
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, PoisonError};
 use std::task::{Context, Poll, Waker};
 
-use sync::{Mutex, MutexGuard};
-
-/// The pool's lock: loom's in the loom models (`--cfg zk_loom`, module `loom`), else std's.
-mod sync {
-    #[cfg(all(test, zk_loom))]
-    pub(super) use ::loom::sync::{Mutex, MutexGuard};
-    #[cfg(not(all(test, zk_loom)))]
-    pub(super) use std::sync::{Mutex, MutexGuard};
-}
+use crate::loom::{Mutex, MutexGuard};
 
 #[cfg(all(test, zk_loom))]
 mod loom;

@@ -26,9 +26,6 @@ pub use watch::{NodeLife, NodeWatch, watch_node};
 mod table;
 mod watch;
 
-#[cfg(all(test, zk_loom))]
-mod loom;
-
 /// The holds of one lock in this process, shared by its handles and its guards.
 pub struct Holds {
     client: Client,

@@ -1,29 +1,22 @@
 //! The hold table's concurrent core: which holds of a lock this process has, alive or being
-//! released, and every transition between, each under the table's lock. No tokio, no client:
-//! what a hold keeps (its revocation watch) is a type parameter, the delete is the caller's
-//! closure, the session's state a question asked under the lock. So the loom models
-//! (`hold/loom.rs`, under `--cfg zk_loom`) run this very code in every interleaving.
+//! released, and every transition between, each under the table's lock.
+//!
+//! - No tokio, no client: what a hold keeps (its revocation watch) is a type parameter, the
+//!   delete is the caller's closure, the session's state a question asked under the lock.
+//! - Its lock is the crate's loom facade's, so the loom models (the `loom` test module) run
+//!   this very code in every interleaving.
 
 use std::sync::PoisonError;
 
 use crate::ids::IdMap;
+use crate::loom::{Mutex, MutexGuard};
 
-use sync::{Mutex, MutexGuard};
-
-/// The table's lock: loom's in the loom models, else std's.
-mod sync {
-    #[cfg(all(test, zk_loom))]
-    pub(super) use ::loom::sync::{Mutex, MutexGuard};
-    #[cfg(not(all(test, zk_loom)))]
-    pub(super) use std::sync::{Mutex, MutexGuard};
-}
+#[cfg(all(test, zk_loom))]
+mod loom;
 
 /// The holds of one lock in this process; `K`: what a hold keeps while its guard is alive.
 pub(super) struct Table<K> {
     inner: Mutex<Inner<K>>,
-    /// The defect planted in this table, to show a loom model fails without its invariant.
-    #[cfg(all(test, zk_loom))]
-    pub(super) plant: Option<super::loom::Plant>,
 }
 
 struct Inner<K> {
@@ -42,8 +35,6 @@ impl<K> Table<K> {
                 releasing: IdMap::default(),
                 next_id: 0,
             }),
-            #[cfg(all(test, zk_loom))]
-            plant: None,
         }
     }
 
@@ -55,14 +46,6 @@ impl<K> Table<K> {
     /// Registers a hold whose guard is alive, keeping `kept` for it: its id, never given
     /// before.
     pub(super) fn hold(&self, kept: K) -> u64 {
-        #[cfg(all(test, zk_loom))]
-        if self.plant == Some(super::loom::Plant::IdOutsideLock) {
-            let id = self.lock().next_id + 1;
-            let mut table = self.lock();
-            table.next_id = id;
-            table.held.insert(id, kept);
-            return id;
-        }
         let mut table = self.lock();
         table.next_id += 1;
         let id = table.next_id;
@@ -74,21 +57,6 @@ impl<K> Table<K> {
     /// deleted), then, the lock released, `start` starts the delete with what the hold kept
     /// (`None`: it was not held). The delete, when it ends, calls [`Table::released`].
     pub(super) fn end<D>(&self, id: u64, start: impl FnOnce(Option<K>) -> D) -> D {
-        #[cfg(all(test, zk_loom))]
-        match self.plant {
-            Some(super::loom::Plant::StartBeforeReleasing) => {
-                let kept = self.lock().held.remove(&id);
-                let delete = start(kept);
-                self.lock().releasing.insert(id, ());
-                return delete;
-            }
-            Some(super::loom::Plant::SplitEnd) => {
-                let kept = self.lock().held.remove(&id);
-                self.lock().releasing.insert(id, ());
-                return start(kept);
-            }
-            _ => {}
-        }
         let mut table = self.lock();
         let kept = table.held.remove(&id);
         table.releasing.insert(id, ());

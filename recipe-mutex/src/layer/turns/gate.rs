@@ -1,6 +1,6 @@
 //! [`Gate`]: one session and lock path's count of places taken by cleanups, and the queue of
-//! attempts waiting for one. No runtime in it: a mutex and wakers, so that loom checks its rule
-//! on every interleaving (the models in `gate/loom.rs`, under `--cfg zk_loom`: see `.ci/run`).
+//! attempts waiting for one. No runtime in it: a mutex and wakers from the crate's loom
+//! facade, so that loom checks its rule on every interleaving (the `loom` test module).
 //!
 //! The rule, and why it bounds the nodes a cancelling program leaves behind:
 //! - An attempt enters at once while fewer than the bound's places are taken and nobody
@@ -22,19 +22,7 @@ use std::sync::{Arc, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use crate::ids::IdMap;
-use sync::{AtomicBool, Mutex, MutexGuard, Ordering};
-
-/// The gate's lock and flag: loom's in the loom models (`--cfg zk_loom`), else std's.
-mod sync {
-    #[cfg(all(test, zk_loom))]
-    pub(super) use ::loom::sync::atomic::{AtomicBool, Ordering};
-    #[cfg(all(test, zk_loom))]
-    pub(super) use ::loom::sync::{Mutex, MutexGuard};
-    #[cfg(not(all(test, zk_loom)))]
-    pub(super) use std::sync::atomic::{AtomicBool, Ordering};
-    #[cfg(not(all(test, zk_loom)))]
-    pub(super) use std::sync::{Mutex, MutexGuard};
-}
+use crate::loom::{AtomicBool, Mutex, MutexGuard, Ordering};
 
 #[cfg(all(test, zk_loom))]
 mod loom;
@@ -44,9 +32,6 @@ mod loom;
 pub(crate) struct Gate {
     bound: usize,
     state: Mutex<State>,
-    /// The defect planted in this gate, to show a loom model fails without its invariant.
-    #[cfg(all(test, zk_loom))]
-    plant: Option<loom::Plant>,
 }
 
 #[derive(Debug, Default)]
@@ -82,8 +67,6 @@ impl Gate {
         Self {
             bound,
             state: Mutex::new(State::default()),
-            #[cfg(all(test, zk_loom))]
-            plant: None,
         }
     }
 
@@ -107,19 +90,10 @@ impl Gate {
 
     /// A ticket's place is given back.
     fn give_back(&self) {
-        let waker = self.give_back_locked(&mut self.state());
+        let waker = self.state().give_back();
         if let Some(waker) = waker {
             waker.wake();
         }
-    }
-
-    /// A place is given back under the lock; the waker to wake once it is released.
-    fn give_back_locked(&self, state: &mut State) -> Option<Waker> {
-        let waker = state.give_back();
-        #[cfg(all(test, zk_loom))]
-        return loom::planted_give_back(self, state, waker);
-        #[cfg(not(all(test, zk_loom)))]
-        waker
     }
 }
 
@@ -173,15 +147,17 @@ impl Future for Entry {
     }
 }
 
-impl Drop for Entry {
-    fn drop(&mut self) {
+impl Entry {
+    /// Leaves the queue, if queued: a place it was handed goes on by `give_back` (under the
+    /// lock; the waker to wake once it is released). Once: the queue's id is taken.
+    fn leave(&mut self, give_back: impl FnOnce(&mut State) -> Option<Waker>) {
         let Some(id) = self.queued.take() else {
             return;
         };
         let mut state = self.gate.state();
         if state.handed.remove(&id).is_some() {
             // Handed a place and gone without it: the next waiter gets it.
-            let waker = self.gate.give_back_locked(&mut state);
+            let waker = give_back(&mut state);
             drop(state);
             if let Some(waker) = waker {
                 waker.wake();
@@ -189,6 +165,12 @@ impl Drop for Entry {
         } else {
             state.waiting.remove(&id);
         }
+    }
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        self.leave(State::give_back);
     }
 }
 

@@ -1,19 +1,16 @@
 //! loom models of the turns gate: every interleaving of cleanups finishing, waiters arriving,
 //! being handed a place and being dropped, up to a bounded number of preemptions
-//! ([`PREEMPTIONS`](crate::loom_check::PREEMPTIONS), or `LOOM_MAX_PREEMPTIONS`).
+//! ([`PREEMPTIONS`](crate::loom::model::PREEMPTIONS), or `LOOM_MAX_PREEMPTIONS`).
 //!
-//! Built only with our own cfg, in a target dir of its own, in release (see `.ci/run`):
-//!
-//! ```text
-//! RUSTFLAGS="--cfg zk_loom" CARGO_TARGET_DIR=target/loom \
-//!     cargo test -p recipe-mutex --lib --release turns::gate::loom
-//! ```
-//!
-//! The invariants: a waiter handed a place is woken (no lost wake-up: loom reports a
-//! deadlock otherwise); the places taken never exceed the bound, and a waiter let in takes the
-//! place a finished cleanup gave back (no newcomer passes beside it); a waiter dropped after it
-//! was handed a place hands it on. Each model ships with a [`Plant`] that breaks it, and a test
-//! that loom finds the failure.
+//! - Built only with our own cfg, `--cfg zk_loom`, in release: the test filter `loom` of
+//!   `cargo test -p recipe-mutex --lib --release` runs them.
+//! - The invariants: a waiter handed a place is woken (no lost wake-up: loom reports a
+//!   deadlock otherwise); the places taken never exceed the bound, and a waiter let in takes
+//!   the place a finished cleanup gave back (no newcomer passes beside it); a waiter dropped
+//!   after it was handed a place hands it on.
+//! - Each model ships with a [`Plant`] that breaks it, and a test that loom finds the failure.
+//!   The plants live here, in wrappers the gate does not know about: a pending cleanup
+//!   ([`Cleanup`]) and a queued waiter ([`Waiter`]) that give their place back the planted way.
 
 #![allow(clippy::unwrap_used)]
 
@@ -25,12 +22,13 @@ use std::task::{Context, Poll, Waker};
 use ::loom::future::block_on;
 use ::loom::thread;
 
-use super::{Gate, State, Ticket};
-use crate::loom_check::{check, fails};
+use super::{Entry, Gate, State, Ticket};
+use crate::loom::model::{check, fails};
 
-/// A defect planted in a gate (the loom models only), each breaking one model's invariant.
+/// A defect planted in a place given back (the loom models only), each breaking one model's
+/// invariant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Plant {
+enum Plant {
     /// A place given back is handed to the first waiter, who is not woken.
     HandUnwoken,
     /// A place given back is handed to the first waiter and freed as well (the old gate's
@@ -38,38 +36,82 @@ pub(super) enum Plant {
     FreeWhenHanding,
 }
 
-/// The planted ways to give a place back (`state.give_back()` has run): the waker to wake.
-pub(super) fn planted_give_back(
-    gate: &Gate,
-    state: &mut State,
-    waker: Option<Waker>,
-) -> Option<Waker> {
-    match gate.plant {
-        Some(Plant::HandUnwoken) => None,
-        Some(Plant::FreeWhenHanding) if waker.is_some() => {
-            state.taken -= 1;
-            waker
+impl Plant {
+    /// Gives a place back under the lock, the gate's own step and then the defect: the waker
+    /// to wake once the lock is released.
+    fn give_back(self, state: &mut State) -> Option<Waker> {
+        let waker = state.give_back();
+        match self {
+            Plant::HandUnwoken => None,
+            Plant::FreeWhenHanding => {
+                if waker.is_some() {
+                    state.taken -= 1;
+                }
+                waker
+            }
         }
-        _ => waker,
     }
 }
 
-fn planted(bound: usize, plant: Option<Plant>) -> Arc<Gate> {
-    Arc::new(Gate {
-        plant,
-        ..Gate::new(bound)
-    })
+fn gate(bound: usize) -> Arc<Gate> {
+    Arc::new(Gate::new(bound))
 }
 
-/// A ticket taken at once (the gate has a free place), then abandoned: a pending cleanup.
-fn cleanup(gate: &Arc<Gate>) -> Ticket {
+/// A pending cleanup: a ticket taken at once (the gate has a free place) and abandoned, or,
+/// with a plant, the place it takes, given back the planted way when dropped.
+enum Cleanup {
+    Abandoned { _ticket: Ticket },
+    Planted(Arc<Gate>, Plant),
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if let Cleanup::Planted(gate, plant) = self {
+            let waker = plant.give_back(&mut gate.state());
+            if let Some(waker) = waker {
+                waker.wake();
+            }
+        }
+    }
+}
+
+fn cleanup(gate: &Arc<Gate>, plant: Option<Plant>) -> Cleanup {
     let ticket = poll_once(&mut Box::pin(gate.enter())).expect("a free place");
-    ticket.abandon();
-    ticket
+    let Some(plant) = plant else {
+        ticket.abandon();
+        return Cleanup::Abandoned { _ticket: ticket };
+    };
+    // What abandoning a free ticket does, the ticket itself dropped unabandoned.
+    drop(ticket);
+    gate.state().taken += 1;
+    Cleanup::Planted(gate.clone(), plant)
+}
+
+/// A waiter polled once; with a plant, dropped, it leaves the queue the planted way.
+struct Waiter {
+    entry: Pin<Box<Entry>>,
+    plant: Option<Plant>,
+}
+
+impl Waiter {
+    fn new(gate: &Arc<Gate>, plant: Option<Plant>) -> Self {
+        Waiter {
+            entry: Box::pin(gate.enter()),
+            plant,
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        if let Some(plant) = self.plant {
+            self.entry.leave(|state| plant.give_back(state));
+        }
+    }
 }
 
 /// Polls once with a waker that does nothing.
-fn poll_once(entry: &mut Pin<Box<super::Entry>>) -> Option<Ticket> {
+fn poll_once(entry: &mut Pin<Box<Entry>>) -> Option<Ticket> {
     match entry.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(ticket) => Some(ticket),
         Poll::Pending => None,
@@ -81,8 +123,8 @@ fn poll_once(entry: &mut Pin<Box<super::Entry>>) -> Option<Ticket> {
 /// reports), and the places taken never exceed the bound.
 fn hand_off(plant: Option<Plant>) -> impl Fn() + Sync + Send + 'static {
     move || {
-        let gate = planted(1, plant);
-        let pending = cleanup(&gate);
+        let gate = gate(1);
+        let pending = cleanup(&gate, plant);
         let finisher = thread::spawn(move || drop(pending));
         let newcomer = {
             let gate = gate.clone();
@@ -105,10 +147,10 @@ fn hand_off(plant: Option<Plant>) -> impl Fn() + Sync + Send + 'static {
 /// on, so the waiter behind it still gets in.
 fn dropped_waiter(plant: Option<Plant>) -> impl Fn() + Sync + Send + 'static {
     move || {
-        let gate = planted(1, plant);
-        let pending = cleanup(&gate);
-        let mut first = Box::pin(gate.enter());
-        assert!(poll_once(&mut first).is_none(), "the place is taken");
+        let gate = gate(1);
+        let pending = cleanup(&gate, plant);
+        let mut first = Waiter::new(&gate, plant);
+        assert!(poll_once(&mut first.entry).is_none(), "the place is taken");
         let dropper = thread::spawn(move || drop(first));
         let finisher = thread::spawn(move || drop(pending));
         let ticket = block_on(gate.enter());
@@ -126,13 +168,13 @@ fn dropped_waiter(plant: Option<Plant>) -> impl Fn() + Sync + Send + 'static {
 /// exceed the bound.
 fn no_barging(plant: Option<Plant>) -> impl Fn() + Sync + Send + 'static {
     move || {
-        let gate = planted(1, plant);
-        let pending = cleanup(&gate);
-        let mut waiter = Box::pin(gate.enter());
-        assert!(poll_once(&mut waiter).is_none(), "the place is taken");
+        let gate = gate(1);
+        let pending = cleanup(&gate, plant);
+        let mut waiter = Waiter::new(&gate, plant);
+        assert!(poll_once(&mut waiter.entry).is_none(), "the place is taken");
         let finisher = thread::spawn(move || drop(pending));
-        let mut newcomer = Box::pin(gate.enter());
-        let passed = poll_once(&mut newcomer);
+        let mut newcomer = Waiter::new(&gate, plant);
+        let passed = poll_once(&mut newcomer.entry);
         assert!(passed.is_none(), "a newcomer passed beside a waiter");
         assert!(gate.taken() <= 1, "more places taken than the bound");
         finisher.join().unwrap();

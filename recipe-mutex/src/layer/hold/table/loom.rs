@@ -1,24 +1,21 @@
-//! loom models of the hold table (`hold/table.rs`, the code [`super::Holds`] runs): every
+//! loom models of the hold table (the code [`Holds`](crate::layer::hold::Holds) runs): every
 //! interleaving of guards taken, dropped on a plain thread, their deletes on the runtime's
 //! thread, the session's end and `is_acquired_in_this_process`, up to a bounded number of
-//! preemptions ([`PREEMPTIONS`](crate::loom_check::PREEMPTIONS), or `LOOM_MAX_PREEMPTIONS`).
+//! preemptions ([`PREEMPTIONS`](crate::loom::model::PREEMPTIONS), or `LOOM_MAX_PREEMPTIONS`).
 //!
-//! Built only with our own cfg (tokio has its own `cfg(loom)`, which `--cfg loom` would turn on
-//! in tokio too), in a target dir of their own (the cfg rebuilds every crate), in release:
-//!
-//! ```text
-//! RUSTFLAGS="--cfg zk_loom" CARGO_TARGET_DIR=target/loom \
-//!     cargo test -p recipe-mutex --lib --release hold::loom
-//! ```
-//!
-//! tokio does not run under loom, so the runtime is a thread (what `guaranteed_delete_on`
-//! spawns the delete onto when the guard drops off the runtime), and the server a lock over
-//! the session's liveness and our node. The invariants: a hold is ended only while held, and
-//! released only while releasing, once each (ids never given twice); a hold being released
-//! stays in the table until its delete has ended, and then leaves it, whatever the session's
-//! end does meanwhile (`is_acquired_in_this_process` never says false while our node is still
-//! ours, nor true forever); it never says false while a guard is alive. Each model ships with
-//! a [`Plant`] that breaks its invariant, and a test that loom finds the failure.
+//! - Built only with our own cfg, `--cfg zk_loom`, in release: the test filter `loom` of
+//!   `cargo test -p recipe-mutex --lib --release` runs them.
+//! - tokio does not run under loom, so the runtime is a thread (what `guaranteed_delete_on`
+//!   spawns the delete onto when the guard drops off the runtime), and the server a lock over
+//!   the session's liveness and our node.
+//! - The invariants: a hold is ended only while held, and released only while releasing, once
+//!   each (ids never given twice); a hold being released stays in the table until its delete
+//!   has ended, and then leaves it, whatever the session's end does meanwhile
+//!   (`is_acquired_in_this_process` never says false while our node is still ours, nor true
+//!   forever); it never says false while a guard is alive.
+//! - Each model ships with a [`Plant`] that breaks its invariant, and a test that loom finds
+//!   the failure. The plants live here, in [`Planted`], a wrapper the table does not know
+//!   about: each replays one of the table's steps split across lock sections.
 
 #![allow(clippy::unwrap_used)]
 
@@ -27,10 +24,10 @@ use std::sync::Arc;
 use ::loom::sync::Mutex;
 use ::loom::thread;
 
-use super::table::Table;
-use crate::loom_check::{check, fails};
+use super::Table;
+use crate::loom::model::{check, fails};
 
-/// A defect planted in a table (the loom models only), each breaking one model's invariant.
+/// A defect planted around a table by [`Planted`], each breaking one model's invariant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Plant {
     /// A hold's id is read in one lock section and taken in another: two holds may get one id.
@@ -43,10 +40,60 @@ pub(super) enum Plant {
     SplitEnd,
 }
 
-fn table(plant: Option<Plant>) -> Arc<Table<()>> {
-    let mut table = Table::new();
-    table.plant = plant;
-    Arc::new(table)
+/// A table as the models use it: its own steps, or with `plant` the planted ones, built from
+/// the table's lock sections.
+struct Planted {
+    table: Table<()>,
+    plant: Option<Plant>,
+}
+
+impl Planted {
+    /// [`Table::hold`], or its id taken outside the lock.
+    fn hold(&self) -> u64 {
+        if self.plant != Some(Plant::IdOutsideLock) {
+            return self.table.hold(());
+        }
+        let id = self.table.lock().next_id + 1;
+        let mut table = self.table.lock();
+        table.next_id = id;
+        table.held.insert(id, ());
+        id
+    }
+
+    /// [`Table::end`], or its step split in two.
+    fn end<D>(&self, id: u64, start: impl FnOnce(Option<()>) -> D) -> D {
+        match self.plant {
+            Some(Plant::StartBeforeReleasing) => {
+                let kept = self.table.lock().held.remove(&id);
+                let delete = start(kept);
+                self.table.lock().releasing.insert(id, ());
+                delete
+            }
+            Some(Plant::SplitEnd) => {
+                let kept = self.table.lock().held.remove(&id);
+                self.table.lock().releasing.insert(id, ());
+                start(kept)
+            }
+            _ => self.table.end(id, start),
+        }
+    }
+
+    /// [`Table::released`].
+    fn released(&self, id: u64) -> bool {
+        self.table.released(id)
+    }
+
+    /// [`Table::is_acquired`].
+    fn is_acquired(&self, session_gone: impl FnOnce() -> bool) -> bool {
+        self.table.is_acquired(session_gone)
+    }
+}
+
+fn table(plant: Option<Plant>) -> Arc<Planted> {
+    Arc::new(Planted {
+        table: Table::new(),
+        plant,
+    })
 }
 
 /// The server, as far as one session's lock node goes.
@@ -69,7 +116,7 @@ fn release_racing_the_session_end(plant: Option<Plant>) -> impl Fn() + Sync + Se
             alive: true,
             node: true,
         }));
-        let id = table.hold(());
+        let id = table.hold();
         let plain = {
             let (table, server) = (table.clone(), server.clone());
             thread::spawn(move || {
@@ -122,9 +169,9 @@ fn holds_taken_and_ended_at_once(
 ) -> impl Fn() + Sync + Send + 'static {
     move || {
         let table = table(plant);
-        let guard = |table: Arc<Table<()>>| {
+        let guard = |table: Arc<Planted>| {
             move || {
-                let id = table.hold(());
+                let id = table.hold();
                 assert!(
                     table.is_acquired(|| true),
                     "not acquired in this process while a guard is alive"

@@ -1,6 +1,5 @@
-//! What the crate's loom models share (`--cfg zk_loom` tests only): run a model in every
-//! interleaving up to a preemption bound, and show that a model with a plant fails for the
-//! invariant it checks.
+//! What the crate's loom models share: run a model in every interleaving up to a preemption
+//! bound, and show that a model with a plant fails for the invariant it checks.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
