@@ -55,6 +55,10 @@
 mod error;
 mod guard;
 mod multi;
+#[cfg(feature = "plant")]
+pub mod plant;
+#[cfg(not(feature = "plant"))]
+mod plant;
 
 pub use error::{Error, MemberError};
 pub use guard::MultiGuard;

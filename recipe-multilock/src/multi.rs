@@ -176,16 +176,14 @@ impl InterProcessMultiLock {
         for (i, member) in self.members.iter().enumerate() {
             // Planted (feature `plant`, the simulator's only): the last member is only tried,
             // and the multi-lock reports itself held whether or not it was taken.
-            #[cfg(feature = "plant")]
             if i + 1 == self.members.len()
-                && recipe_mutex::plant::active(recipe_mutex::plant::Plant::MultiSkipsLast)
+                && crate::plant::active(crate::plant::Plant::MultiSkipsLast)
             {
                 if let Ok(Some(guard)) = member.lock_until(Some(Instant::now())).await {
                     taken.push(member.clone(), guard);
                 }
                 break;
             }
-            let _ = i; // (read by the plant only)
             // A member taken whose node is deleted while this one is waited for ends the
             // pass at once (the wait for this one is dropped: its node is cleaned up in the
             // background), rather than when this one is granted, which may be never.

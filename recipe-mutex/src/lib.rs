@@ -69,8 +69,10 @@ pub mod metrics;
 #[cfg(not(feature = "metrics"))]
 mod metrics;
 mod mutex;
-#[doc(hidden)]
+#[cfg(feature = "plant")]
 pub mod plant;
+#[cfg(not(feature = "plant"))]
+mod plant;
 mod revoke;
 mod sequencer;
 mod uuid;

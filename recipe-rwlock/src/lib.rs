@@ -59,6 +59,10 @@ use tokio::time::Instant;
 use zk_client::Client;
 
 mod cohort;
+#[cfg(feature = "plant")]
+pub mod plant;
+#[cfg(not(feature = "plant"))]
+mod plant;
 
 pub use cohort::{CohortReadLock, CohortReadWriteLock, CohortWriteLock};
 pub use recipe_mutex::{
@@ -252,15 +256,14 @@ impl ReadLock {
         let shared = &self.shared;
         let data = shared.data(&shared.read);
         let (client, path) = (shared.client(), shared.path());
-        #[cfg(feature = "plant")]
-        if recipe_mutex::plant::active(recipe_mutex::plant::Plant::ReadIgnoresWrites) {
+        if crate::plant::active(crate::plant::Plant::ReadIgnoresWrites) {
             return shared
                 .read
                 .take(deadline, |turn| {
                     driver::acquire(
                         client,
                         path,
-                        planted::IgnoresWrites,
+                        crate::plant::IgnoresWrites,
                         data,
                         deadline,
                         Some(turn),
@@ -296,34 +299,6 @@ impl WriteLock {
 
     fn wrap(&self, hold: Hold) -> WriteGuard {
         WriteGuard::new(hold, self.shared.clone())
-    }
-}
-
-/// The read side's planted defect (feature `plant`, for the simulator; never switched on for
-/// users): a reader that holds whatever write node is ahead of it.
-#[cfg(feature = "plant")]
-mod planted {
-    use recipes_core::{NodeMissing, Predicate, ReadPredicate, Verdict};
-
-    /// [`ReadPredicate`]'s order, but every reader holds at once.
-    #[derive(Debug, Clone, Copy)]
-    pub(crate) struct IgnoresWrites;
-
-    impl Predicate for IgnoresWrites {
-        fn lock_name(&self) -> &str {
-            ReadPredicate.lock_name()
-        }
-
-        fn sort(&self, children: &mut [String]) {
-            ReadPredicate.sort(children);
-        }
-
-        fn verdict(&self, sorted: &[String], ours: &str) -> Result<Verdict, NodeMissing> {
-            match sorted.iter().any(|c| c == ours) {
-                true => Ok(Verdict::Hold),
-                false => Err(NodeMissing),
-            }
-        }
     }
 }
 

@@ -57,6 +57,10 @@ mod error;
 mod lease;
 mod mutex;
 mod mutex_guard;
+#[cfg(feature = "plant")]
+pub mod plant;
+#[cfg(not(feature = "plant"))]
+mod plant;
 mod semaphore;
 mod take;
 

@@ -36,14 +36,10 @@ pub(crate) async fn take_leases(ask: Ask<'_>) -> Result<Option<Vec<Acquired>>, E
     loop {
         let uuid = recipe_mutex::layer::random_uuid();
         // Planted (feature `plant`, the simulator's only): the count rule off by one.
-        #[cfg(feature = "plant")]
-        let max = match recipe_mutex::plant::active(recipe_mutex::plant::Plant::SemaphoreOneTooMany)
-        {
+        let max = match crate::plant::active(crate::plant::Plant::SemaphoreOneTooMany) {
             true => MaxLeases::new(ask.max.get().saturating_add(1)),
             false => ask.max.clone(),
         };
-        #[cfg(not(feature = "plant"))]
-        let max = ask.max.clone();
         let machine =
             SemaphoreMachine::new(ask.base, ask.qty, max, &uuid, ask.data.clone(), deadline);
         let options = DriveOptions {

@@ -23,8 +23,10 @@ pub mod machine;
 pub mod name;
 pub mod op;
 pub mod participants;
-#[doc(hidden)]
+#[cfg(feature = "plant")]
 pub mod plant;
+#[cfg(not(feature = "plant"))]
+mod plant;
 pub mod predicate;
 pub mod queue;
 pub mod runner;

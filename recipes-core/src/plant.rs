@@ -1,5 +1,6 @@
-//! Planted defects for negative controls (feature `plant`, never for users), switched on at
-//! run time by `recipe_mutex::plant::set`; without the feature each is a constant `false`.
+//! Planted defects of recipes-core's machines, for negative controls (feature `plant`, never
+//! for users), switched on at run time by this module's setters; without the feature this
+//! module is private and each check is a constant `false`.
 //!
 //! - The hand-off shortcut: a waiter holds as soon as the node it watches goes, without
 //!   listing the children again (the first driver's bug: the predecessor may have been a

@@ -298,14 +298,25 @@ impl Shared {
         released
     }
 
-    /// The planted double grant: the next waiter gets the node too, now.
-    #[cfg(feature = "plant")]
+    /// The planted double grant: the holder just granted is told to the machine as released
+    /// at once, so the machine hands the node on to the next waiter, now, while the first
+    /// still holds it. Only when that hand-off is sure (waiters, and a bound that allows one).
     fn plant_double_grant(self: &Arc<Self>, node: &mut Hold) {
-        let next = self.lock().cohort.plant_take_next();
-        if let Some(waiter) = next {
+        let next = {
+            let mut state = self.lock();
+            let bound = state.cohort.bound();
+            if state.cohort.waiting() == 0 || bound.handoffs == 0 || bound.hold.is_zero() {
+                return;
+            }
+            state
+                .cohort
+                .release(true, crate::layer::driver::now())
+                .grant
+        };
+        if let Some((waiter, local)) = next {
             let guard = CohortGuard {
                 node: node.hand_over(),
-                local: 1,
+                local,
                 shared: self.clone(),
                 passed: false,
             };
@@ -314,9 +325,6 @@ impl Shared {
             }
         }
     }
-
-    #[cfg(not(feature = "plant"))]
-    fn plant_double_grant(self: &Arc<Self>, _: &mut Hold) {}
 }
 
 /// Proof of holding a [`CohortMutex`]: a [`Hold`] of the process's node (it dereferences

@@ -45,3 +45,11 @@ pub mod surface;
 pub mod turns;
 
 pub use crate::uuid::{Uuid, random_uuid};
+
+/// Seeds this thread's UUID generator (the protection prefix of every lock node it names),
+/// so that a simulated schedule replays bit for bit: a test seam of the simulator (feature
+/// `plant`), never for users.
+#[cfg(feature = "plant")]
+pub fn seed_uuids(seed: u64) {
+    crate::uuid::seed_thread(seed);
+}

@@ -223,14 +223,6 @@ impl<W> Cohort<W> {
         effects
     }
 
-    /// Takes the next waiter out of the queue with no grant rule at all: only for the
-    /// simulator's planted double grant (feature `plant`, never for users).
-    #[cfg(feature = "plant")]
-    #[doc(hidden)]
-    pub fn plant_take_next(&mut self) -> Option<W> {
-        self.waiters.pop_first().map(|(_, w)| w)
-    }
-
     fn start(&mut self) -> AttemptId {
         let attempt = self.next_attempt;
         self.next_attempt += 1;

@@ -35,6 +35,7 @@
 //! seeds replay bit for bit (tests/replay.rs keeps some), and a few part where waiters race.
 
 pub mod ledger;
+pub mod plant;
 mod work;
 
 use std::collections::BTreeMap;
@@ -183,7 +184,7 @@ fn run_inner(
     let (result, lines) = runtime.block_on(async {
         // Every node name of the schedule from the seed: this runtime has one thread, the
         // one that runs this (guards dropped on plain threads name no node).
-        recipe_mutex::plant::seed_uuids(seed ^ 0x5eed_0f0d_d5ee_d0f0);
+        recipe_mutex::layer::seed_uuids(seed ^ 0x5eed_0f0d_d5ee_d0f0);
         schedule(seed, config, trace).await
     });
     // Background work still pending goes with the runtime.

@@ -19,8 +19,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-use recipe_mutex::plant::{self, Plant};
 use zk_sim::Recipe;
+use zk_sim_layer::plant::{self, Plant};
 use zk_sim_layer::{LayerConfig, run, sweep};
 
 /// How many schedules from its kept seed a planted defect may take to be caught.

@@ -66,15 +66,16 @@ impl ChaosPlant {
     /// Switches it on in this process.
     #[cfg(feature = "plant")]
     pub(super) fn switch_on(self) -> Result<()> {
-        use recipe_mutex::plant::{Plant, set};
-        set(match self {
-            ChaosPlant::Shortcut => Some(Plant::HandOffShortcut),
-            ChaosPlant::GrantOnDisconnect => Some(Plant::GrantOnDisconnect),
+        use recipe_mutex::plant::Plant;
+        // Each in the crate that has it: recipes-core's machines, recipe-mutex's layer.
+        recipes_core::plant::set_hand_off_shortcut(self == ChaosPlant::Shortcut);
+        recipes_core::plant::set_grant_on_disconnect(self == ChaosPlant::GrantOnDisconnect);
+        recipes_core::plant::set_lease_wait_shortcut(self == ChaosPlant::LeaseWaitShortcut);
+        recipe_mutex::plant::set(match self {
             ChaosPlant::CohortDoubleGrant => Some(Plant::CohortDoubleGrant),
             ChaosPlant::NoNodeWatch => Some(Plant::NoNodeWatch),
-            ChaosPlant::LeaseWaitShortcut => Some(Plant::LeaseWaitShortcut),
-            // The worker's own, not the recipes'.
-            ChaosPlant::DeletesOthers => None,
+            // recipes-core's, above, or the worker's own (`deletes-others`).
+            _ => None,
         });
         DELETES_OTHERS.store(self == ChaosPlant::DeletesOthers, SeqCst);
         Ok(())
