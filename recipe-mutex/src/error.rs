@@ -79,3 +79,12 @@ pub enum Error {
     #[error(transparent)]
     Zk(#[from] zk_client::Error),
 }
+
+/// The error for a session in `state` that can no longer be used (or is lost).
+pub fn session_error(state: zk_client::SessionState) -> Error {
+    match state {
+        zk_client::SessionState::Lost => Error::SessionLost,
+        zk_client::SessionState::AuthFailed => Error::Zk(zk_client::Error::AuthFailed),
+        _ => Error::SessionExpired,
+    }
+}

@@ -40,7 +40,7 @@
 
 #[cfg(feature = "metrics")]
 use crate::Loss;
-use crate::layer::driver::RecipeKind;
+use crate::layer::node::RecipeKind;
 
 /// Histogram, seconds, labels `recipe` and `outcome`: how long one lock attempt took, from
 /// its first request to its outcome (acquired, timed out, failed or cancelled).
@@ -231,7 +231,7 @@ impl HoldMeter {
     pub fn start(
         client: &zk_client::Client,
         life: &std::sync::Arc<crate::layer::hold::NodeLife>,
-        node: &crate::layer::driver::Acquired,
+        node: &crate::layer::node::Acquired,
     ) -> Self {
         #[cfg(feature = "metrics")]
         {
@@ -265,8 +265,8 @@ mod held {
 
     use super::{Since, hold_ended, lost};
     use crate::Loss;
-    use crate::layer::driver::{Acquired, RecipeKind};
     use crate::layer::hold::NodeLife;
+    use crate::layer::node::{Acquired, RecipeKind};
 
     #[derive(Debug)]
     pub(super) struct Inner {

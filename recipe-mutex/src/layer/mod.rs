@@ -38,8 +38,10 @@
 //!   session ([`Hold::lost`](crate::Hold::lost)).
 //! - One clock: time is read by the driver from tokio's clock, so paused-time tests drive it.
 
+pub(crate) mod clock;
 pub mod driver;
 pub mod hold;
+pub(crate) mod node;
 pub mod participants;
 pub mod surface;
 pub mod turns;

@@ -6,13 +6,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use recipes_core::{Cleanup, CleanupMachine, ZkError};
+use recipes_core::{Cleanup, ZkError};
 use tokio::sync::oneshot;
 use zk_client::Client;
 
-use super::run::Run;
-use super::{error_of, session_error, zk_error};
+use super::ops::zk_error;
+use super::run::run_cleanups;
 use crate::Error;
+use crate::error::session_error;
 
 /// Starts what a machine that holds must release ([`Machine::releases`](recipes_core::Machine::releases)): deletes are sent
 /// now (ahead of whatever the caller sends next) and guaranteed.
@@ -49,35 +50,6 @@ pub fn spawn_cleanups(
         let _ = tx.send(result);
     }));
     rx
-}
-
-/// Runs `cleanups` to the end (see [`spawn_cleanups`]).
-pub async fn run_cleanups(client: &Client, cleanups: Vec<Cleanup>) -> Result<(), Error> {
-    if cleanups.is_empty() {
-        return Ok(());
-    }
-    crate::log::debug!(
-        session = %format_args!("{:#x}", client.session_id()),
-        cleanups = ?cleanups,
-        "cleanup"
-    );
-    let mut run = Run::new(client.clone(), CleanupMachine::new(cleanups));
-    run.abandon_on_drop = false;
-    run.start();
-    run.until_outcome().await;
-    let error = run.last_error.clone();
-    match run.outcome() {
-        Ok(()) => Ok(()),
-        Err(ended) => {
-            let e = error_of(client, ended, error);
-            crate::log::warning!(
-                session = %format_args!("{:#x}", client.session_id()),
-                error = %e,
-                "cleanup given up"
-            );
-            Err(e)
-        }
-    }
 }
 
 /// Deletes `path` with a guarantee: the delete is sent now (so it keeps its place ahead of

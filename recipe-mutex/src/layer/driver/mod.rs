@@ -2,8 +2,8 @@
 //! recipe takes its locks through it.
 //!
 //! It only moves things: ops out to the client (in the machine's order, pipelined), replies,
-//! watch events, state changes and the time in. Time is read here and only here, from tokio's
-//! clock (so paused-time tests drive it). After each input the machine is checked by
+//! watch events, state changes and the time in. Time is read from the layer's one clock,
+//! tokio's (so paused-time tests drive it), re-exported here. After each input the machine is checked by
 //! [`Runner`](recipes_core::Runner): a machine left with nothing to wait for ends with
 //! [`Error::Stuck`] instead of hanging or spinning.
 //!
@@ -16,10 +16,10 @@ use std::future::Future;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use recipes_core::{AcquireMachine, Failure, Held, Machine, Predicate, Stuck};
+use recipes_core::{AcquireMachine, Held, Machine, Predicate};
 use tokio::sync::Notify;
 use tokio::time::Instant;
-use zk_client::{Client, SessionState};
+use zk_client::Client;
 
 use crate::Error;
 
@@ -28,99 +28,24 @@ mod ops;
 mod parents;
 mod run;
 
+mod ended;
+
+pub use crate::error::session_error;
+pub use crate::layer::clock::{deadline_in, now, sleep_until, with_grace};
+pub use crate::layer::node::{Acquired, RecipeKind};
 use cleanup::start_releases;
 pub use cleanup::{
-    GuaranteedDelete, finish_release, guaranteed_delete, guaranteed_delete_on, run_cleanups,
-    spawn_cleanups,
+    GuaranteedDelete, finish_release, guaranteed_delete, guaranteed_delete_on, spawn_cleanups,
 };
-pub use ops::{connection, sleep_until, zk_error};
+pub use ended::{Ended, error_of};
+pub use ops::{connection, zk_error};
 pub use parents::create_parents;
 use run::Run;
-
-/// A lock node we hold.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Acquired {
-    /// Its full path.
-    pub path: String,
-    /// Its creation zxid (the fencing token).
-    pub czxid: i64,
-    /// The session it belongs to.
-    pub session_id: i64,
-}
-
-/// Which recipe a lock node or an attempt is of: the `recipe` label of the lock metrics
-/// (feature `metrics`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RecipeKind {
-    /// A mutex (`InterProcessMutex`, and the semaphore-mutex's inner lock).
-    #[default]
-    Mutex,
-    /// A read lock (`__READ__` nodes).
-    Read,
-    /// A write lock (`__WRIT__` nodes).
-    Write,
-    /// A semaphore's leases (`lease-` nodes).
-    Semaphore,
-}
-
-impl RecipeKind {
-    /// The label's value: `mutex`, `read`, `write` or `semaphore`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RecipeKind::Mutex => "mutex",
-            RecipeKind::Read => "read",
-            RecipeKind::Write => "write",
-            RecipeKind::Semaphore => "semaphore",
-        }
-    }
-
-    /// The kind of the fair lock whose lock name (Curator's) is `lock_name`.
-    pub fn of_lock_name(lock_name: &str) -> Self {
-        match lock_name {
-            recipes_core::rwlock::READ_LOCK_NAME => RecipeKind::Read,
-            recipes_core::rwlock::WRITE_LOCK_NAME => RecipeKind::Write,
-            _ => RecipeKind::Mutex,
-        }
-    }
-
-    /// The kind of lock node `path` (by the lock name in its last segment).
-    pub fn of_node(path: &str) -> Self {
-        let name = path.rsplit('/').next().unwrap_or(path);
-        if name.contains(recipes_core::rwlock::READ_LOCK_NAME) {
-            RecipeKind::Read
-        } else if name.contains(recipes_core::rwlock::WRITE_LOCK_NAME) {
-            RecipeKind::Write
-        } else if name.contains("-lease-") {
-            RecipeKind::Semaphore
-        } else {
-            RecipeKind::Mutex
-        }
-    }
-}
+pub use run::run_cleanups;
 
 /// How many times an attempt whose node vanished is retried with a new node (Curator's retry
 /// policy does the same), within the same deadline.
 const VANISHED_RETRIES: u32 = 3;
-
-/// The clock: tokio's, as a `std` instant for the machines.
-pub fn now() -> std::time::Instant {
-    Instant::now().into_std()
-}
-
-/// The deadline `timeout` from now, for the surfaces' `try_*_for(timeout)`; `None` (no
-/// deadline: wait as long as it takes) when it is too far to be an instant, as
-/// `Duration::MAX`, which many callers write for "forever", is.
-pub fn deadline_in(timeout: std::time::Duration) -> Option<Instant> {
-    Instant::now().checked_add(timeout)
-}
-
-/// `deadline` plus one [`DEADLINE_GRACE`](recipes_core::DEADLINE_GRACE), saturating: at the
-/// end of what an instant can hold, the deadline itself.
-pub fn with_grace(deadline: Instant) -> Instant {
-    deadline
-        .checked_add(recipes_core::DEADLINE_GRACE)
-        .unwrap_or(deadline)
-}
 
 /// An attempt's turn ([`crate::layer::turns`]), kept until the driven machine is completely
 /// finished, background work included; marked abandoned when the machine is handed to the
@@ -235,50 +160,6 @@ impl std::fmt::Debug for DriveOptions {
             .field("deadline", &self.deadline)
             .field("recipe", &self.recipe)
             .finish()
-    }
-}
-
-/// How a driven machine ended without holding.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ended {
-    /// Its deadline passed while a server was connected: the lock was busy.
-    TimedOut,
-    /// Its deadline passed while no server was connected: busy or free, nobody can say.
-    Unavailable(zk_client::Outage),
-    /// It failed.
-    Failed(Failure),
-    /// It was left with nothing to wait for (a bug in the machine, caught).
-    Stuck(Stuck),
-}
-
-/// The error for a machine that ended without holding; `error` is the client's error for the
-/// last op that failed.
-pub fn error_of(client: &Client, ended: Ended, error: Option<zk_client::Error>) -> Error {
-    match ended {
-        Ended::TimedOut => Error::TimedOut,
-        Ended::Unavailable(outage) => Error::Unavailable(outage),
-        Ended::Stuck(stuck) => Error::Stuck(stuck),
-        Ended::Failed(failure) => match failure {
-            Failure::SessionExpired => session_error(client.state()),
-            Failure::NodeVanished => Error::NodeVanished,
-            Failure::ParentMissing => Error::ParentMissing,
-            Failure::SequenceWrapped => Error::SequenceWrapped,
-            Failure::Abandoned => Error::SessionLost,
-            Failure::Zk(_) => match error {
-                Some(zk_client::Error::SessionExpired) => Error::SessionExpired,
-                Some(e) => Error::Zk(e),
-                None => session_error(client.state()),
-            },
-        },
-    }
-}
-
-/// The error for a session in `state` that can no longer be used (or is lost).
-pub fn session_error(state: SessionState) -> Error {
-    match state {
-        SessionState::Lost => Error::SessionLost,
-        SessionState::AuthFailed => Error::Zk(zk_client::Error::AuthFailed),
-        _ => Error::SessionExpired,
     }
 }
 

@@ -6,7 +6,6 @@ use std::future::Future;
 use std::pin::Pin;
 
 use recipes_core::{Connection, NodeMode, Op, Reply, WatchEvent, WatchKind, ZkError};
-use tokio::time::Instant;
 use zk_client::{Client, CreateMode, CreateOptions, OneshotWatcher, SessionState};
 
 use super::parents;
@@ -35,14 +34,6 @@ pub(super) fn watch_event(event: zk_client::EventType) -> WatchEvent {
         EventType::NodeDataChanged => WatchEvent::DataChanged,
         EventType::NodeChildrenChanged => WatchEvent::ChildrenChanged,
         _ => WatchEvent::SessionEnded,
-    }
-}
-
-/// Sleeps until `deadline`, or forever without one.
-pub async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
     }
 }
 

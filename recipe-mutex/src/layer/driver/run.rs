@@ -9,15 +9,19 @@ use std::task::{Context, Poll};
 
 use recipes_core::queue::Queue;
 use recipes_core::{
-    Connection, Failure, Input, Machine, Op, Outcome, Runner, Stuck, WatchEvent, WatchKind,
+    Cleanup, CleanupMachine, Connection, Failure, Input, Machine, Op, Outcome, Runner, Stuck,
+    WatchEvent, WatchKind,
 };
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 use zk_client::{Client, OneshotWatcher, SessionState, StateStream};
 
-use super::cleanup::run_cleanups;
-use super::ops::{Completed, InFlight, op_future, watch_event};
-use super::{Ended, RecipeKind, Turn, connection, now, sleep_until};
+use super::ended::{Ended, error_of};
+use super::ops::{Completed, InFlight, connection, op_future, watch_event};
+use crate::Error;
+use crate::layer::clock::{now, sleep_until};
+use crate::layer::node::RecipeKind;
+use crate::layer::turns::Turn;
 use crate::metrics::{Outcome as Measured, Since};
 use crate::waiting::Waiting;
 
@@ -318,5 +322,34 @@ async fn notified(wake: Option<&Notify>) {
     match wake {
         Some(n) => n.notified().await,
         None => std::future::pending().await,
+    }
+}
+
+/// Runs `cleanups` to the end (see [`spawn_cleanups`](super::spawn_cleanups)).
+pub async fn run_cleanups(client: &Client, cleanups: Vec<Cleanup>) -> Result<(), Error> {
+    if cleanups.is_empty() {
+        return Ok(());
+    }
+    crate::log::debug!(
+        session = %format_args!("{:#x}", client.session_id()),
+        cleanups = ?cleanups,
+        "cleanup"
+    );
+    let mut run = Run::new(client.clone(), CleanupMachine::new(cleanups));
+    run.abandon_on_drop = false;
+    run.start();
+    run.until_outcome().await;
+    let error = run.last_error.clone();
+    match run.outcome() {
+        Ok(()) => Ok(()),
+        Err(ended) => {
+            let e = error_of(client, ended, error);
+            crate::log::warning!(
+                session = %format_args!("{:#x}", client.session_id()),
+                error = %e,
+                "cleanup given up"
+            );
+            Err(e)
+        }
     }
 }

@@ -187,11 +187,11 @@ pub async fn wait(
         return Ok(Some(turn(entry.await)));
     }
     let mut states = client.state_watch();
-    let until = deadline.map(crate::layer::driver::with_grace);
+    let until = deadline.map(crate::layer::clock::with_grace);
     loop {
         let state = *states.borrow_and_update();
         if state.is_terminal() {
-            return Err(crate::layer::driver::session_error(state));
+            return Err(crate::error::session_error(state));
         }
         tokio::select! {
             biased;
@@ -203,7 +203,7 @@ pub async fn wait(
             }
             // Behind this process's own pending cleanups at the deadline: busy, unless no
             // server is there to finish them.
-            _ = crate::layer::driver::sleep_until(until) => return match client.outage() {
+            _ = crate::layer::clock::sleep_until(until) => return match client.outage() {
                 Some(outage) => Err(Error::Unavailable(outage)),
                 None => Ok(None),
             },
