@@ -27,9 +27,6 @@ const KEEP_SLOTS: usize = 64;
 /// One session's reply slots.
 pub(crate) struct Replies<T> {
     slots: Mutex<Slots<T>>,
-    /// The defect planted in this pool, to show a loom model fails without its invariant.
-    #[cfg(all(test, zk_loom))]
-    plant: Option<loom::Plant>,
 }
 
 impl<T> std::fmt::Debug for Replies<T> {
@@ -67,8 +64,6 @@ impl<T> Replies<T> {
                 states: Vec::new(),
                 free: Vec::new(),
             }),
-            #[cfg(all(test, zk_loom))]
-            plant: None,
         }
     }
 
@@ -152,11 +147,6 @@ impl<T> ReplySender<T> {
     }
 
     fn finish(&self, index: usize, value: Option<T>) {
-        #[cfg(all(test, zk_loom))]
-        let value = match loom::planted_finish(self, index, value) {
-            Some(value) => value,
-            None => return,
-        };
         let mut slots = self.replies.lock();
         let waker = match slots.states.get_mut(index) {
             Some(state @ State::Waiting(_)) => {
@@ -239,12 +229,6 @@ impl<T> Drop for ReplyFuture<T> {
         if let Some(index) = self.index.take() {
             let mut slots = self.replies.lock();
             let old = match slots.states.get_mut(index) {
-                #[cfg(all(test, zk_loom))]
-                Some(State::Waiting(_))
-                    if self.replies.plant == Some(loom::Plant::FreeOnOneEnd) =>
-                {
-                    Replies::take(&mut slots, index)
-                }
                 Some(state @ State::Waiting(_)) => {
                     *state = State::ReceiverGone;
                     return;

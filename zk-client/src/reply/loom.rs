@@ -14,7 +14,8 @@
 //! free at the end); nothing leaks (the replies are `Arc`s whose counts are checked, the
 //! wakers loom's, which loom checks); an awaited future is woken when its reply or the
 //! sender's end lands, whatever came first. Each model ships with a [`Plant`] that breaks its
-//! invariant, and a test that loom finds the failure.
+//! invariant, and a test that loom finds the failure; the plants live here, in ends that wrap
+//! the pool's ([`Pool`]), which the pool does not know about.
 
 #![allow(clippy::unwrap_used)]
 
@@ -49,12 +50,13 @@ pub(super) enum Plant {
 
 /// The sender's planted ways to finish: `None` when the plant finished it, else the value to
 /// finish it with as the code does.
-pub(super) fn planted_finish<T>(
+fn planted_finish<T>(
     sender: &ReplySender<T>,
+    plant: Option<Plant>,
     index: usize,
     value: Option<T>,
 ) -> Option<Option<T>> {
-    match sender.replies.plant {
+    match plant {
         Some(Plant::WakeBeforeReply) => {
             let mut slots = sender.replies.lock();
             let Some(State::Waiting(waker)) = slots.states.get_mut(index) else {
@@ -88,14 +90,101 @@ pub(super) fn planted_finish<T>(
     }
 }
 
-impl<T> Replies<T> {
-    fn planted(plant: Option<Plant>) -> Self {
+/// A pool as the models use it: a wrapper the pool does not know about, whose ends finish
+/// as the code does or, with `plant`, the planted way.
+struct Pool<T> {
+    replies: Arc<Replies<T>>,
+    plant: Option<Plant>,
+}
+
+impl<T> Pool<T> {
+    fn new(plant: Option<Plant>) -> Self {
         Self {
+            replies: Arc::new(Replies::new()),
             plant,
-            ..Self::new()
         }
     }
 
+    /// [`Replies::open`], each end wrapped.
+    fn open(&self) -> (Sender<T>, Receiver<T>) {
+        let (sender, future) = self.replies.open();
+        (
+            Sender {
+                inner: sender,
+                plant: self.plant,
+            },
+            Receiver {
+                inner: future,
+                plant: self.plant,
+            },
+        )
+    }
+
+    fn free_but(&self, busy: usize) -> usize {
+        self.replies.free_but(busy)
+    }
+}
+
+/// A [`ReplySender`] that finishes the planted way (the wrapped one is left with nothing
+/// to finish).
+struct Sender<T> {
+    inner: ReplySender<T>,
+    plant: Option<Plant>,
+}
+
+impl<T> Sender<T> {
+    fn send(mut self, value: T) {
+        if let Some(index) = self.inner.index.take() {
+            self.finish(index, Some(value));
+        }
+    }
+
+    fn finish(&self, index: usize, value: Option<T>) {
+        if let Some(value) = planted_finish(&self.inner, self.plant, index, value) {
+            self.inner.finish(index, value);
+        }
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        if let Some(index) = self.inner.index.take() {
+            self.finish(index, None);
+        }
+    }
+}
+
+/// A [`ReplyFuture`] that, dropped with [`Plant::FreeOnOneEnd`], frees its slot at once.
+struct Receiver<T> {
+    inner: ReplyFuture<T>,
+    plant: Option<Plant>,
+}
+
+impl<T> Future for Receiver<T> {
+    type Output = Option<T>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        Pin::new(&mut self.inner).poll(cx)
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        if self.plant != Some(Plant::FreeOnOneEnd) {
+            return;
+        }
+        if let Some(index) = self.inner.index.take() {
+            let replies = self.inner.replies.clone();
+            let mut slots = replies.lock();
+            // Freed whether or not the sender is done.
+            let old = Replies::take(&mut slots, index);
+            drop(slots);
+            drop(old);
+        }
+    }
+}
+
+impl<T> Replies<T> {
     /// Every slot free but `busy` (ends alive), each free one on the free list once; how
     /// many slots there are.
     fn free_but(&self, busy: usize) -> usize {
@@ -152,7 +241,7 @@ fn is(got: Option<&Arc<u32>>, sent: &Arc<u32>) -> bool {
 }
 
 /// Polls once with a waker that does nothing.
-fn poll_once<T>(future: &mut ReplyFuture<T>) -> Poll<Option<T>> {
+fn poll_once<T>(future: &mut Receiver<T>) -> Poll<Option<T>> {
     Pin::new(future).poll(&mut Context::from_waker(Waker::noop()))
 }
 
@@ -161,7 +250,7 @@ fn poll_once<T>(future: &mut ReplyFuture<T>) -> Poll<Option<T>> {
 /// future only, the dropped one's is dropped, and both slots are free and reused.
 fn two_in_flight(plant: Option<Plant>) -> impl Fn() + Sync + Send + 'static {
     move || {
-        let replies = Arc::new(Replies::<Arc<u32>>::planted(plant));
+        let replies = Pool::<Arc<u32>>::new(plant);
         let (one, two) = (Arc::new(1), Arc::new(2));
         let (tx1, rx1) = replies.open();
         let (tx2, mut rx2) = replies.open();
@@ -195,7 +284,7 @@ fn two_in_flight(plant: Option<Plant>) -> impl Fn() + Sync + Send + 'static {
 /// future ends with "sender gone" (`None`), whichever came first, and the slot is freed.
 fn sender_gone(plant: Option<Plant>) -> impl Fn() + Sync + Send + 'static {
     move || {
-        let replies = Arc::new(Replies::<Arc<u32>>::planted(plant));
+        let replies = Pool::<Arc<u32>>::new(plant);
         let (tx, rx) = replies.open();
         let sender = thread::spawn(move || drop(tx));
         assert!(block_on(rx).is_none());
@@ -214,7 +303,7 @@ fn reused_slot(
     audit: bool,
 ) -> impl Fn() + Sync + Send + 'static {
     move || {
-        let replies = Arc::new(Replies::<Arc<u32>>::planted(plant));
+        let replies = Pool::<Arc<u32>>::new(plant);
         let (old, new) = (Arc::new(1), Arc::new(2));
         let (tx1, rx1) = replies.open();
         let sender = {
