@@ -12,7 +12,7 @@
 //! | [`ACQUIRE_FAILURES_TOTAL`] | counter | `recipe` | attempts that ended with an error (session lost, no server before the deadline, a node gone) |
 //! | [`ACQUIRE_CANCELLATIONS_TOTAL`] | counter | `recipe` | attempts dropped before their outcome (a `select!`, an aborted task) |
 //! | [`HOLD_SECONDS`] | histogram | `recipe` | how long a lock node was held, from its grant to the start of its release |
-//! | [`LOSSES_TOTAL`] | counter | `recipe`, `kind` | holds that ended lost, by [`Loss`] |
+//! | [`LOSSES_TOTAL`] | counter | `recipe`, `kind` | holds that ended lost, by [`Loss`](crate::Loss) |
 //! | [`COHORT_BATCH_HANDOFFS`] | histogram | `recipe` | local hand-offs in one cohort batch (one node held by the process, passed from task to task) |
 //!
 //! Labels: `recipe` is `mutex`, `read`, `write` or `semaphore` (a multi-lock's members count
@@ -38,8 +38,6 @@
 //! Without the feature every helper here is an empty inline function over zero-sized types:
 //! nothing is measured, and the crate does not depend on `metrics`.
 
-#[cfg(feature = "metrics")]
-use crate::Loss;
 use crate::layer::node::RecipeKind;
 
 /// Histogram, seconds, labels `recipe` and `outcome`: how long one lock attempt took, from
@@ -67,7 +65,7 @@ pub const ACQUIRE_CANCELLATIONS_TOTAL: &str = "zk_lock_acquire_cancellations_tot
 #[cfg(feature = "metrics")]
 pub const HOLD_SECONDS: &str = "zk_lock_hold_seconds";
 /// Counter, labels `recipe` and `kind` (`unsure`, `lost`, `deleted`: the
-/// [`Loss`] variants): holds that ended lost, by what their `lost()` gave then.
+/// [`Loss`](crate::Loss) variants): holds that ended lost, by what their `lost()` gave then.
 #[cfg(feature = "metrics")]
 pub const LOSSES_TOTAL: &str = "zk_lock_losses_total";
 /// Histogram, label `recipe`: local hand-offs in one cohort batch, recorded when the batch's
@@ -189,18 +187,14 @@ pub(crate) fn attempt_ended(recipe: RecipeKind, since: Since, outcome: Outcome) 
 
 /// A hold of `recipe`, begun at `since`, ends now.
 #[cfg(feature = "metrics")]
-fn hold_ended(recipe: RecipeKind, since: Since) {
+pub(crate) fn hold_ended(recipe: RecipeKind, since: Since) {
     ::metrics::histogram!(HOLD_SECONDS, "recipe" => recipe.as_str()).record(since.seconds());
 }
 
-/// A hold of `recipe` could no longer be trusted, for `loss`.
+/// A hold of `recipe` could no longer be trusted, for the loss `kind` (`unsure`, `lost` or
+/// `deleted`).
 #[cfg(feature = "metrics")]
-fn lost(recipe: RecipeKind, loss: Loss) {
-    let kind = match loss {
-        Loss::Unsure => "unsure",
-        Loss::Lost => "lost",
-        Loss::Deleted => "deleted",
-    };
+pub(crate) fn lost(recipe: RecipeKind, kind: &'static str) {
     ::metrics::counter!(LOSSES_TOTAL, "recipe" => recipe.as_str(), "kind" => kind).increment(1);
 }
 
@@ -212,102 +206,4 @@ pub(crate) fn cohort_batch_ended(recipe: RecipeKind, handoffs: u64) {
         .record(handoffs as f64);
     #[cfg(not(feature = "metrics"))]
     let _ = (recipe, handoffs);
-}
-
-/// One hold, measured: its kind and grant time, and what it needs to tell at its end whether
-/// it was lost. Ended by [`HoldMeter::end`] when the hold ends, before its own delete (which
-/// would otherwise read as `deleted`); zero-sized without the feature.
-/// The hold layer keeps one in every hold; a recipe whose hold is not a [`Hold`](crate::Hold)
-/// (recipe-semaphore's leases) keeps its own.
-#[derive(Debug)]
-pub struct HoldMeter {
-    #[cfg(feature = "metrics")]
-    inner: Option<held::Inner>,
-}
-
-impl HoldMeter {
-    /// Starts measuring the hold of `node` on `client`, whose node's life is `life`.
-    #[inline]
-    pub fn start(
-        client: &zk_client::Client,
-        life: &std::sync::Arc<crate::layer::hold::NodeLife>,
-        node: &crate::layer::node::Acquired,
-    ) -> Self {
-        #[cfg(feature = "metrics")]
-        {
-            Self {
-                inner: Some(held::Inner::start(client, life, node)),
-            }
-        }
-        #[cfg(not(feature = "metrics"))]
-        {
-            let _ = (client, life, node);
-            Self {}
-        }
-    }
-
-    /// The hold ends now: its hold time, and its loss if it ends lost (what its `lost()`
-    /// would say now). Only the first call counts.
-    #[inline]
-    pub fn end(&mut self) {
-        #[cfg(feature = "metrics")]
-        if let Some(inner) = self.inner.take() {
-            inner.end();
-        }
-    }
-}
-
-#[cfg(feature = "metrics")]
-mod held {
-    use std::sync::Arc;
-
-    use zk_client::{Client, SessionState};
-
-    use super::{Since, hold_ended, lost};
-    use crate::Loss;
-    use crate::layer::hold::NodeLife;
-    use crate::layer::node::{Acquired, RecipeKind};
-
-    #[derive(Debug)]
-    pub(super) struct Inner {
-        recipe: RecipeKind,
-        since: Since,
-        client: Client,
-        session_id: i64,
-        life: Arc<NodeLife>,
-    }
-
-    impl Inner {
-        pub(super) fn start(client: &Client, life: &Arc<NodeLife>, node: &Acquired) -> Self {
-            Self {
-                recipe: RecipeKind::of_node(&node.path),
-                since: Since::now(),
-                client: client.clone(),
-                session_id: node.session_id,
-                life: life.clone(),
-            }
-        }
-
-        pub(super) fn end(self) {
-            hold_ended(self.recipe, self.since);
-            // What the hold's `lost()` says now, if it would resolve.
-            let state = self.client.state();
-            let loss = if self.life.is_gone() {
-                Some(Loss::Deleted)
-            } else if self.client.session_id() != self.session_id {
-                Some(Loss::Lost)
-            } else {
-                match state {
-                    SessionState::Connected => None,
-                    SessionState::Disconnected
-                    | SessionState::Connecting
-                    | SessionState::ConnectedReadOnly => Some(Loss::Unsure),
-                    _ => Some(Loss::Lost),
-                }
-            };
-            if let Some(loss) = loss {
-                lost(self.recipe, loss);
-            }
-        }
-    }
 }

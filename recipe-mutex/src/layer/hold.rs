@@ -19,10 +19,11 @@ use crate::Error;
 use crate::layer::driver::{self, Acquired, GuaranteedDelete, Turn};
 use crate::revoke::RevocationListener;
 
-pub use crate::metrics::HoldMeter;
+pub use meter::HoldMeter;
 use table::Table;
 pub use watch::{NodeLife, NodeWatch, watch_node};
 
+mod meter;
 mod table;
 mod watch;
 
@@ -48,7 +49,7 @@ impl std::fmt::Debug for Holds {
 #[derive(Debug)]
 struct Kept {
     watch: NodeWatch,
-    meter: crate::metrics::HoldMeter,
+    meter: HoldMeter,
 }
 
 /// How a held lock may have been lost, from [`Hold::lost`].
@@ -164,7 +165,7 @@ impl Holds {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         let (life, watch) = watch_node(&self.client, &node, revocation);
-        let meter = crate::metrics::HoldMeter::start(&self.client, &life, &node);
+        let meter = HoldMeter::start(&self.client, &life, &node);
         let id = self.table.hold(Kept { watch, meter });
         Hold {
             holds: self.clone(),
