@@ -91,6 +91,9 @@ pub struct ReadStats {
     pub seconds: f64,
     /// A torn last record (a write cut by a crash, which ZooKeeper takes for the log's end).
     pub torn_tail: Option<String>,
+    /// Transactions a member's log held twice in a row, identical (a ZooKeeper follower may
+    /// log the first proposal of an epoch twice as it rejoins), each read once.
+    pub repeated: u64,
     /// Compressed snapshots passed over (`zookeeper.snapshot.compression.method` set): the
     /// history then starts at an uncompressed one, or at the first log.
     pub compressed: Vec<PathBuf>,
@@ -113,6 +116,10 @@ struct MemberLog {
     read: Vec<PathBuf>,
     txns: u64,
     torn_tail: Option<String>,
+    /// The next transaction, read ahead to see whether it repeats the one returned.
+    ahead: Option<TxnEntry>,
+    /// Transactions read ahead that repeated the one before, identical, and were dropped.
+    repeated: u64,
 }
 
 impl MemberLog {
@@ -140,11 +147,38 @@ impl MemberLog {
             read: Vec::new(),
             txns: 0,
             torn_tail: None,
+            ahead: None,
+            repeated: 0,
         }
     }
 
-    /// The next transaction after `from`, or `None` at the end of the last log.
+    /// The next transaction after `from`, or `None` at the end of the last log; one the log
+    /// holds twice in a row, identical, once (a ZooKeeper follower rejoining may log the
+    /// first proposal of the new epoch twice). One that differs at the same zxid is returned,
+    /// for [`Audit::apply`] to skip and note.
     fn next_entry(&mut self) -> Result<Option<TxnEntry>, Error> {
+        let entry = match self.ahead.take() {
+            Some(e) => e,
+            None => match self.next_record()? {
+                Some(e) => e,
+                None => return Ok(None),
+            },
+        };
+        loop {
+            match self.next_record()? {
+                Some(next) if next.header == entry.header && next.body == entry.body => {
+                    self.repeated += 1;
+                }
+                next => {
+                    self.ahead = next;
+                    return Ok(Some(entry));
+                }
+            }
+        }
+    }
+
+    /// The next record after `from`, as the logs hold it.
+    fn next_record(&mut self) -> Result<Option<TxnEntry>, Error> {
         loop {
             if self.current.is_none() {
                 let Some(path) = self.logs.next() else {
@@ -252,6 +286,7 @@ pub fn read_members(dirs: &[PathBuf], start: Start, audit: &mut Audit) -> Result
     }
     for log in logs {
         stats.txns += log.txns;
+        stats.repeated += log.repeated;
         stats.logs.extend(log.read);
         if log.torn_tail.is_some() {
             stats.torn_tail = log.torn_tail;

@@ -30,7 +30,7 @@ fn audit(args: &Args, dirs: &[PathBuf]) -> Result<String, Error> {
     let rate = stats.txns as f64 / stats.seconds.max(1e-9);
     let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
     eprintln!(
-        "{}: snapshot {}, {} logs, {} transactions read in {:.3} s ({:.0} txns/s){}",
+        "{}: snapshot {}, {} logs, {} transactions read in {:.3} s ({:.0} txns/s){}{}",
         names.join(" + "),
         stats
             .snapshot
@@ -40,6 +40,14 @@ fn audit(args: &Args, dirs: &[PathBuf]) -> Result<String, Error> {
         stats.txns,
         stats.seconds,
         rate,
+        if stats.repeated > 0 {
+            format!(
+                "; {} logged twice in a row by a member, read once",
+                stats.repeated
+            )
+        } else {
+            String::new()
+        },
         stats
             .torn_tail
             .map(|t| format!("; a torn last record taken as the end: {t}"))

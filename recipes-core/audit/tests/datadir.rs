@@ -153,3 +153,78 @@ fn a_torn_last_record_ends_the_log_and_a_corrupt_one_is_an_error_naming_the_file
     std::fs::remove_dir_all(&d).unwrap();
     std::fs::remove_dir_all(&empty).unwrap();
 }
+
+/// A member's log holding one transaction twice in a row, identical, as a ZooKeeper 3.8
+/// follower's log held the first proposal of a new epoch after it rejoined (seen in a chaos
+/// run's kept logs, beside the judge): the transaction is applied once and counted, and is
+/// not an anomaly (the files do not overlap). One that differs at the same zxid still is.
+#[test]
+fn a_transaction_logged_twice_in_a_row_is_read_once() {
+    let d = dir("twice");
+    let v2 = d.join("version-2");
+    let create = |path: &str, cv| {
+        TxnBody::Create(CreateTxn {
+            path: path.into(),
+            ephemeral: path != "/l",
+            parent_cversion: cv,
+            ..CreateTxn::default()
+        })
+    };
+    let second = "/l/_c_y-lock-0000000002";
+    let entries = [
+        txn(1, create("/l", 1)),
+        txn(2, create(NODE, 1)),
+        txn(0x1_0000_0001, create(second, 2)),
+        txn(0x1_0000_0001, create(second, 2)),
+        txn(
+            0x1_0000_0002,
+            TxnBody::Delete(DeleteTxn { path: NODE.into() }),
+        ),
+    ];
+    let mut log = bytes::BytesMut::new();
+    encode_log(&FileHeader::new(0), &entries, &mut log).unwrap();
+    std::fs::write(v2.join("log.1"), log).unwrap();
+    let mut audit = Audit::new(vec![]);
+    let stats = read_into(&d, Start::Oldest, &mut audit).unwrap();
+    assert_eq!((stats.txns, stats.repeated), (5, 1));
+    let h = audit.finish();
+    assert_eq!(h.txns, 4);
+    assert_eq!(h.anomalies, []);
+    let granted: Vec<_> = h.locks[0]
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Granted { .. }))
+        .map(|e| (e.at.zxid, e.node.as_str()))
+        .collect();
+    assert_eq!(
+        granted,
+        [
+            (2, "_c_x-lock-0000000001"),
+            (0x1_0000_0002, "_c_y-lock-0000000002")
+        ]
+    );
+
+    // Not identical: the second is skipped, and noted.
+    let mut other = entries[3].clone();
+    other.header.cxid = 2;
+    let entries = [
+        entries[0].clone(),
+        entries[1].clone(),
+        entries[2].clone(),
+        other,
+        entries[4].clone(),
+    ];
+    let mut log = bytes::BytesMut::new();
+    encode_log(&FileHeader::new(0), &entries, &mut log).unwrap();
+    std::fs::write(v2.join("log.1"), log).unwrap();
+    let mut audit = Audit::new(vec![]);
+    let stats = read_into(&d, Start::Oldest, &mut audit).unwrap();
+    assert_eq!(stats.repeated, 0);
+    assert_eq!(
+        audit.finish().anomalies,
+        [zk_lock_audit::replay::Anomaly::Repeated {
+            zxid: 0x1_0000_0001
+        }]
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
