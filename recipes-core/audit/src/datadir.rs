@@ -91,8 +91,10 @@ pub struct ReadStats {
     pub seconds: f64,
     /// A torn last record (a write cut by a crash, which ZooKeeper takes for the log's end).
     pub torn_tail: Option<String>,
-    /// Transactions a member's log held twice in a row, identical (a ZooKeeper follower may
-    /// log the first proposal of an epoch twice as it rejoins), each read once.
+    /// Records of transactions a member had logged already, dropped: one identical to the
+    /// record before it, or one below it (the member's records starting again lower). A
+    /// ZooKeeper follower rejoining its ensemble logs transactions again so; each is read
+    /// once.
     pub repeated: u64,
     /// Compressed snapshots passed over (`zookeeper.snapshot.compression.method` set): the
     /// history then starts at an uncompressed one, or at the first log.
@@ -118,7 +120,7 @@ struct MemberLog {
     torn_tail: Option<String>,
     /// The next transaction, read ahead to see whether it repeats the one returned.
     ahead: Option<TxnEntry>,
-    /// Transactions read ahead that repeated the one before, identical, and were dropped.
+    /// Records dropped as transactions logged again ([`MemberLog::next_entry`]).
     repeated: u64,
 }
 
@@ -152,10 +154,13 @@ impl MemberLog {
         }
     }
 
-    /// The next transaction after `from`, or `None` at the end of the last log; one the log
-    /// holds twice in a row, identical, once (a ZooKeeper follower rejoining may log the
-    /// first proposal of the new epoch twice). One that differs at the same zxid is returned,
-    /// for [`Audit::apply`] to skip and note.
+    /// The next transaction after `from`, or `None` at the end of the last log. A transaction
+    /// the member logged again is read once, at its first record: a record identical to the
+    /// one before, or one below it (the member's records start again lower, further on in a
+    /// file or in a later file). A ZooKeeper follower rejoining an ensemble does both (the new
+    /// epoch's first proposal twice in a row; the transactions its leader sent it logged, then
+    /// logged again from the first). A record that differs at the same zxid is returned, for
+    /// [`Audit::apply`] to skip and note.
     fn next_entry(&mut self) -> Result<Option<TxnEntry>, Error> {
         let entry = match self.ahead.take() {
             Some(e) => e,
@@ -166,7 +171,10 @@ impl MemberLog {
         };
         loop {
             match self.next_record()? {
-                Some(next) if next.header == entry.header && next.body == entry.body => {
+                Some(next)
+                    if next.header.zxid < entry.header.zxid
+                        || (next.header == entry.header && next.body == entry.body) =>
+                {
                     self.repeated += 1;
                 }
                 next => {

@@ -42,7 +42,7 @@ fn audit(args: &Args, dirs: &[PathBuf]) -> Result<String, Error> {
         rate,
         if stats.repeated > 0 {
             format!(
-                "; {} logged twice in a row by a member, read once",
+                "; {} records of transactions a member logged again, read once",
                 stats.repeated
             )
         } else {
