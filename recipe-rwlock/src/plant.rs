@@ -15,32 +15,7 @@ pub enum Plant {
     ReadIgnoresWrites,
 }
 
-#[cfg(feature = "plant")]
-static ACTIVE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
-
-/// `plant`'s code in [`ACTIVE`] (0: none).
-#[cfg(feature = "plant")]
-fn code(plant: Option<Plant>) -> u8 {
-    plant.map_or(0, |plant| plant as u8 + 1)
-}
-
-/// Puts `plant` back (`None`: no defect).
-#[cfg(feature = "plant")]
-pub fn set(plant: Option<Plant>) {
-    ACTIVE.store(code(plant), std::sync::atomic::Ordering::SeqCst);
-}
-
-/// Whether `plant` is the defect put back.
-#[cfg(feature = "plant")]
-pub(crate) fn active(plant: Plant) -> bool {
-    ACTIVE.load(std::sync::atomic::Ordering::Relaxed) == code(Some(plant))
-}
-
-/// Whether `plant` is the defect put back: never, without the feature.
-#[cfg(not(feature = "plant"))]
-pub(crate) const fn active(_plant: Plant) -> bool {
-    false
-}
+recipes_core::plant_switch!(Plant);
 
 /// [`ReadPredicate`]'s order, but every reader holds at once: the predicate of the planted
 /// [`Plant::ReadIgnoresWrites`].

@@ -7,7 +7,7 @@
 //!   token, release, returned on drop).
 //! - [`InterProcessSemaphoreMutex`]: one lease of one, not reentrant by construction: every
 //!   `lock()` queues until the guard that holds it is released, whatever task asks. Its guard
-//!   is the mutex's [`Hold`].
+//!   is a [`SemaphoreMutexGuard`] (no `reenter()`).
 //!
 //! Ownership is explicit: a [`Lease`] or a guard is the ownership, released from any task or
 //! thread. Coming from Curator: `acquire()` returns the lease as in Curator; `returnLease(l)`

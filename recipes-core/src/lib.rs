@@ -27,6 +27,7 @@ pub mod participants;
 pub mod plant;
 #[cfg(not(feature = "plant"))]
 mod plant;
+mod plant_switch;
 pub mod predicate;
 pub mod queue;
 pub mod runner;
