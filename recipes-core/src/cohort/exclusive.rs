@@ -13,9 +13,34 @@
 //! - the local sequence of successive holders of one node strictly increases from 1.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use super::{AttemptId, Bound, WaiterId};
+use super::{AttemptId, Bound, Standard, WaiterId, sealed::Sealed};
+
+/// The decisions of a [`Cohort`], one rule function each; [`Standard`] keeps the rules the
+/// module describes. Sealed: implemented in this crate only.
+pub trait CohortRules: Sealed {
+    /// Whether a waiter leaving, with `left` waiters still waiting, aborts the attempt under
+    /// way.
+    fn leave_aborts(&self, left: usize) -> bool;
+
+    /// Whether a release may hand the lock on to the next local waiter: `valid` is whether
+    /// the node is surely still the process's, `handoffs` the hand-offs made on it so far,
+    /// `held` the time since it was granted.
+    fn may_hand_on(&self, bound: Bound, valid: bool, handoffs: u32, held: Duration) -> bool;
+}
+
+impl CohortRules for Standard {
+    /// Only the last: an attempt runs only while someone waits for it.
+    fn leave_aborts(&self, left: usize) -> bool {
+        left == 0
+    }
+
+    /// Only on a sure node, within both the count and the time of `bound`.
+    fn may_hand_on(&self, bound: Bound, valid: bool, handoffs: u32, held: Duration) -> bool {
+        valid && handoffs < bound.handoffs && held < bound.hold
+    }
+}
 
 /// What the IO layer does after an event, in this order.
 #[derive(Debug)]
@@ -69,30 +94,35 @@ struct Batch {
     local: u64,
 }
 
-/// One lock's cohort in one process: its local waiters, in arrival order, and its node.
+/// One lock's cohort in one process: its local waiters, in arrival order, and its node,
+/// deciding by `R`'s rules.
 #[derive(Debug, Clone)]
-pub struct Cohort<W> {
+pub struct Cohort<W, R = Standard> {
     bound: Bound,
     waiters: BTreeMap<WaiterId, W>,
     next_waiter: WaiterId,
     next_attempt: AttemptId,
     node: Node,
-    /// A defect planted by the tests' negative controls.
-    #[cfg(test)]
-    plant: Option<tests::Plant>,
+    rules: R,
 }
 
 impl<W> Cohort<W> {
     /// An idle cohort with `bound`.
     pub fn new(bound: Bound) -> Self {
+        Self::with_rules(bound, Standard)
+    }
+}
+
+impl<W, R: CohortRules> Cohort<W, R> {
+    /// An idle cohort with `bound`, deciding by `rules`.
+    pub fn with_rules(bound: Bound, rules: R) -> Self {
         Self {
             bound,
             waiters: BTreeMap::new(),
             next_waiter: 0,
             next_attempt: 0,
             node: Node::Free,
-            #[cfg(test)]
-            plant: None,
+            rules,
         }
     }
 
@@ -136,12 +166,7 @@ impl<W> Cohort<W> {
     /// failed): the attempt is aborted if nobody waits any more.
     pub fn leave(&mut self, id: WaiterId) -> Effects<W> {
         let mut effects = Effects::default();
-        #[cfg(test)]
-        if self.plant == Some(tests::Plant::NoAbort) {
-            self.waiters.remove(&id);
-            return effects;
-        }
-        if self.waiters.remove(&id).is_some() && self.waiters.is_empty() {
+        if self.waiters.remove(&id).is_some() && self.rules.leave_aborts(self.waiters.len()) {
             if let Node::Taking(attempt) = self.node {
                 self.node = Node::Free;
                 effects.abort = Some(attempt);
@@ -195,15 +220,11 @@ impl<W> Cohort<W> {
         let Node::Held(batch) = self.node else {
             return effects;
         };
-        let within = batch.handoffs < self.bound.handoffs
-            && now.saturating_duration_since(batch.since) < self.bound.hold;
-        #[cfg(test)]
-        let (valid, within) = match self.plant {
-            Some(tests::Plant::HandOffUnsure) => (true, within),
-            Some(tests::Plant::NoCount) => (valid, true),
-            _ => (valid, within),
-        };
-        if valid && within {
+        let held = now.saturating_duration_since(batch.since);
+        let hand_on = self
+            .rules
+            .may_hand_on(self.bound, valid, batch.handoffs, held);
+        if hand_on {
             if let Some((_, next)) = self.waiters.pop_first() {
                 let local = batch.local + 1;
                 self.node = Node::Held(Batch {
@@ -241,7 +262,7 @@ mod tests {
 
     /// Defects the exploration must find.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub(super) enum Plant {
+    enum Plant {
         /// The last waiter leaving does not abort the attempt.
         NoAbort,
         /// A node that may be lost is handed on.
@@ -250,11 +271,31 @@ mod tests {
         NoCount,
     }
 
+    /// The rules with `Plant` in them: [`Standard`]'s everywhere else.
+    #[derive(Debug, Clone, Copy)]
+    struct Planted(Plant);
+
+    impl crate::cohort::sealed::Sealed for Planted {}
+
+    impl CohortRules for Planted {
+        fn leave_aborts(&self, left: usize) -> bool {
+            self.0 != Plant::NoAbort && Standard.leave_aborts(left)
+        }
+
+        fn may_hand_on(&self, bound: Bound, valid: bool, handoffs: u32, held: Duration) -> bool {
+            match self.0 {
+                Plant::HandOffUnsure => Standard.may_hand_on(bound, true, handoffs, held),
+                Plant::NoCount => valid,
+                Plant::NoAbort => Standard.may_hand_on(bound, valid, handoffs, held),
+            }
+        }
+    }
+
     /// The model's world around a cohort: which waiters exist and what each is doing, the
     /// node's attempts, the holder, the server's node.
     #[derive(Debug, Clone)]
-    struct World {
-        cohort: Cohort<u8>,
+    struct World<R> {
+        cohort: Cohort<u8, R>,
         /// Waiters that arrived and neither left nor got an answer: (model name, id).
         waiting: Vec<(u8, WaiterId)>,
         /// The local holder: its name and local sequence.
@@ -274,7 +315,7 @@ mod tests {
         start: Instant,
     }
 
-    impl World {
+    impl<R: CohortRules> World<R> {
         fn apply(&mut self, effects: Effects<u8>) -> Result<(), String> {
             if let Some((who, local)) = effects.grant {
                 if self.holder.is_some() {
@@ -351,7 +392,7 @@ mod tests {
         }
     }
 
-    impl Explore for World {
+    impl<R: CohortRules + Clone> Explore for World<R> {
         type Event = Event;
 
         fn key(&self) -> String {
@@ -472,24 +513,23 @@ mod tests {
     /// Every sequence of events to `depth` (states visited once), checking the invariants
     /// after each; returns the states explored.
     fn explore(bound: Bound, max_waiters: u8, depth: usize) -> usize {
-        match explore_planted(bound, max_waiters, depth, None) {
+        match explore_with(bound, max_waiters, depth, Standard) {
             Ok(states) => states,
             Err(why) => panic!("{why}"),
         }
     }
 
-    /// [`explore`] with `plant` in the cohort: the first violation found, with its trace.
-    fn explore_planted(
+    /// [`explore`] with a cohort deciding by `rules`: the first violation found, with its
+    /// trace.
+    fn explore_with<R: CohortRules + Clone>(
         bound: Bound,
         max_waiters: u8,
         depth: usize,
-        plant: Option<Plant>,
+        rules: R,
     ) -> Result<usize, String> {
         let start = Instant::now();
-        let mut cohort = Cohort::new(bound);
-        cohort.plant = plant;
         let world = World {
-            cohort,
+            cohort: Cohort::with_rules(bound, rules),
             waiting: Vec::new(),
             holder: None,
             attempts: Vec::new(),
@@ -530,11 +570,11 @@ mod tests {
             (Plant::NoAbort, "an attempt runs with nobody waiting"),
             (Plant::NoCount, "past the bound"),
         ] {
-            let found = explore_planted(bound, 4, 12, Some(plant)).unwrap_err();
+            let found = explore_with(bound, 4, 12, Planted(plant)).unwrap_err();
             assert!(found.contains(finding), "{plant:?}: {found}");
         }
         // A hand-off on a node that may be lost is seen by the model's own rule.
-        let found = explore_planted(bound, 4, 12, Some(Plant::HandOffUnsure)).unwrap_err();
+        let found = explore_with(bound, 4, 12, Planted(Plant::HandOffUnsure)).unwrap_err();
         assert!(found.contains("granted after an unsure release"), "{found}");
     }
 

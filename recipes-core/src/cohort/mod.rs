@@ -14,15 +14,17 @@
 //!
 //! Two sides: [`Cohort`] (exclusive: a mutex, a write lock), where the lock passes from one
 //! local holder to the next, and [`SharedCohort`] (shared: a read lock), where the process's
-//! readers join one read node while its batch is open.
+//! readers join one read node while its batch is open. Each side's decisions (may the lock
+//! pass on, is the attempt aborted, ...) are the rule functions of [`CohortRules`] and
+//! [`SharedRules`], kept by [`Standard`].
 
 mod exclusive;
 #[cfg(test)]
 mod search;
 mod shared;
 
-pub use exclusive::{Cohort, Effects};
-pub use shared::{BatchId, SharedCohort, SharedEffects};
+pub use exclusive::{Cohort, CohortRules, Effects};
+pub use shared::{BatchId, SharedCohort, SharedEffects, SharedRules};
 
 use std::time::Duration;
 
@@ -53,6 +55,19 @@ impl Default for Bound {
             hold: Duration::from_millis(50),
         }
     }
+}
+
+/// The rules of both sides, as the module describes them: what [`Cohort`] and [`SharedCohort`]
+/// decide by unless told otherwise.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Standard;
+
+/// Keeps [`CohortRules`] and [`SharedRules`] implemented in this crate only.
+mod sealed {
+    /// The supertrait no other crate can implement.
+    pub trait Sealed {}
+
+    impl Sealed for super::Standard {}
 }
 
 /// A waiter's place in a [`Cohort`].

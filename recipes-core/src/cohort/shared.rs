@@ -26,12 +26,64 @@
 //! - the local sequence of one node's readers strictly increases from 1.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use super::{AttemptId, Bound, WaiterId};
+use super::{AttemptId, Bound, Standard, WaiterId, sealed::Sealed};
 
 /// A read node of the process: the number of the attempt that took it.
 pub type BatchId = AttemptId;
+
+/// The decisions of a [`SharedCohort`], one rule function each; [`Standard`] keeps the rules
+/// the module describes. Sealed: implemented in this crate only.
+pub trait SharedRules: Sealed {
+    /// Whether a waiter leaving, with `left` waiters still waiting, aborts the attempt under
+    /// way.
+    fn leave_aborts(&self, left: usize) -> bool;
+
+    /// Whether a reader arriving may join the open batch: `valid` is whether its node is
+    /// surely still the process's, `joins` the readers that joined it so far, `held` the time
+    /// since it was granted.
+    fn may_join(&self, bound: Bound, valid: bool, joins: u32, held: Duration) -> bool;
+
+    /// The node newcomers may join after [`SharedCohort::close`], `open` the one they could
+    /// join before.
+    fn open_after_close(&self, open: Option<BatchId>) -> Option<BatchId>;
+
+    /// Whether a node is released when one of its readers leaves and `readers` still read on
+    /// it.
+    fn releases_node(&self, readers: u32) -> bool;
+
+    /// Whether a node granted while `writers` writers of the process wait opens to newcomers.
+    fn opens(&self, writers: u32) -> bool;
+}
+
+impl SharedRules for Standard {
+    /// Only the last: an attempt runs only while someone waits for it.
+    fn leave_aborts(&self, left: usize) -> bool {
+        left == 0
+    }
+
+    /// Only a sure node, within both the count and the time of `bound`.
+    fn may_join(&self, bound: Bound, valid: bool, joins: u32, held: Duration) -> bool {
+        valid && joins < bound.handoffs && held < bound.hold
+    }
+
+    /// None: the batch is closed for good.
+    fn open_after_close(&self, _open: Option<BatchId>) -> Option<BatchId> {
+        None
+    }
+
+    /// With its last reader.
+    fn releases_node(&self, readers: u32) -> bool {
+        readers == 0
+    }
+
+    /// Only while none waits: a node granted meanwhile was queued ahead of the writer's, and
+    /// only the readers already waiting for it read on it.
+    fn opens(&self, writers: u32) -> bool {
+        writers == 0
+    }
+}
 
 /// What the IO layer does after an event, in this order.
 #[derive(Debug)]
@@ -77,9 +129,9 @@ struct Batch {
 
 /// The readers of one read/write lock in one process: those waiting (in arrival order), the
 /// attempt taking the next read node, the nodes held (each with its readers), and which of
-/// them is open to newcomers.
+/// them is open to newcomers; deciding by `R`'s rules.
 #[derive(Debug, Clone)]
-pub struct SharedCohort<W> {
+pub struct SharedCohort<W, R = Standard> {
     bound: Bound,
     waiters: BTreeMap<WaiterId, W>,
     next_waiter: WaiterId,
@@ -91,14 +143,19 @@ pub struct SharedCohort<W> {
     batches: BTreeMap<BatchId, Batch>,
     /// Writers of the process waiting for the lock: while any does, no batch is open.
     writers: u32,
-    /// A defect planted by the tests' negative controls.
-    #[cfg(test)]
-    plant: Option<tests::Plant>,
+    rules: R,
 }
 
 impl<W> SharedCohort<W> {
     /// An idle cohort with `bound`.
     pub fn new(bound: Bound) -> Self {
+        Self::with_rules(bound, Standard)
+    }
+}
+
+impl<W, R: SharedRules> SharedCohort<W, R> {
+    /// An idle cohort with `bound`, deciding by `rules`.
+    pub fn with_rules(bound: Bound, rules: R) -> Self {
         Self {
             bound,
             waiters: BTreeMap::new(),
@@ -108,8 +165,7 @@ impl<W> SharedCohort<W> {
             open: None,
             batches: BTreeMap::new(),
             writers: 0,
-            #[cfg(test)]
-            plant: None,
+            rules,
         }
     }
 
@@ -147,17 +203,9 @@ impl<W> SharedCohort<W> {
         self.next_waiter += 1;
         let mut effects = SharedEffects::default();
         if let Some(open) = self.open {
-            #[cfg(test)]
-            let valid = valid || self.plant == Some(tests::Plant::JoinUnsure);
-            let bound = self.bound;
-            #[cfg(test)]
-            let no_count = self.plant == Some(tests::Plant::NoCount);
-            #[cfg(not(test))]
-            let no_count = false;
             if let Some(batch) = self.batches.get_mut(&open) {
-                let within = (no_count || batch.joins < bound.handoffs)
-                    && now.saturating_duration_since(batch.since) < bound.hold;
-                if valid && within {
+                let held = now.saturating_duration_since(batch.since);
+                if self.rules.may_join(self.bound, valid, batch.joins, held) {
                     batch.joins += 1;
                     batch.readers += 1;
                     batch.local += 1;
@@ -177,11 +225,7 @@ impl<W> SharedCohort<W> {
     /// Closes the open batch: readers arriving from now on take a new node, behind whatever
     /// queued meanwhile (a writer of this process, say).
     pub fn close(&mut self) {
-        #[cfg(test)]
-        if self.plant == Some(tests::Plant::NoClose) {
-            return;
-        }
-        self.open = None;
+        self.open = self.rules.open_after_close(self.open);
     }
 
     /// A writer of the process starts waiting for the lock: the open batch closes, and until
@@ -202,12 +246,7 @@ impl<W> SharedCohort<W> {
     /// failed): the attempt is aborted if nobody waits any more.
     pub fn leave(&mut self, id: WaiterId) -> SharedEffects<W> {
         let mut effects = SharedEffects::default();
-        #[cfg(test)]
-        if self.plant == Some(tests::Plant::NoAbort) {
-            self.waiters.remove(&id);
-            return effects;
-        }
-        if self.waiters.remove(&id).is_some() && self.waiters.is_empty() {
+        if self.waiters.remove(&id).is_some() && self.rules.leave_aborts(self.waiters.len()) {
             effects.abort = self.taking.take();
         }
         effects
@@ -238,14 +277,7 @@ impl<W> SharedCohort<W> {
             effects.grant.push((waiter, attempt, batch.local));
         }
         self.batches.insert(attempt, batch);
-        #[cfg(test)]
-        let writers = match self.plant {
-            Some(tests::Plant::WriterIgnored) => 0,
-            _ => self.writers,
-        };
-        #[cfg(not(test))]
-        let writers = self.writers;
-        self.open = (writers == 0).then_some(attempt);
+        self.open = self.rules.opens(self.writers).then_some(attempt);
         effects
     }
 
@@ -268,11 +300,7 @@ impl<W> SharedCohort<W> {
             return effects;
         };
         b.readers = b.readers.saturating_sub(1);
-        #[cfg(test)]
-        if self.plant == Some(tests::Plant::KeepIdle) {
-            return effects;
-        }
-        if b.readers == 0 {
+        if self.rules.releases_node(b.readers) {
             self.batches.remove(&batch);
             if self.open == Some(batch) {
                 self.open = None;
@@ -300,7 +328,7 @@ mod tests {
 
     /// Defects the exploration must find.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub(super) enum Plant {
+    enum Plant {
         /// The last waiter leaving does not abort the attempt.
         NoAbort,
         /// A reader joins a node that may be lost.
@@ -313,6 +341,41 @@ mod tests {
         KeepIdle,
         /// A batch granted while a local writer waits opens to newcomers.
         WriterIgnored,
+    }
+
+    /// The rules with `Plant` in them: [`Standard`]'s everywhere else.
+    #[derive(Debug, Clone, Copy)]
+    struct Planted(Plant);
+
+    impl crate::cohort::sealed::Sealed for Planted {}
+
+    impl SharedRules for Planted {
+        fn leave_aborts(&self, left: usize) -> bool {
+            self.0 != Plant::NoAbort && Standard.leave_aborts(left)
+        }
+
+        fn may_join(&self, bound: Bound, valid: bool, joins: u32, held: Duration) -> bool {
+            match self.0 {
+                Plant::JoinUnsure => Standard.may_join(bound, true, joins, held),
+                Plant::NoCount => valid && held < bound.hold,
+                _ => Standard.may_join(bound, valid, joins, held),
+            }
+        }
+
+        fn open_after_close(&self, open: Option<BatchId>) -> Option<BatchId> {
+            match self.0 {
+                Plant::NoClose => open,
+                _ => Standard.open_after_close(open),
+            }
+        }
+
+        fn releases_node(&self, readers: u32) -> bool {
+            self.0 != Plant::KeepIdle && Standard.releases_node(readers)
+        }
+
+        fn opens(&self, writers: u32) -> bool {
+            self.0 == Plant::WriterIgnored || Standard.opens(writers)
+        }
     }
 
     /// What the model knows of one node of the process on the server.
@@ -332,8 +395,8 @@ mod tests {
 
     /// The model's world around a cohort.
     #[derive(Debug, Clone)]
-    struct World {
-        cohort: SharedCohort<u8>,
+    struct World<R> {
+        cohort: SharedCohort<u8, R>,
         /// Waiters that arrived and neither left nor got an answer: (model name, id).
         waiting: Vec<(u8, WaiterId)>,
         /// Readers holding: (name, node).
@@ -362,7 +425,7 @@ mod tests {
         WriterDone,
     }
 
-    impl World {
+    impl<R: SharedRules> World<R> {
         fn now(&self) -> Instant {
             self.start + Duration::from_millis(10 * u64::from(self.ticks))
         }
@@ -459,7 +522,7 @@ mod tests {
         }
     }
 
-    impl Explore for World {
+    impl<R: SharedRules + Clone> Explore for World<R> {
         type Event = Event;
 
         fn key(&self) -> String {
@@ -605,17 +668,18 @@ mod tests {
         }
     }
 
-    fn explore_planted(
+    /// Every sequence of events to `depth` (states visited once) with a cohort deciding by
+    /// `rules`, checking the invariants after each: the states explored, or the first
+    /// violation found, with its trace.
+    fn explore_with<R: SharedRules + Clone>(
         bound: Bound,
         max_waiters: u8,
         depth: usize,
-        plant: Option<Plant>,
+        rules: R,
     ) -> Result<usize, String> {
         let start = Instant::now();
-        let mut cohort = SharedCohort::new(bound);
-        cohort.plant = plant;
         let world = World {
-            cohort,
+            cohort: SharedCohort::with_rules(bound, rules),
             waiting: Vec::new(),
             readers: Vec::new(),
             attempts: Vec::new(),
@@ -637,14 +701,14 @@ mod tests {
 
     #[test]
     fn every_sequence_of_events_keeps_readers_on_held_nodes_and_no_stranded_waiter() {
-        let states = explore_planted(small_bound(), 4, 14, None).unwrap();
+        let states = explore_with(small_bound(), 4, 14, Standard).unwrap();
         eprintln!("{states} states");
         assert!(states > 10_000, "{states} states");
         let none = Bound {
             handoffs: 0,
             hold: Duration::ZERO,
         };
-        assert!(explore_planted(none, 3, 10, None).unwrap() > 500);
+        assert!(explore_with(none, 3, 10, Standard).unwrap() > 500);
     }
 
     #[test]
@@ -657,7 +721,7 @@ mod tests {
             (Plant::KeepIdle, "held with no reader"),
             (Plant::WriterIgnored, "closed"),
         ] {
-            let found = explore_planted(small_bound(), 4, 10, Some(plant)).unwrap_err();
+            let found = explore_with(small_bound(), 4, 10, Planted(plant)).unwrap_err();
             assert!(found.contains(finding), "{plant:?}: {found}");
         }
     }
