@@ -36,6 +36,10 @@
 //!   runtime.
 //! - A lost hold is told: the session's loss, and the hold's own node deleted under a live
 //!   session ([`Hold::lost`](crate::Hold::lost)).
+//! - Bounded bursts: at most [`ACQUIRES_IN_FLIGHT`](driver::admission::ACQUIRES_IN_FLIGHT)
+//!   attempts of one client have their first requests out at once; an attempt that waits
+//!   behind a holder gives its slot back, so waiters never hold up a free lock
+//!   ([`driver::admission`]).
 //! - One clock: time is read by the driver from tokio's clock, so paused-time tests drive it.
 
 pub(crate) mod clock;

@@ -23,6 +23,7 @@ use zk_client::Client;
 
 use crate::Error;
 
+pub mod admission;
 mod cleanup;
 mod ops;
 mod parents;
@@ -189,6 +190,10 @@ where
 /// mapping its outcome: an `async fn` keeps its arguments in its future for as long as it
 /// runs, so each level wrapping this one would hold another copy of the machine (several
 /// hundred bytes) for every lock in flight.
+///
+/// The attempt first waits to be [admitted](admission) (until its deadline at most); only then
+/// is its run, several kilobytes, allocated, in a box of its own, so that attempts waiting
+/// for a slot keep only their machine.
 async fn drive_then<'a, M, T>(
     client: &'a Client,
     machine: M,
@@ -199,13 +204,32 @@ where
     M: Machine + Send + 'static,
     M::Output: Clone + std::fmt::Debug + Send + 'static,
 {
+    let slot = admission::admit(client, options.deadline).await;
+    Box::pin(drive_admitted(client, machine, options, slot, then)).await
+}
+
+/// [`drive_then`] once admitted: `slot` (if any) is given back as soon as the run has nothing
+/// in flight.
+async fn drive_admitted<'a, M, T>(
+    client: &'a Client,
+    machine: M,
+    options: DriveOptions,
+    slot: Option<admission::Slot>,
+    then: impl FnOnce(Result<M::Output, Ended>, Option<zk_client::Error>) -> T + Send + 'a,
+) -> T
+where
+    M: Machine + Send + 'static,
+    M::Output: Clone + std::fmt::Debug + Send + 'static,
+{
     let mut run = Run::new(client.clone(), machine);
+    run.slot = slot;
     run.turn = options.turn;
     run.wake = options.wake;
     run.recipe = options.recipe;
     let deadline = options.deadline;
     run.start();
     run.until_outcome().await;
+    run.slot = None;
     let error = run.last_error.clone();
     let outcome = match run.outcome() {
         // At the deadline, "busy" is only known with a server: without one it is an outage.

@@ -38,6 +38,8 @@ pub(super) struct Run<M: Machine + Send + 'static> {
     /// Whether dropping an unfinished run hands it to the background (not for cleanups, which
     /// are already the background).
     pub(super) abandon_on_drop: bool,
+    /// The attempt's admission slot: given back as soon as nothing is in flight.
+    pub(super) slot: Option<super::admission::Slot>,
     /// Kept until everything, background work included, is done.
     pub(super) turn: Option<Turn>,
     pub(super) wake: Option<Arc<Notify>>,
@@ -63,6 +65,7 @@ impl<M: Machine + Send + 'static> Run<M> {
             last_error: None,
             stuck: None,
             abandon_on_drop: true,
+            slot: None,
             turn: None,
             wake: None,
             waited: false,
@@ -134,6 +137,10 @@ impl<M: Machine + Send + 'static> Run<M> {
     /// Feeds inputs as they come until the machine has an outcome (or is stuck).
     pub(super) async fn until_outcome(&mut self) {
         while !self.is_over() {
+            if self.in_flight.is_empty() {
+                // Waiting (behind a holder, for a wake or the deadline): the slot goes back.
+                self.slot = None;
+            }
             let deadline = self
                 .runner
                 .as_ref()
@@ -197,6 +204,7 @@ impl<M: Machine + Send + 'static> Run<M> {
     /// owed. The receiver says when that is done.
     pub(super) fn hand_off(&mut self) -> oneshot::Receiver<()> {
         let (tx, rx) = oneshot::channel();
+        self.slot = None;
         let Some(runner) = self.runner.take() else {
             let _ = tx.send(());
             return rx;
@@ -210,6 +218,7 @@ impl<M: Machine + Send + 'static> Run<M> {
             last_error: None,
             stuck: None,
             abandon_on_drop: false,
+            slot: None,
             turn: self.turn.take(),
             wake: None,
             waited: self.waited,
