@@ -64,7 +64,7 @@ async fn a_wake_up_from_outside_reaches_the_machine() {
     };
     let driven = tokio::spawn({
         let c = c.clone();
-        async move { driver::drive(&c, WaitForWake::default(), options).await.0 }
+        async move { driver::drive(&c, WaitForWake::default, options).await.0 }
     });
     wake.notify_one();
     assert_eq!(bounded(driven).await.unwrap(), Ok("woken"));
@@ -105,7 +105,7 @@ async fn a_stuck_machine_ends_with_an_error_instead_of_hanging() {
     let c = client().await;
     let (outcome, _) = bounded(driver::drive(
         &c,
-        Forgetful::default(),
+        Forgetful::default,
         DriveOptions::default(),
     ))
     .await;
@@ -148,7 +148,7 @@ async fn a_drive_dropped_before_its_first_poll_leaves_nothing_behind() {
     let c = client().await;
     let metrics = tokio::runtime::Handle::current().metrics();
     let before = metrics.num_alive_tasks();
-    let unpolled = driver::drive(&c, WaitForWake::default(), DriveOptions::default());
+    let unpolled = driver::drive(&c, WaitForWake::default, DriveOptions::default());
     drop(unpolled);
     assert_eq!(
         metrics.num_alive_tasks(),
@@ -158,7 +158,7 @@ async fn a_drive_dropped_before_its_first_poll_leaves_nothing_behind() {
     // Polled once, then dropped: it watched a node, so its end goes on in the background.
     let mut polled = Box::pin(driver::drive(
         &c,
-        WaitForWake::default(),
+        WaitForWake::default,
         DriveOptions::default(),
     ));
     assert!(poll_once(&mut polled).await.is_none());

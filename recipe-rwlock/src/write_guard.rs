@@ -119,7 +119,7 @@ impl WriteGuard {
         };
         match driver::take_node(
             client,
-            machine,
+            move || machine,
             driver::RecipeKind::Read,
             Some(turn),
             deadline,

@@ -34,21 +34,23 @@ pub(crate) async fn take_leases(ask: Ask<'_>) -> Result<Option<Vec<Acquired>>, E
     let deadline = ask.deadline.map(Instant::into_std);
     let mut vanished = 0;
     loop {
-        let uuid = recipe_mutex::layer::random_uuid();
-        // Planted (feature `plant`, the simulator's only): the count rule off by one.
-        let max = match crate::plant::active(crate::plant::Plant::SemaphoreOneTooMany) {
-            true => MaxLeases::new(ask.max.get().saturating_add(1)),
-            false => ask.max.clone(),
+        // Made once the attempt is admitted (see the driver).
+        let make = || {
+            let uuid = recipe_mutex::layer::random_uuid();
+            // Planted (feature `plant`, the simulator's only): the count rule off by one.
+            let max = match crate::plant::active(crate::plant::Plant::SemaphoreOneTooMany) {
+                true => MaxLeases::new(ask.max.get().saturating_add(1)),
+                false => ask.max.clone(),
+            };
+            SemaphoreMachine::new(ask.base, ask.qty, max, &uuid, ask.data.clone(), deadline)
         };
-        let machine =
-            SemaphoreMachine::new(ask.base, ask.qty, max, &uuid, ask.data.clone(), deadline);
         let options = DriveOptions {
             turn: ask.turn.clone(),
             wake: ask.wake.clone(),
             deadline: ask.deadline,
             recipe: driver::RecipeKind::Semaphore,
         };
-        let (outcome, error) = driver::drive(client, machine, options).await;
+        let (outcome, error) = driver::drive(client, make, options).await;
         match outcome {
             Ok(held) => {
                 let session_id = client.session_id();

@@ -44,10 +44,11 @@ pub(crate) async fn admit(client: &Client, deadline: Option<Instant>) -> Option<
     if let Ok(slot) = Arc::clone(&gate).try_acquire_owned() {
         return Some(slot);
     }
+    // Boxed, each way its own size: a waiting attempt keeps no timer it does not need.
     let waiting = gate.acquire_owned();
     match deadline {
-        None => waiting.await.ok(),
-        Some(deadline) => tokio::time::timeout_at(deadline, waiting)
+        None => Box::pin(waiting).await.ok(),
+        Some(deadline) => Box::pin(tokio::time::timeout_at(deadline, waiting))
             .await
             .ok()
             .and_then(Result::ok),

@@ -77,16 +77,20 @@ where
             session = %format_args!("{:#x}", client.session_id()),
             "lock attempt"
         );
-        let uuid = crate::uuid::random_uuid();
-        let machine = AcquireMachine::new(
-            base,
-            predicate.clone(),
-            &uuid,
-            data.clone(),
-            deadline.map(Instant::into_std),
-        );
+        // The machine is made once the attempt is admitted: waiting for a slot, an attempt
+        // keeps only what it is made from.
+        let make = || {
+            let uuid = crate::uuid::random_uuid();
+            AcquireMachine::new(
+                base,
+                predicate.clone(),
+                &uuid,
+                data.clone(),
+                deadline.map(Instant::into_std),
+            )
+        };
         let recipe = RecipeKind::of_lock_name(predicate.lock_name());
-        match take_node(client, machine, recipe, turn.clone(), deadline).await {
+        match take_node(client, make, recipe, turn.clone(), deadline).await {
             Err(Error::NodeVanished) if vanished < VANISHED_RETRIES => {
                 crate::log::info!(
                     lock = base,
@@ -103,14 +107,15 @@ where
 
 /// Runs a machine whose outcome is a node to hold: `Ok(Some)` when held, `Ok(None)` when its
 /// deadline (the machine's, given again as `deadline`) passed, the error otherwise.
-/// `recipe`: the kind of node it takes, for the metrics. Cancel-safe as [`drive`].
-pub fn take_node<M>(
-    client: &Client,
-    machine: M,
+/// `recipe`: the kind of node it takes, for the metrics. The machine is made by `make` once
+/// the attempt is [admitted](admission). Cancel-safe as [`drive`].
+pub fn take_node<'a, M>(
+    client: &'a Client,
+    make: impl FnOnce() -> M + Send + 'a,
     recipe: RecipeKind,
     turn: Option<Turn>,
     deadline: Option<Instant>,
-) -> impl Future<Output = Result<Option<Acquired>, Error>> + Send + '_
+) -> impl Future<Output = Result<Option<Acquired>, Error>> + Send + 'a
 where
     M: Machine<Output = Held> + Send + 'static,
 {
@@ -120,20 +125,15 @@ where
         deadline,
         recipe,
     };
-    drive_then(
-        client,
-        machine,
-        options,
-        move |outcome, error| match outcome {
-            Ok(Held { path, czxid }) => Ok(Some(Acquired {
-                path,
-                czxid,
-                session_id: client.session_id(),
-            })),
-            Err(Ended::TimedOut) => Ok(None),
-            Err(ended) => Err(error_of(client, ended, error)),
-        },
-    )
+    drive_then(client, make, options, move |outcome, error| match outcome {
+        Ok(Held { path, czxid }) => Ok(Some(Acquired {
+            path,
+            czxid,
+            session_id: client.session_id(),
+        })),
+        Err(Ended::TimedOut) => Ok(None),
+        Err(ended) => Err(error_of(client, ended, error)),
+    })
 }
 
 /// What [`drive`] is given besides the machine.
@@ -164,7 +164,8 @@ impl std::fmt::Debug for DriveOptions {
     }
 }
 
-/// Runs `machine` until it has an outcome. If it holds, its output (and the deletes of what
+/// Runs the machine `make` makes (once the attempt is [admitted](admission)) until it has
+/// an outcome. If it holds, its output (and the deletes of what
 /// it [releases](Machine::releases) have been started); if not, the cleanups it
 /// owes have been started in the background (for a timeout, awaited until the deadline and
 /// one [`recipes_core::DEADLINE_GRACE`] at most, so that an attempt that gave up has usually
@@ -172,16 +173,16 @@ impl std::fmt::Debug for DriveOptions {
 /// one grace). The client's error for the last op that failed comes with it.
 ///
 /// Cancel-safe, see the module docs.
-pub fn drive<M>(
-    client: &Client,
-    machine: M,
+pub fn drive<'a, M>(
+    client: &'a Client,
+    make: impl FnOnce() -> M + Send + 'a,
     options: DriveOptions,
-) -> impl Future<Output = (Result<M::Output, Ended>, Option<zk_client::Error>)> + Send + '_
+) -> impl Future<Output = (Result<M::Output, Ended>, Option<zk_client::Error>)> + Send + 'a
 where
     M: Machine + Send + 'static,
     M::Output: Clone + std::fmt::Debug + Send + 'static,
 {
-    drive_then(client, machine, options, |outcome, error| (outcome, error))
+    drive_then(client, make, options, |outcome, error| (outcome, error))
 }
 
 /// [`drive`], its outcome and error given to `then`.
@@ -192,11 +193,11 @@ where
 /// hundred bytes) for every lock in flight.
 ///
 /// The attempt first waits to be [admitted](admission) (until its deadline at most); only then
-/// is its run, several kilobytes, allocated, in a box of its own, so that attempts waiting
-/// for a slot keep only their machine.
+/// are its machine made and its run, a few kilobytes, allocated, in a box of its own, so that
+/// attempts waiting for a slot keep only what the machine is made from.
 async fn drive_then<'a, M, T>(
     client: &'a Client,
-    machine: M,
+    make: impl FnOnce() -> M + Send + 'a,
     options: DriveOptions,
     then: impl FnOnce(Result<M::Output, Ended>, Option<zk_client::Error>) -> T + Send + 'a,
 ) -> T
@@ -205,7 +206,7 @@ where
     M::Output: Clone + std::fmt::Debug + Send + 'static,
 {
     let slot = admission::admit(client, options.deadline).await;
-    Box::pin(drive_admitted(client, machine, options, slot, then)).await
+    Box::pin(drive_admitted(client, make(), options, slot, then)).await
 }
 
 /// [`drive_then`] once admitted: `slot` (if any) is given back as soon as the run has nothing
