@@ -22,10 +22,12 @@
 //!   times say.
 //! - **Every acquire ended**: held, timed out, cancelled or failed, by the deadline given
 //!   (the run's end and the session timeout).
-//! - **The lost signal**: each hold of ours across a pause of its process so long that its
-//!   session surely expired (one and a half timeouts), and that wrote after the pause (the
-//!   write was refused, so the holder waited for the signal), has its `LOST`; such a hold
-//!   that did nothing after the pause is counted as unobserved.
+//! - **The lost signal**: each hold of ours across a pause of its process of one and a half
+//!   session timeouts, whose session the servers' log shows ended while it held (a leader
+//!   change during the pause renews every session's timeout, so the pause alone does not
+//!   decide), and that wrote after the pause (the write was refused, so the holder waited
+//!   for the signal), has its `LOST`; such a hold that did nothing after the pause is counted
+//!   as unobserved.
 //! - **No node left**: the harness lists the lock paths' children once every worker has
 //!   stopped acquiring and released (their sessions still open).
 //!
@@ -141,6 +143,12 @@ pub struct Input<'a> {
     pub servers_lost: Option<&'a super::judge::LostStretch>,
     /// Holds whose node the operator deleted ([`operator_deletes`]).
     pub operator_deletes: &'a [OperatorDelete],
+    /// The marks (`<who>-<n>`) whose session the servers ended while the mark stood, from
+    /// their log (`super::judge::Verdict::ended_by_server`): a pause past the session
+    /// timeout is a missing lost signal only where the servers' record shows the session
+    /// ended. (A leader change during the pause gives every session a fresh timeout: such a
+    /// hold stands, and its writes are rightly accepted.)
+    pub ended_by_server: &'a [String],
 }
 
 /// One recipe and library's counts.
@@ -173,10 +181,11 @@ pub struct Row {
     pub fenced: u64,
     /// Acquires that did not end by the deadline.
     pub stuck: u64,
-    /// Holds whose session surely expired during a pause, that wrote after it, without a lost
-    /// signal (the write failed or was fenced, so the signal was due).
+    /// Holds whose session expired during a pause (the servers' log shows it ended), that
+    /// wrote after it, without a lost signal (the write failed or was fenced, so the signal
+    /// was due).
     pub lost_missing: u64,
-    /// Holds whose session surely expired during a pause, that did nothing after it that
+    /// Holds whose session expired during a pause (as above), that did nothing after it that
     /// would have shown the loss, without a lost signal: reported, not judged.
     pub lost_unobserved: u64,
     /// Acquisitions by style and outcome (`drop/held`, `timeout/timeout`, ...).
@@ -312,7 +321,7 @@ impl fmt::Display for Report {
             f,
             "(cut/sess/del: holds cut at a lost signal or a long pause / at their session's \
              replacement / where the operator deleted their node; stale: writes after a newer holder's, attempted/rejected/accepted; \
-             no-sig: holds whose session surely expired, with no lost signal)"
+             no-sig: holds whose session expired in a pause (by the servers' log), with no lost signal)"
         )?;
         writeln!(f, "acquires by style/outcome:")?;
         for ((recipe, lib), r) in &self.rows {
@@ -384,6 +393,14 @@ pub fn check(input: &Input<'_>) -> Report {
     };
     let t = u64::try_from(input.session_timeout.as_nanos()).unwrap_or(u64::MAX);
     let mut holds: Vec<(Who, Hold)> = Vec::new();
+    let server_ended: std::collections::HashSet<(&str, u64)> = input
+        .ended_by_server
+        .iter()
+        .filter_map(|name| {
+            let (who, n) = name.rsplit_once('-')?;
+            Some((who, n.parse().ok()?))
+        })
+        .collect();
     let mut lost: HashMap<(&str, u64), u64> = HashMap::new();
     // Each client's sessions in time order: when one replaced another.
     let mut session_changes: HashMap<&str, Vec<u64>> = HashMap::new();
@@ -517,7 +534,8 @@ pub fn check(input: &Input<'_>) -> Report {
             row.cut_holds += 1;
         }
         let signalled = lost.contains_key(&(hold.who.as_str(), hold.n));
-        if let Some(resumed) = expired_by.filter(|_| !signalled) {
+        let ended = server_ended.contains(&(hold.who.as_str(), hold.n));
+        if let Some(resumed) = expired_by.filter(|_| !signalled && ended) {
             let wrote_after = writes
                 .iter()
                 .any(|(_, w)| w.who == hold.who && w.n == hold.n && w.sent >= resumed);

@@ -313,6 +313,11 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
         .collect();
     let session_ns = u64::try_from(opts.session_timeout.as_nanos()).unwrap_or(u64::MAX);
     let operator_deletes = check::operator_deletes(&verdict.ended_by_delete);
+    let ended_by_server: Vec<String> = verdict
+        .ended_by_server
+        .iter()
+        .map(|e| e.name.clone())
+        .collect();
     let report = check::check(&check::Input {
         events: &events,
         pauses: &pauses,
@@ -322,6 +327,7 @@ pub fn run(opts: &ChaosOptions, ours_bin: &std::path::Path, classpath: &str) -> 
         nodes_left: &nodes_left,
         servers_lost: verdict.lost_stretch.as_ref(),
         operator_deletes: &operator_deletes,
+        ended_by_server: &ended_by_server,
     });
     let signal = super::signal::measure(
         &verdict.ended_by_server,

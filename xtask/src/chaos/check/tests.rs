@@ -51,8 +51,21 @@ fn ok(version: u64) -> WriteResult {
     WriteResult::Accepted { version }
 }
 
+/// Checks `events`, the servers' log showing each hold's session ended while it held (so
+/// that a pause past the session timeout did expire it).
 fn run(events: &[Event], pauses: &[Pause], nodes_left: &[LeftNode]) -> Report {
     run_lost(events, pauses, nodes_left, None)
+}
+
+/// The marks of every hold in `events`, as the judge names them.
+fn every_mark(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Hold(h) => Some(format!("{}-{}", h.who, h.n)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// [`run`], with the servers' log showing they lost the history `lost`.
@@ -61,6 +74,17 @@ fn run_lost(
     pauses: &[Pause],
     nodes_left: &[LeftNode],
     lost: Option<&crate::chaos::judge::LostStretch>,
+) -> Report {
+    run_ended(events, pauses, nodes_left, lost, &every_mark(events))
+}
+
+/// [`run_lost`], the servers' log showing only the marks `ended` ended by their session.
+fn run_ended(
+    events: &[Event],
+    pauses: &[Pause],
+    nodes_left: &[LeftNode],
+    lost: Option<&crate::chaos::judge::LostStretch>,
+    ended: &[String],
 ) -> Report {
     check(&Input {
         events,
@@ -71,6 +95,7 @@ fn run_lost(
         nodes_left,
         servers_lost: lost,
         operator_deletes: &[],
+        ended_by_server: ended,
     })
 }
 
@@ -217,6 +242,23 @@ fn a_missing_lost_signal_of_ours_fails_the_run() {
     }];
     let r = run(&events, &short, &[]);
     assert_eq!(row(&r, "rust").lost_missing, 0, "{r}");
+}
+
+/// Chaos seed 110: a pause of ours past the session timeout, with the leader killed 3.4 s
+/// into it. The new leader gave every session a fresh timeout, so the session outlived the
+/// pause; the hold stood, and the server accepted its write. The servers' log shows no end
+/// of the hold's session, and that record, not the pause's length, decides: no missing
+/// signal.
+#[test]
+fn a_long_pause_the_servers_did_not_end_the_session_in_asks_for_no_signal() {
+    let (events, pauses) = zombie("rust", WriteResult::Fenced, false);
+    let r = run_ended(&events, &pauses, &[], None, &[]);
+    assert_eq!(row(&r, "rust").lost_missing, 0, "{r}");
+    assert_eq!(r.failure(), None, "{r}");
+    // The same history, the servers' log showing the session ended: missing.
+    let ended = ["rust-1.mutex.0-1".to_owned()];
+    let r = run_ended(&events, &pauses, &[], None, &ended);
+    assert_eq!(row(&r, "rust").lost_missing, 1, "{r}");
 }
 
 #[test]
@@ -429,6 +471,7 @@ fn a_hold_whose_node_the_operator_deleted_ends_at_the_delete() {
             nodes_left: &[],
             servers_lost: None,
             operator_deletes: deletes,
+            ended_by_server: &[],
         })
     };
     let at = |who: &str, n: u64, on: Option<&str>, at: u64| OperatorDelete {
