@@ -114,3 +114,48 @@ async fn waiters_give_their_slots_back() {
     waiter.close().await.unwrap();
     holder.close().await.unwrap();
 }
+
+/// Dropped at either await of admission (waiting for a slot, or admitted with its requests
+/// out): every slot comes back at once, before the server answers, and what the admitted
+/// attempts created is deleted once it does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_attempts_give_their_slots_back() {
+    let setup = client().await;
+    recipe_mutex::layer::driver::create_parents(&setup, "/admission/dropped")
+        .await
+        .unwrap();
+    let proxy = FaultProxy::start(server().addr()).unwrap();
+    let c = client_at(&proxy.addr().to_string(), Duration::from_secs(30)).await;
+    proxy.stall();
+    let n = ACQUIRES_IN_FLIGHT + 16;
+    let started = Arc::new(AtomicUsize::new(0));
+    let mut tasks = JoinSet::new();
+    for i in 0..n {
+        let mutex =
+            InterProcessMutex::new(c.clone(), &format!("/admission/dropped/l-{i}")).unwrap();
+        let started = Arc::clone(&started);
+        tasks.spawn(async move {
+            started.fetch_add(1, Ordering::SeqCst);
+            mutex.lock().await.unwrap()
+        });
+    }
+    until(|| started.load(Ordering::SeqCst) == n && admitted(&c) == ACQUIRES_IN_FLIGHT).await;
+    tasks.abort_all();
+    while bounded(tasks.join_next()).await.is_some() {}
+    // Still silent: the slots are back all the same (the background owns the requests out).
+    until(|| admitted(&c) == 0).await;
+    proxy.pass();
+    for i in 0..n {
+        wait_children(&setup, &format!("/admission/dropped/l-{i}"), 0).await;
+    }
+    let guard = bounded(
+        InterProcessMutex::new(c.clone(), "/admission/dropped/after")
+            .unwrap()
+            .lock(),
+    )
+    .await
+    .unwrap();
+    guard.release().await.unwrap();
+    c.close().await.unwrap();
+    setup.close().await.unwrap();
+}
