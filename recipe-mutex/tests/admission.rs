@@ -16,25 +16,28 @@ use zk_testkit::FaultProxy;
 mod support;
 use support::{bounded, client, client_at, server, until, wait_children};
 
-/// With the server silent (a stalled proxy), twice the bound of acquires on free locks: exactly
-/// the bound are admitted, the rest wait for a slot, and one with a deadline starts without a
-/// slot once its deadline passes; once the server answers, every one holds and every slot is
-/// back.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_burst_is_admitted_the_bound_at_a_time() {
+/// `n` acquires of free locks `<dir>/l-<i>` on one client whose server a stalled proxy
+/// silences (the parents made first, so that each attempt's first requests are its own),
+/// returned once every task has started and the bound is admitted.
+struct Burst {
+    setup: zk_client::Client,
+    proxy: FaultProxy,
+    client: zk_client::Client,
+    tasks: JoinSet<recipe_mutex::MutexGuard>,
+}
+
+async fn stalled_burst(dir: &str, n: usize) -> Burst {
     let setup = client().await;
-    // The parents exist first, so that each attempt's first requests are its own.
-    recipe_mutex::layer::driver::create_parents(&setup, "/admission/burst")
+    recipe_mutex::layer::driver::create_parents(&setup, dir)
         .await
         .unwrap();
     let proxy = FaultProxy::start(server().addr()).unwrap();
     let c = client_at(&proxy.addr().to_string(), Duration::from_secs(30)).await;
     proxy.stall();
-    let n = 2 * ACQUIRES_IN_FLIGHT;
     let started = Arc::new(AtomicUsize::new(0));
     let mut tasks = JoinSet::new();
     for i in 0..n {
-        let mutex = InterProcessMutex::new(c.clone(), &format!("/admission/burst/l-{i}")).unwrap();
+        let mutex = InterProcessMutex::new(c.clone(), &format!("{dir}/l-{i}")).unwrap();
         let started = Arc::clone(&started);
         tasks.spawn(async move {
             started.fetch_add(1, Ordering::SeqCst);
@@ -42,6 +45,27 @@ async fn a_burst_is_admitted_the_bound_at_a_time() {
         });
     }
     until(|| started.load(Ordering::SeqCst) == n && admitted(&c) == ACQUIRES_IN_FLIGHT).await;
+    Burst {
+        setup,
+        proxy,
+        client: c,
+        tasks,
+    }
+}
+
+/// With the server silent (a stalled proxy), twice the bound of acquires on free locks: exactly
+/// the bound are admitted, the rest wait for a slot, and one with a deadline starts without a
+/// slot once its deadline passes; once the server answers, every one holds and every slot is
+/// back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_is_admitted_the_bound_at_a_time() {
+    let n = 2 * ACQUIRES_IN_FLIGHT;
+    let Burst {
+        setup,
+        proxy,
+        client: c,
+        mut tasks,
+    } = stalled_burst("/admission/burst", n).await;
     // Every task has run up to its first wait: still the bound, the others waiting for a slot.
     for _ in 0..100 {
         tokio::task::yield_now().await;
@@ -120,26 +144,13 @@ async fn waiters_give_their_slots_back() {
 /// attempts created is deleted once it does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_attempts_give_their_slots_back() {
-    let setup = client().await;
-    recipe_mutex::layer::driver::create_parents(&setup, "/admission/dropped")
-        .await
-        .unwrap();
-    let proxy = FaultProxy::start(server().addr()).unwrap();
-    let c = client_at(&proxy.addr().to_string(), Duration::from_secs(30)).await;
-    proxy.stall();
     let n = ACQUIRES_IN_FLIGHT + 16;
-    let started = Arc::new(AtomicUsize::new(0));
-    let mut tasks = JoinSet::new();
-    for i in 0..n {
-        let mutex =
-            InterProcessMutex::new(c.clone(), &format!("/admission/dropped/l-{i}")).unwrap();
-        let started = Arc::clone(&started);
-        tasks.spawn(async move {
-            started.fetch_add(1, Ordering::SeqCst);
-            mutex.lock().await.unwrap()
-        });
-    }
-    until(|| started.load(Ordering::SeqCst) == n && admitted(&c) == ACQUIRES_IN_FLIGHT).await;
+    let Burst {
+        setup,
+        proxy,
+        client: c,
+        mut tasks,
+    } = stalled_burst("/admission/dropped", n).await;
     tasks.abort_all();
     while bounded(tasks.join_next()).await.is_some() {}
     // Still silent: the slots are back all the same (the background owns the requests out).
