@@ -112,6 +112,9 @@ pub enum BenchName {
     /// How soon a stream of lock cycles comes back after a fault on a 3-member ensemble,
     /// ours against Curator's (`bench::failover`).
     Failover,
+    /// Sessions cut from the member they sit on, and how they come back: connects per second
+    /// at each member, time until all are back (`bench::stampede`).
+    Stampede,
     /// The client's own cost, counted: instructions and allocations per lock cycle, the
     /// one-lock program's size (`bench::footprint`).
     Footprint,
@@ -139,6 +142,7 @@ impl ValueEnum for BenchName {
             BenchName::Queue,
             BenchName::Many,
             BenchName::Failover,
+            BenchName::Stampede,
             BenchName::Footprint,
             BenchName::Stages,
         ]
@@ -164,6 +168,9 @@ impl ValueEnum for BenchName {
             ),
             BenchName::Failover => PossibleValue::new("failover").help(
                 "delay to the next hold and to the old rate after a leader kill, a member cut, a paused holder (--faults, --gap)",
+            ),
+            BenchName::Stampede => PossibleValue::new("stampede").help(
+                "S sessions (--sessions, default 1000) cut from the one member they sit on: connects/s at each member, time until all are back",
             ),
             BenchName::Footprint => PossibleValue::new("footprint").help(
                 "instructions and allocations per lock cycle (callgrind), the one-lock program's size",
@@ -191,7 +198,8 @@ pub struct Bench {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub rounds: Option<u32>,
     /// Session counts: of the mutex benchmark (1 to 256 each, at most 10; default 1,4,16),
-    /// and of `many`'s S sessions taking a lock each (1 to 1,000; default 10,100,1000).
+    /// of `many`'s S sessions taking a lock each (1 to 1,000; default 10,100,1000), and of
+    /// `stampede`'s sessions cut from one member (1 to 1,000; default 1000).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub sessions: Vec<u16>,
     /// Lock counts of `many`'s N locks over one session (1 to 100,000 each).

@@ -33,6 +33,7 @@ mod report;
 pub mod sample;
 mod slices;
 pub mod stages;
+pub mod stampede;
 pub mod tap;
 mod versions;
 pub(crate) mod worker;
@@ -142,6 +143,17 @@ pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
                     locks: cli.locks.clone(),
                     sessions: match cli.sessions.is_empty() {
                         true => many::DEFAULT_SESSIONS.to_vec(),
+                        false => cli.sessions.iter().map(|&n| usize::from(n)).collect(),
+                    },
+                    force_sync: cli.force_sync == OnOff::On,
+                })?;
+                wrote_reports = true;
+                continue;
+            }
+            BenchName::Stampede => {
+                stampede::run(&stampede::Options {
+                    sessions: match cli.sessions.is_empty() {
+                        true => stampede::DEFAULT_SESSIONS.to_vec(),
                         false => cli.sessions.iter().map(|&n| usize::from(n)).collect(),
                     },
                     force_sync: cli.force_sync == OnOff::On,

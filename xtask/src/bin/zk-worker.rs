@@ -20,6 +20,7 @@
 //! zk-worker chaos <connect> <process> <clients per recipe> <run ms> <dir> <leases> <session ms> <fence|no-fence> <recipes>
 //! zk-worker queue <connect> <lock path> <waiters> <budget ms>
 //! zk-worker many <connect> <locks|sessions> <n> <path> <budget ms>
+//! zk-worker stampede <connect> <n> <budget ms>
 //! ```
 //!
 //! The `bench` workloads:
@@ -106,6 +107,9 @@ fn main() -> ExitCode {
         }
         Some((mode, rest)) if mode == "many" => {
             xtask::bench::many::ours::process_main(rest).map(|()| None)
+        }
+        Some((mode, rest)) if mode == "stampede" => {
+            xtask::bench::stampede::ours::process_main(rest).map(|()| None)
         }
         Some((mode, rest)) if mode == "chaos" => xtask::chaos::ours::process_main(rest)
             .map(|()| None)

@@ -1,0 +1,344 @@
+//! `cargo xtask bench stampede`: S sessions cut from the member they all sit on, and how
+//! they come back (issue 51, item 1): the connects each member takes per second, and the time
+//! until every session is connected again.
+//!
+//! Our reconnect rule (zk-client's dialer): after a live connection is lost, the next member
+//! in the client's own random order at once, a pause (doubling, jittered) only after a whole
+//! round of members failed. The Java client pauses up to 1 s at random before every
+//! reconnect, so that the clients of a dead member do not all arrive at once; ours does not,
+//! and relies on each client's own order to spread them. This bench shows what that costs
+//! the members that take them.
+//!
+//! One case per `--sessions` value (default 1,000), each on a fresh 3-member ensemble:
+//!
+//! 1. a proxy in front of each member ([`crate::FaultProxy`], counting the connections it
+//!    accepts); the worker's clients get the three proxies as their connect string;
+//! 2. every session placed on one follower: the other two proxies refuse while the worker
+//!    connects, so each client's first round ends there; then they accept again;
+//! 3. the cut: the worker notes the moment (`ARMED`), then the follower's proxy closes every
+//!    connection and refuses new ones, as a dead member would (without an election: the
+//!    member itself stays up);
+//! 4. every few milliseconds, each proxy's accepted connections, until the worker says every
+//!    session is back (`BACK`).
+//!
+//! Why it cannot cost exclusion: a reconnect resumes the same session (its id and password)
+//! or is refused as expired; whether a session lives, and so whether its ephemeral lock nodes
+//! do, is the ensemble's decision, which no client's timing changes. The report
+//! (`target/bench/stampede.md`) gives per case the time until the first, median, 99th and
+//! last session was back, the sessions that ended, and per member the connects taken and
+//! their peak rate (the most in any 100 ms, per second). Nothing is asserted.
+
+use std::error::Error;
+use std::fmt::Write as _;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::bench::report::{self, Table};
+use crate::bench::worker::build_worker;
+use crate::deps::{self, Need};
+use crate::worker_process::WorkerProcess;
+use crate::zk::ZkOptions;
+use crate::{Ensemble, FaultProxy};
+
+pub mod lines;
+pub mod ours;
+
+use lines::{Back, Ready};
+
+type Result<T> = std::result::Result<T, Box<dyn Error>>;
+
+/// The session counts when `--sessions` is not given.
+pub const DEFAULT_SESSIONS: [usize; 1] = [1_000];
+/// The ensemble's size.
+const MEMBERS: usize = 3;
+/// How often each proxy's count is read after the cut.
+const SAMPLE_EVERY: Duration = Duration::from_millis(5);
+/// The window of the peak connect rate.
+const PEAK_WINDOW: Duration = Duration::from_millis(100);
+/// What the bench waits for a worker's line beyond the worker's own budget.
+const SLACK: Duration = Duration::from_secs(15);
+
+/// The command line of `bench stampede`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Session counts (`--sessions 1000`).
+    pub sessions: Vec<usize>,
+    /// The servers' `forceSync`.
+    pub force_sync: bool,
+}
+
+/// One member's connects after the cut.
+#[derive(Debug, Clone, PartialEq)]
+struct Member {
+    /// The ensemble's index.
+    index: usize,
+    /// The member cut.
+    cut: bool,
+    /// Connections its proxy accepted after the cut (refused ones included).
+    connects: u64,
+    /// The most in any [`PEAK_WINDOW`], per second.
+    peak_per_s: f64,
+    /// The sessions on it at the end.
+    sessions: u64,
+}
+
+/// One case's figures.
+#[derive(Debug, Clone, PartialEq)]
+struct Case {
+    sessions: usize,
+    back: Back,
+    members: Vec<Member>,
+}
+
+/// Each sample: the time since the cut, and each proxy's accepted count then.
+type Samples = Vec<(Duration, Vec<u64>)>;
+
+/// Member `i`'s connects after `before` and their peak rate over [`PEAK_WINDOW`].
+fn connects(samples: &Samples, before: &[u64], i: usize) -> (u64, f64) {
+    let count = |s: &(Duration, Vec<u64>)| s.1.get(i).copied().unwrap_or(0);
+    let base = before.get(i).copied().unwrap_or(0);
+    let total = samples.last().map_or(0, |s| count(s).saturating_sub(base));
+    let mut peak = 0;
+    for (k, now) in samples.iter().enumerate() {
+        // The latest count at or before the window's start (the baseline before the first).
+        let from = samples
+            .iter()
+            .take(k)
+            .rev()
+            .find(|s| s.0 + PEAK_WINDOW <= now.0)
+            .map_or(base, count);
+        peak = peak.max(count(now).saturating_sub(from));
+    }
+    (total, peak as f64 / PEAK_WINDOW.as_secs_f64())
+}
+
+/// Runs one case on a fresh ensemble.
+fn case(worker_bin: &std::path::Path, n: usize, force_sync: bool) -> Result<Case> {
+    let zk = Ensemble::start(MEMBERS, ZkOptions::default().force_sync(force_sync))?;
+    let leader = zk.wait_leader(Duration::from_secs(30))?;
+    let target = (0..MEMBERS).find(|&i| i != leader).unwrap_or(0);
+    let proxies = (0..MEMBERS)
+        .map(|i| FaultProxy::start(zk.client_addr(i)))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    let cut = proxies.get(target).ok_or("no proxy for the member cut")?;
+    for (i, p) in proxies.iter().enumerate() {
+        p.refuse(i != target);
+    }
+    let connect = proxies
+        .iter()
+        .map(|p| p.addr().to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let budget = Duration::from_secs(60)
+        + Duration::from_millis(60).saturating_mul(u32::try_from(n).unwrap_or(u32::MAX));
+    let mut cmd = Command::new(worker_bin);
+    cmd.arg("stampede")
+        .arg(&connect)
+        .arg(n.to_string())
+        .arg(budget.as_millis().to_string());
+    let mut worker = WorkerProcess::spawn(format!("stampede {n}"), cmd)?;
+    let by = || Instant::now() + budget + SLACK;
+    let ready = Ready::parse(&worker.expect("READY ", by())?)?;
+    let placed = lines::at(&ready.on, cut.addr());
+    if placed != n as u64 {
+        return Err(format!(
+            "{placed} of {n} sessions on member {target}: {}",
+            ready.line()
+        )
+        .into());
+    }
+    for p in &proxies {
+        p.refuse(false);
+    }
+
+    let before: Vec<u64> = proxies.iter().map(|p| p.accepted() as u64).collect();
+    worker.send(&format!("CUT {}", cut.addr()))?;
+    worker.expect("ARMED", by())?;
+    let at = Instant::now();
+    cut.refuse(true);
+    cut.cut();
+    let done = AtomicBool::new(false);
+    let (samples, back) = std::thread::scope(|s| {
+        let sampler = s.spawn(|| {
+            let mut samples: Samples = Vec::new();
+            loop {
+                let last = done.load(Ordering::Acquire);
+                let counts = proxies.iter().map(|p| p.accepted() as u64).collect();
+                samples.push((at.elapsed(), counts));
+                if last {
+                    return samples;
+                }
+                std::thread::sleep(SAMPLE_EVERY);
+            }
+        });
+        let back = worker.expect("BACK ", by());
+        done.store(true, Ordering::Release);
+        (sampler.join(), back)
+    });
+    let samples = samples.map_err(|_| "the sampler panicked")?;
+    let back = Back::parse(&back?)?;
+    let members = (0..MEMBERS)
+        .map(|i| {
+            let (connects, peak_per_s) = connects(&samples, &before, i);
+            let sessions = proxies.get(i).map_or(0, |p| lines::at(&back.on, p.addr()));
+            Member {
+                index: i,
+                cut: i == target,
+                connects,
+                peak_per_s,
+                sessions,
+            }
+        })
+        .collect();
+    worker.send("CLOSE")?;
+    worker.finish(by())?;
+    drop(proxies);
+    drop(zk);
+    Ok(Case {
+        sessions: n,
+        back,
+        members,
+    })
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.0} ms", d.as_secs_f64() * 1e3)
+}
+
+fn page(cases: &[Case], opts: &Options) -> String {
+    let mut times = Table::new(
+        &[
+            "sessions cut",
+            "back",
+            "ended",
+            "first back",
+            "median",
+            "p99",
+            "all back",
+        ],
+        0,
+    );
+    let mut members = Table::new(
+        &[
+            "sessions cut",
+            "member",
+            "connects taken",
+            "peak connects/s",
+            "sessions at the end",
+        ],
+        2,
+    );
+    for c in cases {
+        times.push(vec![
+            c.back.tracked.to_string(),
+            c.back.back.to_string(),
+            c.back.ended.to_string(),
+            ms(c.back.first),
+            ms(c.back.p50),
+            ms(c.back.p99),
+            if c.back.back == c.back.tracked {
+                ms(c.back.last)
+            } else {
+                format!("not all ({} of {})", c.back.back, c.back.tracked)
+            },
+        ]);
+        for m in &c.members {
+            members.push(vec![
+                c.sessions.to_string(),
+                format!("{}{}", m.index, if m.cut { " (cut)" } else { "" }),
+                m.connects.to_string(),
+                format!("{:.0}", m.peak_per_s),
+                m.sessions.to_string(),
+            ]);
+        }
+    }
+    let sessions: Vec<String> = opts.sessions.iter().map(ToString::to_string).collect();
+    let mut out = String::new();
+    let _ = writeln!(out, "# bench stampede\n");
+    let _ = writeln!(
+        out,
+        "`cargo xtask bench stampede --sessions {}` (forceSync {}): a 3-member ensemble, every \
+         session of one process of ours on one follower, then that member cut (its connections \
+         closed, new ones refused, as a dead member's; no election). Times from the cut to each \
+         session's next connection (the same session resumed); connects as each member's proxy \
+         accepted them after the cut, the peak the most in any {} ms, per second.\n",
+        sessions.join(","),
+        if opts.force_sync { "on" } else { "off" },
+        PEAK_WINDOW.as_millis()
+    );
+    out.push_str(&times.markdown());
+    out.push('\n');
+    out.push_str(&members.markdown());
+    out
+}
+
+/// Runs every case and writes the report.
+///
+/// # Errors
+/// A setup that fails, or a worker's failure.
+pub fn run(opts: &Options) -> Result<()> {
+    deps::ensure(&[Need::Java, Need::ZooKeeper])?;
+    let worker_bin = build_worker("bench stampede")?;
+    let mut cases = Vec::new();
+    for &n in &opts.sessions {
+        eprintln!("bench stampede: {n} sessions on a fresh 3-member ensemble");
+        cases.push(case(&worker_bin, n, opts.force_sync)?);
+    }
+    let body = page(&cases, opts);
+    let path = report::write_page(&report::dir(), "stampede", &body, &[])?;
+    println!("{body}");
+    eprintln!("bench stampede: report in {}", path.display());
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connects_and_their_peak_rate_come_from_the_counts() {
+        let ms = Duration::from_millis;
+        // Member 1: 10 connects in the first 50 ms, 20 more by 150 ms; member 0 none.
+        let samples: Samples = vec![
+            (ms(0), vec![5, 100]),
+            (ms(50), vec![5, 110]),
+            (ms(100), vec![5, 110]),
+            (ms(150), vec![5, 130]),
+        ];
+        let before = [5, 100];
+        assert_eq!(connects(&samples, &before, 0), (0, 0.0));
+        let (total, peak) = connects(&samples, &before, 1);
+        assert_eq!(total, 30);
+        // The most in any 100 ms: from 50 ms (110) to 150 ms (130), 20, so 200 per second.
+        assert!((peak - 200.0).abs() < 1e-9, "{peak}");
+    }
+
+    #[test]
+    fn the_page_gives_the_times_and_each_member() {
+        let ms = Duration::from_millis;
+        let back = Back::of(2, 0, vec![ms(12), ms(40)], Vec::new());
+        let case = Case {
+            sessions: 2,
+            back,
+            members: vec![Member {
+                index: 1,
+                cut: true,
+                connects: 0,
+                peak_per_s: 0.0,
+                sessions: 0,
+            }],
+        };
+        let opts = Options {
+            sessions: vec![2],
+            force_sync: true,
+        };
+        let page = page(&[case], &opts);
+        assert!(
+            page.contains("| 2 | 2 | 0 | 12 ms | 12 ms | 40 ms | 40 ms |"),
+            "{page}"
+        );
+        assert!(page.contains("| 2 | 1 (cut) | 0 | 0 | 0 |"), "{page}");
+    }
+}
