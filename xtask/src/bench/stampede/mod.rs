@@ -9,7 +9,9 @@
 //! and relies on each client's own order to spread them. This bench shows what that costs
 //! the members that take them.
 //!
-//! One case per `--sessions` value (default 1,000), each on a fresh 3-member ensemble:
+//! One case per `--sessions` value (default 1,000) and library, ours (`zk-worker stampede`,
+//! [`ours`]) and the Java client's (`java/JavaStampede.java`: the plain ZooKeeper 3.8 client,
+//! whose reconnect Curator's clients ride on), each on a fresh 3-member ensemble:
 //!
 //! 1. a proxy in front of each member ([`crate::FaultProxy`], counting the connections it
 //!    accepts); the worker's clients get the three proxies as their connect string;
@@ -30,6 +32,7 @@
 
 use std::error::Error;
 use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -37,6 +40,7 @@ use std::time::{Duration, Instant};
 use crate::bench::report::{self, Table};
 use crate::bench::worker::build_worker;
 use crate::deps::{self, Need};
+use crate::java;
 use crate::worker_process::WorkerProcess;
 use crate::zk::ZkOptions;
 use crate::{Ensemble, FaultProxy};
@@ -68,6 +72,73 @@ pub struct Options {
     pub force_sync: bool,
 }
 
+/// The Java worker's main class (`java/JavaStampede.java`), compiled with `BenchSupport.java`.
+const JAVA_MAIN: &str = "JavaStampede";
+/// The jars the Java worker runs on: the plain client, no Curator.
+const JAVA_JARS: [&str; 4] = ["zookeeper", "zookeeper-jute", "slf4j-api", "slf4j-nop"];
+
+/// The libraries compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lib {
+    /// zk-client.
+    Ours,
+    /// The ZooKeeper 3.8 Java client.
+    Java,
+}
+
+impl Lib {
+    const ALL: [Lib; 2] = [Lib::Ours, Lib::Java];
+
+    fn name(self) -> &'static str {
+        match self {
+            Lib::Ours => "ours",
+            Lib::Java => "Java client",
+        }
+    }
+}
+
+/// The workers' programs.
+struct Workers {
+    /// `zk-worker`, release build.
+    rust: PathBuf,
+    /// The Java worker's classpath.
+    java_classpath: String,
+}
+
+impl Workers {
+    fn command(&self, lib: Lib, connect: &str, n: usize, budget: Duration) -> Command {
+        let args = [
+            connect.to_owned(),
+            n.to_string(),
+            budget.as_millis().to_string(),
+        ];
+        match lib {
+            Lib::Ours => {
+                let mut cmd = Command::new(&self.rust);
+                cmd.arg("stampede").args(args);
+                cmd
+            }
+            Lib::Java => {
+                let mut cmd = Command::new("java");
+                cmd.arg("-cp")
+                    .arg(&self.java_classpath)
+                    .arg(JAVA_MAIN)
+                    .args(args);
+                cmd
+            }
+        }
+    }
+}
+
+/// Compiles the Java worker against the client's jars and returns its classpath.
+fn java_classpath() -> Result<String> {
+    let jars = java::jars(&JAVA_JARS);
+    let sources =
+        [JAVA_MAIN, "BenchSupport"].map(|name| java::java_dir().join(format!("{name}.java")));
+    let classes = java::compile(JAVA_MAIN, &sources, &jars)?;
+    Ok(format!("{}:{jars}", classes.display()))
+}
+
 /// One member's connects after the cut.
 #[derive(Debug, Clone, PartialEq)]
 struct Member {
@@ -87,6 +158,7 @@ struct Member {
 #[derive(Debug, Clone, PartialEq)]
 struct Case {
     sessions: usize,
+    lib: Lib,
     back: Back,
     members: Vec<Member>,
 }
@@ -114,7 +186,7 @@ fn connects(samples: &Samples, before: &[u64], i: usize) -> (u64, f64) {
 }
 
 /// Runs one case on a fresh ensemble.
-fn case(worker_bin: &std::path::Path, n: usize, force_sync: bool) -> Result<Case> {
+fn case(workers: &Workers, lib: Lib, n: usize, force_sync: bool) -> Result<Case> {
     let zk = Ensemble::start(MEMBERS, ZkOptions::default().force_sync(force_sync))?;
     let leader = zk.wait_leader(Duration::from_secs(30))?;
     let target = (0..MEMBERS).find(|&i| i != leader).unwrap_or(0);
@@ -132,12 +204,8 @@ fn case(worker_bin: &std::path::Path, n: usize, force_sync: bool) -> Result<Case
         .join(",");
     let budget = Duration::from_secs(60)
         + Duration::from_millis(60).saturating_mul(u32::try_from(n).unwrap_or(u32::MAX));
-    let mut cmd = Command::new(worker_bin);
-    cmd.arg("stampede")
-        .arg(&connect)
-        .arg(n.to_string())
-        .arg(budget.as_millis().to_string());
-    let mut worker = WorkerProcess::spawn(format!("stampede {n}"), cmd)?;
+    let cmd = workers.command(lib, &connect, n, budget);
+    let mut worker = WorkerProcess::spawn(format!("stampede {n} {}", lib.name()), cmd)?;
     let by = || Instant::now() + budget + SLACK;
     let ready = Ready::parse(&worker.expect("READY ", by())?)?;
     let placed = lines::at(&ready.on, cut.addr());
@@ -197,6 +265,7 @@ fn case(worker_bin: &std::path::Path, n: usize, force_sync: bool) -> Result<Case
     drop(zk);
     Ok(Case {
         sessions: n,
+        lib,
         back,
         members,
     })
@@ -210,6 +279,7 @@ fn page(cases: &[Case], opts: &Options) -> String {
     let mut times = Table::new(
         &[
             "sessions cut",
+            "library",
             "back",
             "ended",
             "first back",
@@ -217,21 +287,23 @@ fn page(cases: &[Case], opts: &Options) -> String {
             "p99",
             "all back",
         ],
-        0,
+        2,
     );
     let mut members = Table::new(
         &[
             "sessions cut",
+            "library",
             "member",
             "connects taken",
             "peak connects/s",
             "sessions at the end",
         ],
-        2,
+        3,
     );
     for c in cases {
         times.push(vec![
             c.back.tracked.to_string(),
+            c.lib.name().to_owned(),
             c.back.back.to_string(),
             c.back.ended.to_string(),
             ms(c.back.first),
@@ -246,6 +318,7 @@ fn page(cases: &[Case], opts: &Options) -> String {
         for m in &c.members {
             members.push(vec![
                 c.sessions.to_string(),
+                c.lib.name().to_owned(),
                 format!("{}{}", m.index, if m.cut { " (cut)" } else { "" }),
                 m.connects.to_string(),
                 format!("{:.0}", m.peak_per_s),
@@ -258,8 +331,9 @@ fn page(cases: &[Case], opts: &Options) -> String {
     let _ = writeln!(out, "# bench stampede\n");
     let _ = writeln!(
         out,
-        "`cargo xtask bench stampede --sessions {}` (forceSync {}): a 3-member ensemble, every \
-         session of one process of ours on one follower, then that member cut (its connections \
+        "`cargo xtask bench stampede --sessions {}` (forceSync {}): a fresh 3-member ensemble per \
+         case, every session of one process (ours, or the ZooKeeper 3.8 Java client's, on which \
+         Curator's clients reconnect) on one follower, then that member cut (its connections \
          closed, new ones refused, as a dead member's; no election). Times from the cut to each \
          session's next connection (the same session resumed); connects as each member's proxy \
          accepted them after the cut, the peak the most in any {} ms, per second.\n",
@@ -279,11 +353,19 @@ fn page(cases: &[Case], opts: &Options) -> String {
 /// A setup that fails, or a worker's failure.
 pub fn run(opts: &Options) -> Result<()> {
     deps::ensure(&[Need::Java, Need::ZooKeeper])?;
-    let worker_bin = build_worker("bench stampede")?;
+    let workers = Workers {
+        rust: build_worker("bench stampede")?,
+        java_classpath: java_classpath()?,
+    };
     let mut cases = Vec::new();
     for &n in &opts.sessions {
-        eprintln!("bench stampede: {n} sessions on a fresh 3-member ensemble");
-        cases.push(case(&worker_bin, n, opts.force_sync)?);
+        for lib in Lib::ALL {
+            eprintln!(
+                "bench stampede: {n} sessions of {}, on a fresh 3-member ensemble",
+                lib.name()
+            );
+            cases.push(case(&workers, lib, n, opts.force_sync)?);
+        }
     }
     let body = page(&cases, opts);
     let path = report::write_page(&report::dir(), "stampede", &body, &[])?;
@@ -321,6 +403,7 @@ mod tests {
         let back = Back::of(2, 0, vec![ms(12), ms(40)], Vec::new());
         let case = Case {
             sessions: 2,
+            lib: Lib::Java,
             back,
             members: vec![Member {
                 index: 1,
@@ -336,9 +419,12 @@ mod tests {
         };
         let page = page(&[case], &opts);
         assert!(
-            page.contains("| 2 | 2 | 0 | 12 ms | 12 ms | 40 ms | 40 ms |"),
+            page.contains("| 2 | Java client | 2 | 0 | 12 ms | 12 ms | 40 ms | 40 ms |"),
             "{page}"
         );
-        assert!(page.contains("| 2 | 1 (cut) | 0 | 0 | 0 |"), "{page}");
+        assert!(
+            page.contains("| 2 | Java client | 1 (cut) | 0 | 0 | 0 |"),
+            "{page}"
+        );
     }
 }
