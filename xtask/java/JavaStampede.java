@@ -8,7 +8,7 @@
 // Connects <n> ZooKeeper clients at once (10 s session timeout), then
 //
 //   READY on=<addr>=<n>,...           where each sits (the client's remote address)
-//   CUT <addr>                        (from the bench) follows every client at <addr>
+//   CUT <addr>|all                    (from the bench) follows every client at <addr> (or all)
 //   ARMED
 //   BACK tracked=<n> back=<n> ended=<n> first_us=<us> p50_us=<us> p99_us=<us> last_us=<us> on=...
 //   CLOSE                             (from the bench) closes every client and exits
@@ -162,7 +162,7 @@ public final class JavaStampede {
         String cut = line.substring(4).trim();
         List<Follower> tracked = new ArrayList<>();
         for (Follower f : all) {
-            if (remote(f.zk).equals(cut)) {
+            if (cut.equals("all") || remote(f.zk).equals(cut)) {
                 tracked.add(f);
             }
         }

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! READY on=<addr>=<n>,...                                  worker: every session connected, where each sits
-//! CUT <addr>                                               bench: the member at <addr> is about to be cut
+//! CUT <addr>|all                                           bench: the member at <addr> is about to be cut
+//!                                                          (all: the leader killed, every session hit)
 //! ARMED                                                    worker: the moment noted, its sessions followed
 //! BACK tracked=<n> back=<n> ended=<n> first_us=<us> p50_us=<us> p99_us=<us> last_us=<us> on=<addr>=<n>,...
 //!                                                          worker: every followed session back, or the budget passed

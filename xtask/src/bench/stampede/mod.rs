@@ -1,6 +1,6 @@
-//! `cargo xtask bench stampede`: S sessions cut from the member they all sit on, and how
-//! they come back (issue 51, item 1): the connects each member takes per second, and the time
-//! until every session is connected again.
+//! `cargo xtask bench stampede`: S sessions hit at once, by a member cut or a leader kill, and
+//! how they come back (issue 51, item 1): the connects each member takes per second, and the
+//! time until every session is connected again.
 //!
 //! Our reconnect rule (zk-client's dialer): after a live connection is lost, the next member
 //! in the client's own random order at once, a pause (doubling, jittered) only after a whole
@@ -9,26 +9,32 @@
 //! and relies on each client's own order to spread them. This bench shows what that costs
 //! the members that take them.
 //!
-//! One case per `--sessions` value (default 1,000) and library, ours (`zk-worker stampede`,
-//! [`ours`]) and the Java client's (`java/JavaStampede.java`: the plain ZooKeeper 3.8 client,
-//! whose reconnect Curator's clients ride on), each on a fresh 3-member ensemble:
+//! Two faults, each with one case per `--sessions` value (default 1,000) and library, ours
+//! (`zk-worker stampede`, [`ours`]) and the Java client's (`java/JavaStampede.java`: the plain
+//! ZooKeeper 3.8 client, whose reconnect Curator's clients ride on), each case on a fresh
+//! 3-member ensemble with a proxy in front of each member ([`crate::FaultProxy`], counting the
+//! connections it accepts; the worker's clients get the three proxies as their connect
+//! string):
 //!
-//! 1. a proxy in front of each member ([`crate::FaultProxy`], counting the connections it
-//!    accepts); the worker's clients get the three proxies as their connect string;
-//! 2. every session placed on one follower: the other two proxies refuse while the worker
-//!    connects, so each client's first round ends there; then they accept again;
-//! 3. the cut: the worker notes the moment (`ARMED`), then the follower's proxy closes every
-//!    connection and refuses new ones, as a dead member would (without an election: the
-//!    member itself stays up);
-//! 4. every few milliseconds, each proxy's accepted connections, until the worker says every
-//!    session is back (`BACK`).
+//! - **member cut**: every session placed on one follower (the other two proxies refuse while
+//!   the worker connects, so each client's first round ends there; then they accept again);
+//!   the worker notes the moment (`ARMED`), then the follower's proxy closes every connection
+//!   and refuses new ones, as a dead member would (without an election: the member stays up);
+//! - **leader kill**: the sessions spread by their own orders; the worker notes the moment,
+//!   then the leader is killed (SIGKILL): every session loses its connection (the followers
+//!   drop their clients until they have a new leader), and comes back once the other two
+//!   have elected one.
+//!
+//! After the fault, every few milliseconds, each proxy's accepted connections, until the
+//! worker says every session it follows is back (`BACK`).
 //!
 //! Why it cannot cost exclusion: a reconnect resumes the same session (its id and password)
 //! or is refused as expired; whether a session lives, and so whether its ephemeral lock nodes
 //! do, is the ensemble's decision, which no client's timing changes. The report
-//! (`target/bench/stampede.md`) gives per case the time until the first, median, 99th and
-//! last session was back, the sessions that ended, and per member the connects taken and
-//! their peak rate (the most in any 100 ms, per second). Nothing is asserted.
+//! (`target/bench/stampede.md`) gives per case the time from the fault until the first,
+//! median, 99th and last session was back, the sessions that ended, and per member the
+//! connects taken and their peak rate (the most in any 100 ms, per second). Nothing is
+//! asserted.
 
 use std::error::Error;
 use std::fmt::Write as _;
@@ -76,6 +82,35 @@ pub struct Options {
 const JAVA_MAIN: &str = "JavaStampede";
 /// The jars the Java worker runs on: the plain client, no Curator.
 const JAVA_JARS: [&str; 4] = ["zookeeper", "zookeeper-jute", "slf4j-api", "slf4j-nop"];
+
+/// The faults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    /// Every session on one follower, which is cut (connections closed, new ones refused).
+    MemberCut,
+    /// The sessions spread over the members by their own orders; the leader is killed
+    /// (SIGKILL), and the other two elect one of them.
+    LeaderKill,
+}
+
+impl Fault {
+    const ALL: [Fault; 2] = [Fault::MemberCut, Fault::LeaderKill];
+
+    fn name(self) -> &'static str {
+        match self {
+            Fault::MemberCut => "member cut",
+            Fault::LeaderKill => "leader kill",
+        }
+    }
+
+    /// How the member hit is marked in the page.
+    fn mark(self) -> &'static str {
+        match self {
+            Fault::MemberCut => " (cut)",
+            Fault::LeaderKill => " (killed)",
+        }
+    }
+}
 
 /// The libraries compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,8 +179,8 @@ fn java_classpath() -> Result<String> {
 struct Member {
     /// The ensemble's index.
     index: usize,
-    /// The member cut.
-    cut: bool,
+    /// The member cut or killed.
+    hit: bool,
     /// Connections its proxy accepted after the cut (refused ones included).
     connects: u64,
     /// The most in any [`PEAK_WINDOW`], per second.
@@ -157,6 +192,7 @@ struct Member {
 /// One case's figures.
 #[derive(Debug, Clone, PartialEq)]
 struct Case {
+    fault: Fault,
     sessions: usize,
     lib: Lib,
     back: Back,
@@ -186,16 +222,22 @@ fn connects(samples: &Samples, before: &[u64], i: usize) -> (u64, f64) {
 }
 
 /// Runs one case on a fresh ensemble.
-fn case(workers: &Workers, lib: Lib, n: usize, force_sync: bool) -> Result<Case> {
-    let zk = Ensemble::start(MEMBERS, ZkOptions::default().force_sync(force_sync))?;
+fn case(workers: &Workers, fault: Fault, lib: Lib, n: usize, force_sync: bool) -> Result<Case> {
+    let mut zk = Ensemble::start(MEMBERS, ZkOptions::default().force_sync(force_sync))?;
     let leader = zk.wait_leader(Duration::from_secs(30))?;
-    let target = (0..MEMBERS).find(|&i| i != leader).unwrap_or(0);
+    // The member cut: a follower; the member killed: the leader.
+    let target = match fault {
+        Fault::MemberCut => (0..MEMBERS).find(|&i| i != leader).unwrap_or(0),
+        Fault::LeaderKill => leader,
+    };
     let proxies = (0..MEMBERS)
         .map(|i| FaultProxy::start(zk.client_addr(i)))
         .collect::<std::io::Result<Vec<_>>>()?;
-    let cut = proxies.get(target).ok_or("no proxy for the member cut")?;
-    for (i, p) in proxies.iter().enumerate() {
-        p.refuse(i != target);
+    let hit = proxies.get(target).ok_or("no proxy for the member hit")?;
+    if fault == Fault::MemberCut {
+        for (i, p) in proxies.iter().enumerate() {
+            p.refuse(i != target);
+        }
     }
     let connect = proxies
         .iter()
@@ -208,8 +250,8 @@ fn case(workers: &Workers, lib: Lib, n: usize, force_sync: bool) -> Result<Case>
     let mut worker = WorkerProcess::spawn(format!("stampede {n} {}", lib.name()), cmd)?;
     let by = || Instant::now() + budget + SLACK;
     let ready = Ready::parse(&worker.expect("READY ", by())?)?;
-    let placed = lines::at(&ready.on, cut.addr());
-    if placed != n as u64 {
+    let placed = lines::at(&ready.on, hit.addr());
+    if fault == Fault::MemberCut && placed != n as u64 {
         return Err(format!(
             "{placed} of {n} sessions on member {target}: {}",
             ready.line()
@@ -221,11 +263,21 @@ fn case(workers: &Workers, lib: Lib, n: usize, force_sync: bool) -> Result<Case>
     }
 
     let before: Vec<u64> = proxies.iter().map(|p| p.accepted() as u64).collect();
-    worker.send(&format!("CUT {}", cut.addr()))?;
+    // Every session loses its connection when the leader dies (the followers drop their
+    // clients until a new leader is elected); only the cut member's when a member is cut.
+    match fault {
+        Fault::MemberCut => worker.send(&format!("CUT {}", hit.addr()))?,
+        Fault::LeaderKill => worker.send("CUT all")?,
+    }
     worker.expect("ARMED", by())?;
     let at = Instant::now();
-    cut.refuse(true);
-    cut.cut();
+    match fault {
+        Fault::MemberCut => {
+            hit.refuse(true);
+            hit.cut();
+        }
+        Fault::LeaderKill => zk.kill(target)?,
+    }
     let done = AtomicBool::new(false);
     let (samples, back) = std::thread::scope(|s| {
         let sampler = s.spawn(|| {
@@ -252,7 +304,7 @@ fn case(workers: &Workers, lib: Lib, n: usize, force_sync: bool) -> Result<Case>
             let sessions = proxies.get(i).map_or(0, |p| lines::at(&back.on, p.addr()));
             Member {
                 index: i,
-                cut: i == target,
+                hit: i == target,
                 connects,
                 peak_per_s,
                 sessions,
@@ -264,6 +316,7 @@ fn case(workers: &Workers, lib: Lib, n: usize, force_sync: bool) -> Result<Case>
     drop(proxies);
     drop(zk);
     Ok(Case {
+        fault,
         sessions: n,
         lib,
         back,
@@ -278,7 +331,8 @@ fn ms(d: Duration) -> String {
 fn page(cases: &[Case], opts: &Options) -> String {
     let mut times = Table::new(
         &[
-            "sessions cut",
+            "fault",
+            "sessions hit",
             "library",
             "back",
             "ended",
@@ -287,21 +341,23 @@ fn page(cases: &[Case], opts: &Options) -> String {
             "p99",
             "all back",
         ],
-        2,
+        3,
     );
     let mut members = Table::new(
         &[
-            "sessions cut",
+            "fault",
+            "sessions",
             "library",
             "member",
             "connects taken",
             "peak connects/s",
             "sessions at the end",
         ],
-        3,
+        4,
     );
     for c in cases {
         times.push(vec![
+            c.fault.name().to_owned(),
             c.back.tracked.to_string(),
             c.lib.name().to_owned(),
             c.back.back.to_string(),
@@ -317,9 +373,10 @@ fn page(cases: &[Case], opts: &Options) -> String {
         ]);
         for m in &c.members {
             members.push(vec![
+                c.fault.name().to_owned(),
                 c.sessions.to_string(),
                 c.lib.name().to_owned(),
-                format!("{}{}", m.index, if m.cut { " (cut)" } else { "" }),
+                format!("{}{}", m.index, if m.hit { c.fault.mark() } else { "" }),
                 m.connects.to_string(),
                 format!("{:.0}", m.peak_per_s),
                 m.sessions.to_string(),
@@ -332,11 +389,14 @@ fn page(cases: &[Case], opts: &Options) -> String {
     let _ = writeln!(
         out,
         "`cargo xtask bench stampede --sessions {}` (forceSync {}): a fresh 3-member ensemble per \
-         case, every session of one process (ours, or the ZooKeeper 3.8 Java client's, on which \
-         Curator's clients reconnect) on one follower, then that member cut (its connections \
-         closed, new ones refused, as a dead member's; no election). Times from the cut to each \
-         session's next connection (the same session resumed); connects as each member's proxy \
-         accepted them after the cut, the peak the most in any {} ms, per second.\n",
+         case, the sessions of one process (ours, or the ZooKeeper 3.8 Java client's, on which \
+         Curator's clients reconnect). Member cut: every session on one follower, then that \
+         member cut (its connections closed, new ones refused, as a dead member's; no \
+         election). Leader kill: the sessions spread by their own orders, then the leader \
+         killed (SIGKILL), which drops every session's connection until the other two elect. \
+         Times from the fault to each session's next connection (the same session resumed); \
+         connects as each member's proxy accepted them after the fault (refused ones \
+         included), the peak the most in any {} ms, per second.\n",
         sessions.join(","),
         if opts.force_sync { "on" } else { "off" },
         PEAK_WINDOW.as_millis()
@@ -358,13 +418,16 @@ pub fn run(opts: &Options) -> Result<()> {
         java_classpath: java_classpath()?,
     };
     let mut cases = Vec::new();
-    for &n in &opts.sessions {
-        for lib in Lib::ALL {
-            eprintln!(
-                "bench stampede: {n} sessions of {}, on a fresh 3-member ensemble",
-                lib.name()
-            );
-            cases.push(case(&workers, lib, n, opts.force_sync)?);
+    for fault in Fault::ALL {
+        for &n in &opts.sessions {
+            for lib in Lib::ALL {
+                eprintln!(
+                    "bench stampede: {}, {n} sessions of {}, on a fresh 3-member ensemble",
+                    fault.name(),
+                    lib.name()
+                );
+                cases.push(case(&workers, fault, lib, n, opts.force_sync)?);
+            }
         }
     }
     let body = page(&cases, opts);
@@ -402,12 +465,13 @@ mod tests {
         let ms = Duration::from_millis;
         let back = Back::of(2, 0, vec![ms(12), ms(40)], Vec::new());
         let case = Case {
+            fault: Fault::MemberCut,
             sessions: 2,
             lib: Lib::Java,
             back,
             members: vec![Member {
                 index: 1,
-                cut: true,
+                hit: true,
                 connects: 0,
                 peak_per_s: 0.0,
                 sessions: 0,
@@ -419,11 +483,13 @@ mod tests {
         };
         let page = page(&[case], &opts);
         assert!(
-            page.contains("| 2 | Java client | 2 | 0 | 12 ms | 12 ms | 40 ms | 40 ms |"),
+            page.contains(
+                "| member cut | 2 | Java client | 2 | 0 | 12 ms | 12 ms | 40 ms | 40 ms |"
+            ),
             "{page}"
         );
         assert!(
-            page.contains("| 2 | Java client | 1 (cut) | 0 | 0 | 0 |"),
+            page.contains("| member cut | 2 | Java client | 1 (cut) | 0 | 0 | 0 |"),
             "{page}"
         );
     }

@@ -4,8 +4,9 @@
 //!
 //! - connects `<n>` clients at once, each its own session over `<connect>`, then says `READY`
 //!   with where they sit;
-//! - on `CUT <addr>`, notes the moment, follows every session connected at `<addr>` from
-//!   then on (its state watch, taken before it says `ARMED`), and says `ARMED`;
+//! - on `CUT <addr>` (or `CUT all`), notes the moment, follows every session connected at
+//!   `<addr>` (or every session) from then on (its state watch, taken before it says
+//!   `ARMED`), and says `ARMED`;
 //! - says `BACK` once every followed session is connected again (to any member), or the budget
 //!   passed: how many came back, how many sessions ended instead, the delays from the moment
 //!   and where every session sits now;
@@ -169,14 +170,22 @@ async fn run(
     );
 
     let line = next_line(&mut lines, by()).await?;
-    let cut: SocketAddr = line
-        .strip_prefix("CUT ")
-        .and_then(|addr| addr.trim().parse().ok())
-        .ok_or_else(|| format!("`{line}` from the bench, not `CUT <addr>`"))?;
+    // `None`: every session.
+    let cut: Option<SocketAddr> = match line.strip_prefix("CUT ").map(str::trim) {
+        Some("all") => None,
+        Some(addr) => Some(
+            addr.parse()
+                .map_err(|_| format!("`{line}`: not an address"))?,
+        ),
+        None => return Err(format!("`{line}` from the bench, not `CUT <addr>|all`").into()),
+    };
     let armed = Instant::now();
     let deadline = armed + budget;
     let mut following = JoinSet::new();
-    for client in clients.iter().filter(|c| c.server_addr() == Some(cut)) {
+    for client in clients
+        .iter()
+        .filter(|c| cut.is_none() || c.server_addr() == cut)
+    {
         following.spawn(follow(client.state_watch(), deadline));
     }
     let tracked = following.len() as u64;
