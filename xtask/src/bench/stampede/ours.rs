@@ -2,8 +2,9 @@
 //!
 //! On a tokio runtime of two worker threads (as a service would run its sessions):
 //!
-//! - connects `<n>` clients at once, each its own session over `<connect>`, then says `READY`
-//!   with where they sit;
+//! - connects `<n>` clients, each its own session over `<connect>` (a few at a time, each
+//!   tried again if it fails: the setup is not measured), then says `READY` with where they
+//!   sit;
 //! - on `CUT <addr>` (or `CUT all`), notes the moment, follows every session connected at
 //!   `<addr>` (or every session) from then on (its state watch, taken before it says
 //!   `ARMED`), and says `ARMED`;
@@ -20,7 +21,9 @@ use std::io::BufRead;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use std::sync::Arc;
+
+use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use zk_client::{Client, SessionState};
@@ -31,6 +34,10 @@ type Result<T> = std::result::Result<T, Box<dyn Error + Send + Sync>>;
 
 /// The session timeout (as every bench worker asks for).
 const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connects in flight at once while setting up.
+const CONNECTS_AT_ONCE: usize = 32;
+/// Tries of each connect while setting up.
+const CONNECT_TRIES: u32 = 5;
 /// The most sessions one worker connects.
 pub const MAX_SESSIONS: usize = 5_000;
 /// The usage line.
@@ -137,15 +144,29 @@ async fn run(
     mut lines: mpsc::UnboundedReceiver<String>,
 ) -> Result<()> {
     let by = || Instant::now() + budget;
+    // The setup is not measured: at most CONNECTS_AT_ONCE connects in flight (a server's
+    // listen backlog is 50 by default, and a first connect that finds no server in its one
+    // round fails), each tried again a few times.
+    let at_once = Arc::new(Semaphore::new(CONNECTS_AT_ONCE));
     let mut connecting = JoinSet::new();
     for _ in 0..n {
         let hosts = hosts.to_owned();
+        let at_once = Arc::clone(&at_once);
         connecting.spawn(async move {
-            Client::builder()
-                .hosts(hosts)
-                .session_timeout(SESSION_TIMEOUT)
-                .connect()
-                .await
+            let _slot = at_once.acquire_owned().await?;
+            let mut tries = 0;
+            loop {
+                let attempt = Client::builder()
+                    .hosts(hosts.as_str())
+                    .session_timeout(SESSION_TIMEOUT)
+                    .connect()
+                    .await;
+                tries += 1;
+                match attempt {
+                    Err(_) if tries < CONNECT_TRIES => continue,
+                    other => return other.map_err(Box::<dyn Error + Send + Sync>::from),
+                }
+            }
         });
     }
     let deadline = by();
