@@ -3,9 +3,12 @@
 // `zk-worker stampede` (xtask/src/bench/stampede/ours.rs), with the same arguments and lines
 // (xtask/src/bench/stampede/lines.rs). Compiled on its own with BenchSupport.java.
 //
-//   java -cp <classes>:<zookeeper jars> JavaStampede <connect> <n> <budget ms>
+//   java -cp <classes>:<zookeeper jars> JavaStampede <connect> <n> <budget ms> [<first>]
 //
-// Connects <n> ZooKeeper clients at once (10 s session timeout), then
+// Connects <n> ZooKeeper clients at once (10 s session timeout). With <first> (one of the
+// connect string's addresses), each client's host order is the client's own
+// (StaticHostProvider's, from a seed) picked among those that start at <first>: every session
+// starts there, and goes on in a random order of its own. Then
 //
 //   READY on=<addr>=<n>,...           where each sits (the client's remote address)
 //   CUT <addr>|all                    (from the bench) follows every client at <addr> (or all)
@@ -19,6 +22,7 @@
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -35,6 +39,7 @@ import java.util.regex.Pattern;
 import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.client.StaticHostProvider;
 
 public final class JavaStampede {
     private static final int SESSION_TIMEOUT_MS = 10_000;
@@ -120,6 +125,12 @@ public final class JavaStampede {
         return String.join(",", parts);
     }
 
+    private static InetSocketAddress address(String hostPort) {
+        int colon = hostPort.lastIndexOf(':');
+        return new InetSocketAddress(hostPort.substring(0, colon),
+                Integer.parseInt(hostPort.substring(colon + 1)));
+    }
+
     /** The nearest-rank percentile of sorted `v` (as the Rust side's). */
     private static long pick(List<Long> v, double q) {
         if (v.isEmpty()) {
@@ -131,18 +142,34 @@ public final class JavaStampede {
     }
 
     private static void run(String[] args) throws Exception {
-        if (args.length != 3) {
-            throw new IllegalArgumentException("usage: <connect> <n> <budget ms>");
+        if (args.length != 3 && args.length != 4) {
+            throw new IllegalArgumentException("usage: <connect> <n> <budget ms> [<first>]");
         }
         String connect = args[0];
         int n = Integer.parseInt(args[1]);
         long budgetMs = Long.parseLong(args[2]);
+        InetSocketAddress first = args.length == 4 ? address(args[3]) : null;
+        List<InetSocketAddress> hosts = new ArrayList<>();
+        for (String host : connect.split(",")) {
+            hosts.add(address(host));
+        }
         BlockingQueue<String> lines = readLinesFromStdin();
 
         List<Follower> all = new ArrayList<>(n);
+        long seed = 0;
         for (int i = 0; i < n; i++) {
             Follower f = new Follower();
-            f.zk = new ZooKeeper(connect, SESSION_TIMEOUT_MS, f);
+            if (first == null) {
+                f.zk = new ZooKeeper(connect, SESSION_TIMEOUT_MS, f);
+            } else {
+                // The next seed whose order starts at `first`.
+                while (!new StaticHostProvider(hosts, seed).next(0).equals(first)) {
+                    seed++;
+                }
+                f.zk = new ZooKeeper(connect, SESSION_TIMEOUT_MS, f, false,
+                        new StaticHostProvider(hosts, seed));
+                seed++;
+            }
             all.add(f);
         }
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(budgetMs);

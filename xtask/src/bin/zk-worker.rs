@@ -20,7 +20,7 @@
 //! zk-worker chaos <connect> <process> <clients per recipe> <run ms> <dir> <leases> <session ms> <fence|no-fence> <recipes>
 //! zk-worker queue <connect> <lock path> <waiters> <budget ms>
 //! zk-worker many <connect> <locks|sessions> <n> <path> <budget ms>
-//! zk-worker stampede <connect> <n> <budget ms>
+//! zk-worker stampede <connect> <n> <budget ms> [<first>]
 //! ```
 //!
 //! The `bench` workloads:

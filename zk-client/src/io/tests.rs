@@ -106,7 +106,10 @@ use zk_proto::{
     Decode, Encode, ErrorCode, ReplyHeader, RequestHeader, encode_frame, split_frame, xid,
 };
 
-use crate::{ClientBuilder, dial::SHORT_LIVED};
+use crate::{
+    ClientBuilder,
+    dial::{RECONNECT_SPREAD, SHORT_LIVED},
+};
 
 /// A connection the client opened: the server's end.
 struct Conn {
@@ -473,7 +476,7 @@ async fn an_attempt_a_server_never_answers_leaves_room_for_the_next() {
 /// once; a failed round of servers backs off, doubling, each pause at random between its
 /// half and its whole.
 #[tokio::test(start_paused = true)]
-async fn reconnects_at_once_then_back_off_by_rounds() {
+async fn reconnects_within_the_spread_then_back_off_by_rounds() {
     let (mem, mut h) = harness();
     let (c, conn) = mem_connected("s1:2181,s2:2181", mem, &mut h).await;
     let heard = Instant::now();
@@ -482,7 +485,11 @@ async fn reconnects_at_once_then_back_off_by_rounds() {
     drop(conn);
     state(&c, SessionState::Disconnected).await;
     let again = h.next().await;
-    assert_eq!(lost_at.elapsed(), Duration::ZERO, "the next server at once");
+    assert!(
+        lost_at.elapsed() <= RECONNECT_SPREAD,
+        "the next server within the spread: {:?}",
+        lost_at.elapsed()
+    );
     // This one hangs up, and both servers refuse from then on: each round of two failed
     // attempts is followed by a pause of 50-100 ms, 100-200 ms, 200-400 ms, 400-800 ms,
     // then 0.5-1 s.

@@ -9,17 +9,23 @@
 //! and relies on each client's own order to spread them. This bench shows what that costs
 //! the members that take them.
 //!
-//! Two faults, each with one case per `--sessions` value (default 1,000) and library, ours
+//! Three faults, each with one case per `--sessions` value (default 1,000) and library, ours
 //! (`zk-worker stampede`, [`ours`]) and the Java client's (`java/JavaStampede.java`: the plain
 //! ZooKeeper 3.8 client, whose reconnect Curator's clients ride on), each case on a fresh
-//! 3-member ensemble with a proxy in front of each member ([`crate::FaultProxy`], counting the
-//! connections it accepts; the worker's clients get the three proxies as their connect
-//! string):
+//! 3-member ensemble; but for the member killed, with a proxy in front of each member
+//! ([`crate::FaultProxy`], counting the connections it accepts; the worker's clients get the
+//! three proxies as their connect string):
 //!
 //! - **member cut**: every session placed on one follower (the other two proxies refuse while
 //!   the worker connects, so each client's first round ends there; then they accept again);
 //!   the worker notes the moment (`ARMED`), then the follower's proxy closes every connection
 //!   and refuses new ones, as a dead member would (without an election: the member stays up);
+//! - **member killed, no proxy**: every session started on one follower (the worker's
+//!   `<first>`: each client's own random order, beginning there), which is killed (SIGKILL;
+//!   no election); the clients reach the members directly, so the harness's proxy (two
+//!   threads per connection) is out of the way, and the connects are the members' own count
+//!   (`mntr`'s `zk_connection_request_count`, read every 25 ms; the killed member's refused
+//!   connects are not counted);
 //! - **leader kill**: the sessions spread by their own orders; the worker notes the moment,
 //!   then the leader is killed (SIGKILL): every session loses its connection (the followers
 //!   drop their clients until they have a new leader), and comes back once the other two
@@ -38,6 +44,7 @@
 
 use std::error::Error;
 use std::fmt::Write as _;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -62,7 +69,8 @@ type Result<T> = std::result::Result<T, Box<dyn Error>>;
 pub const DEFAULT_SESSIONS: [usize; 1] = [1_000];
 /// The ensemble's size.
 const MEMBERS: usize = 3;
-/// How often each proxy's count is read after the cut.
+/// How often each proxy's count is read after the fault (the members' own, five times less
+/// often).
 const SAMPLE_EVERY: Duration = Duration::from_millis(5);
 /// The window of the peak connect rate.
 const PEAK_WINDOW: Duration = Duration::from_millis(100);
@@ -88,17 +96,22 @@ const JAVA_JARS: [&str; 4] = ["zookeeper", "zookeeper-jute", "slf4j-api", "slf4j
 enum Fault {
     /// Every session on one follower, which is cut (connections closed, new ones refused).
     MemberCut,
+    /// Every session on one follower, which is killed (SIGKILL; no election), with no proxy
+    /// in the way: the clients reach the members directly, and the members' own counters
+    /// (`mntr`'s `zk_connection_request_count`) count the connects.
+    MemberKill,
     /// The sessions spread over the members by their own orders; the leader is killed
     /// (SIGKILL), and the other two elect one of them.
     LeaderKill,
 }
 
 impl Fault {
-    const ALL: [Fault; 2] = [Fault::MemberCut, Fault::LeaderKill];
+    const ALL: [Fault; 3] = [Fault::MemberCut, Fault::MemberKill, Fault::LeaderKill];
 
     fn name(self) -> &'static str {
         match self {
             Fault::MemberCut => "member cut",
+            Fault::MemberKill => "member killed, no proxy",
             Fault::LeaderKill => "leader kill",
         }
     }
@@ -107,8 +120,13 @@ impl Fault {
     fn mark(self) -> &'static str {
         match self {
             Fault::MemberCut => " (cut)",
-            Fault::LeaderKill => " (killed)",
+            Fault::MemberKill | Fault::LeaderKill => " (killed)",
         }
+    }
+
+    /// Whether the clients reach the members through the counting proxies.
+    fn proxied(self) -> bool {
+        self != Fault::MemberKill
     }
 }
 
@@ -141,12 +159,21 @@ struct Workers {
 }
 
 impl Workers {
-    fn command(&self, lib: Lib, connect: &str, n: usize, budget: Duration) -> Command {
-        let args = [
+    /// `first`: where every session starts (none: where its own order takes it).
+    fn command(
+        &self,
+        lib: Lib,
+        connect: &str,
+        n: usize,
+        budget: Duration,
+        first: Option<SocketAddr>,
+    ) -> Command {
+        let mut args = vec![
             connect.to_owned(),
             n.to_string(),
             budget.as_millis().to_string(),
         ];
+        args.extend(first.map(|a| a.to_string()));
         match lib {
             Lib::Ours => {
                 let mut cmd = Command::new(&self.rust);
@@ -174,14 +201,15 @@ fn java_classpath() -> Result<String> {
     Ok(format!("{}:{jars}", classes.display()))
 }
 
-/// One member's connects after the cut.
+/// One member's connects after the fault.
 #[derive(Debug, Clone, PartialEq)]
 struct Member {
     /// The ensemble's index.
     index: usize,
     /// The member cut or killed.
     hit: bool,
-    /// Connections its proxy accepted after the cut (refused ones included).
+    /// Connects after the fault: as its proxy accepted them (refused ones included), or as
+    /// the member counted them.
     connects: u64,
     /// The most in any [`PEAK_WINDOW`], per second.
     peak_per_s: f64,
@@ -199,8 +227,54 @@ struct Case {
     members: Vec<Member>,
 }
 
-/// Each sample: the time since the cut, and each proxy's accepted count then.
+/// Each sample: the time since the cut, and each member's count of connects then.
 type Samples = Vec<(Duration, Vec<u64>)>;
+
+/// Where the connects are counted.
+enum Counter {
+    /// The proxies' accepted connections (refused ones included).
+    Proxies(Vec<FaultProxy>),
+    /// The members' own `zk_connection_request_count` (a member that cannot answer reads
+    /// 0: a killed member's refused connects are not counted).
+    Members(Vec<SocketAddr>),
+}
+
+impl Counter {
+    /// What the clients connect to, member by member.
+    fn addrs(&self) -> Vec<SocketAddr> {
+        match self {
+            Counter::Proxies(proxies) => proxies.iter().map(FaultProxy::addr).collect(),
+            Counter::Members(addrs) => addrs.clone(),
+        }
+    }
+
+    fn counts(&self) -> Vec<u64> {
+        match self {
+            Counter::Proxies(proxies) => proxies.iter().map(|p| p.accepted() as u64).collect(),
+            Counter::Members(addrs) => addrs
+                .iter()
+                .map(|&addr| {
+                    crate::four_letter(addr, "mntr", Duration::from_secs(1))
+                        .ok()
+                        .and_then(|mntr| {
+                            crate::zk::parse_mntr(&mntr)
+                                .get("zk_connection_request_count")
+                                .and_then(|n| n.parse().ok())
+                        })
+                        .unwrap_or(0)
+                })
+                .collect(),
+        }
+    }
+
+    /// How often the counts are read after the fault (a `mntr` is a connection of its own).
+    fn every(&self) -> Duration {
+        match self {
+            Counter::Proxies(_) => SAMPLE_EVERY,
+            Counter::Members(_) => SAMPLE_EVERY * 5,
+        }
+    }
+}
 
 /// Member `i`'s connects after `before` and their peak rate over [`PEAK_WINDOW`].
 fn connects(samples: &Samples, before: &[u64], i: usize) -> (u64, f64) {
@@ -225,58 +299,76 @@ fn connects(samples: &Samples, before: &[u64], i: usize) -> (u64, f64) {
 fn case(workers: &Workers, fault: Fault, lib: Lib, n: usize, force_sync: bool) -> Result<Case> {
     let mut zk = Ensemble::start(MEMBERS, ZkOptions::default().force_sync(force_sync))?;
     let leader = zk.wait_leader(Duration::from_secs(30))?;
-    // The member cut: a follower; the member killed: the leader.
+    // The member cut or killed alone: a follower; the leader killed: the leader.
     let target = match fault {
-        Fault::MemberCut => (0..MEMBERS).find(|&i| i != leader).unwrap_or(0),
+        Fault::MemberCut | Fault::MemberKill => (0..MEMBERS).find(|&i| i != leader).unwrap_or(0),
         Fault::LeaderKill => leader,
     };
-    let proxies = (0..MEMBERS)
-        .map(|i| FaultProxy::start(zk.client_addr(i)))
-        .collect::<std::io::Result<Vec<_>>>()?;
-    let hit = proxies.get(target).ok_or("no proxy for the member hit")?;
-    if fault == Fault::MemberCut {
-        for (i, p) in proxies.iter().enumerate() {
-            p.refuse(i != target);
+    let counter = if fault.proxied() {
+        Counter::Proxies(
+            (0..MEMBERS)
+                .map(|i| FaultProxy::start(zk.client_addr(i)))
+                .collect::<std::io::Result<Vec<_>>>()?,
+        )
+    } else {
+        Counter::Members((0..MEMBERS).map(|i| zk.client_addr(i)).collect())
+    };
+    let addrs = counter.addrs();
+    let hit = *addrs.get(target).ok_or("no address for the member hit")?;
+    // Every session on the member to cut: the other proxies refuse while they connect; with
+    // no proxy, each client starts there (the worker's <first>).
+    let mut first = None;
+    match &counter {
+        Counter::Proxies(proxies) if fault == Fault::MemberCut => {
+            for (i, p) in proxies.iter().enumerate() {
+                p.refuse(i != target);
+            }
         }
+        Counter::Members(_) => first = Some(hit),
+        Counter::Proxies(_) => {}
     }
-    let connect = proxies
+    let connect = addrs
         .iter()
-        .map(|p| p.addr().to_string())
+        .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(",");
     let budget = Duration::from_secs(60)
         + Duration::from_millis(60).saturating_mul(u32::try_from(n).unwrap_or(u32::MAX));
-    let cmd = workers.command(lib, &connect, n, budget);
+    let cmd = workers.command(lib, &connect, n, budget, first);
     let mut worker = WorkerProcess::spawn(format!("stampede {n} {}", lib.name()), cmd)?;
     let by = || Instant::now() + budget + SLACK;
     let ready = Ready::parse(&worker.expect("READY ", by())?)?;
-    let placed = lines::at(&ready.on, hit.addr());
-    if fault == Fault::MemberCut && placed != n as u64 {
+    let placed = lines::at(&ready.on, hit);
+    if fault != Fault::LeaderKill && placed != n as u64 {
         return Err(format!(
             "{placed} of {n} sessions on member {target}: {}",
             ready.line()
         )
         .into());
     }
-    for p in &proxies {
-        p.refuse(false);
+    if let Counter::Proxies(proxies) = &counter {
+        for p in proxies {
+            p.refuse(false);
+        }
     }
 
-    let before: Vec<u64> = proxies.iter().map(|p| p.accepted() as u64).collect();
+    let before = counter.counts();
     // Every session loses its connection when the leader dies (the followers drop their
-    // clients until a new leader is elected); only the cut member's when a member is cut.
+    // clients until a new leader is elected); only the hit member's otherwise.
     match fault {
-        Fault::MemberCut => worker.send(&format!("CUT {}", hit.addr()))?,
+        Fault::MemberCut | Fault::MemberKill => worker.send(&format!("CUT {hit}"))?,
         Fault::LeaderKill => worker.send("CUT all")?,
     }
     worker.expect("ARMED", by())?;
     let at = Instant::now();
-    match fault {
-        Fault::MemberCut => {
-            hit.refuse(true);
-            hit.cut();
+    match (&counter, fault) {
+        (Counter::Proxies(proxies), Fault::MemberCut) => {
+            if let Some(p) = proxies.get(target) {
+                p.refuse(true);
+                p.cut();
+            }
         }
-        Fault::LeaderKill => zk.kill(target)?,
+        _ => zk.kill(target)?,
     }
     let done = AtomicBool::new(false);
     let (samples, back) = std::thread::scope(|s| {
@@ -284,12 +376,11 @@ fn case(workers: &Workers, fault: Fault, lib: Lib, n: usize, force_sync: bool) -
             let mut samples: Samples = Vec::new();
             loop {
                 let last = done.load(Ordering::Acquire);
-                let counts = proxies.iter().map(|p| p.accepted() as u64).collect();
-                samples.push((at.elapsed(), counts));
+                samples.push((at.elapsed(), counter.counts()));
                 if last {
                     return samples;
                 }
-                std::thread::sleep(SAMPLE_EVERY);
+                std::thread::sleep(counter.every());
             }
         });
         let back = worker.expect("BACK ", by());
@@ -301,7 +392,7 @@ fn case(workers: &Workers, fault: Fault, lib: Lib, n: usize, force_sync: bool) -
     let members = (0..MEMBERS)
         .map(|i| {
             let (connects, peak_per_s) = connects(&samples, &before, i);
-            let sessions = proxies.get(i).map_or(0, |p| lines::at(&back.on, p.addr()));
+            let sessions = addrs.get(i).map_or(0, |&a| lines::at(&back.on, a));
             Member {
                 index: i,
                 hit: i == target,
@@ -313,7 +404,7 @@ fn case(workers: &Workers, fault: Fault, lib: Lib, n: usize, force_sync: bool) -
         .collect();
     worker.send("CLOSE")?;
     worker.finish(by())?;
-    drop(proxies);
+    drop(counter);
     drop(zk);
     Ok(Case {
         fault,
@@ -392,11 +483,14 @@ fn page(cases: &[Case], opts: &Options) -> String {
          case, the sessions of one process (ours, or the ZooKeeper 3.8 Java client's, on which \
          Curator's clients reconnect). Member cut: every session on one follower, then that \
          member cut (its connections closed, new ones refused, as a dead member's; no \
-         election). Leader kill: the sessions spread by their own orders, then the leader \
-         killed (SIGKILL), which drops every session's connection until the other two elect. \
-         Times from the fault to each session's next connection (the same session resumed); \
-         connects as each member's proxy accepted them after the fault (refused ones \
-         included), the peak the most in any {} ms, per second.\n",
+         election). Member killed, no proxy: every session started on one follower, which is \
+         killed (SIGKILL; no election), the clients reaching the members directly. Leader \
+         kill: the sessions spread by their own orders, then the leader killed (SIGKILL), \
+         which drops every session's connection until the other two elect. Times from the \
+         fault to each session's next connection (the same session resumed); connects as \
+         each member's proxy accepted them after the fault (refused ones included), or with \
+         no proxy as the member counted them (`zk_connection_request_count`, read every 25 \
+         ms; a killed member's not counted), the peak the most in any {} ms, per second.\n",
         sessions.join(","),
         if opts.force_sync { "on" } else { "off" },
         PEAK_WINDOW.as_millis()

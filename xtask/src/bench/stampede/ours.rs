@@ -4,7 +4,8 @@
 //!
 //! - connects `<n>` clients, each its own session over `<connect>` (a few at a time, each
 //!   tried again if it fails: the setup is not measured), then says `READY` with where they
-//!   sit;
+//!   sit; with `<first>`, each connects there first and then takes `<connect>` as its list
+//!   (`update_server_list`: it stays where it is, and goes on in its own random order);
 //! - on `CUT <addr>` (or `CUT all`), notes the moment, follows every session connected at
 //!   `<addr>` (or every session) from then on (its state watch, taken before it says
 //!   `ARMED`), and says `ARMED`;
@@ -41,15 +42,17 @@ const CONNECT_TRIES: u32 = 5;
 /// The most sessions one worker connects.
 pub const MAX_SESSIONS: usize = 5_000;
 /// The usage line.
-pub const USAGE: &str = "zk-worker stampede <connect> <n> <budget ms>";
+pub const USAGE: &str = "zk-worker stampede <connect> <n> <budget ms> [<first>]";
 
 /// Runs the worker with its arguments (after `stampede`), printing its lines.
 ///
 /// # Errors
 /// Bad arguments, a session that does not connect, or a line out of turn.
 pub fn process_main(args: &[String]) -> Result<()> {
-    let [connect, n, budget] = args else {
-        return Err(format!("usage: {USAGE}").into());
+    let (connect, n, budget, first) = match args {
+        [connect, n, budget] => (connect, n, budget, None),
+        [connect, n, budget, first] => (connect, n, budget, Some(first.as_str())),
+        _ => return Err(format!("usage: {USAGE}").into()),
     };
     let n: usize = n
         .parse()
@@ -66,7 +69,7 @@ pub fn process_main(args: &[String]) -> Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    rt.block_on(run(connect, n, budget, lines))
+    rt.block_on(run(connect, first, n, budget, lines))
 }
 
 /// A thread that reads stdin: each line goes to the receiver; the end of stdin exits the
@@ -139,6 +142,7 @@ async fn follow(mut state: watch::Receiver<SessionState>, deadline: Instant) -> 
 
 async fn run(
     hosts: &str,
+    first: Option<&str>,
     n: usize,
     budget: Duration,
     mut lines: mpsc::UnboundedReceiver<String>,
@@ -151,19 +155,26 @@ async fn run(
     let mut connecting = JoinSet::new();
     for _ in 0..n {
         let hosts = hosts.to_owned();
+        let first = first.map(str::to_owned);
         let at_once = Arc::clone(&at_once);
         connecting.spawn(async move {
             let _slot = at_once.acquire_owned().await?;
             let mut tries = 0;
             loop {
                 let attempt = Client::builder()
-                    .hosts(hosts.as_str())
+                    .hosts(first.as_deref().unwrap_or(&hosts))
                     .session_timeout(SESSION_TIMEOUT)
                     .connect()
                     .await;
                 tries += 1;
                 match attempt {
                     Err(_) if tries < CONNECT_TRIES => continue,
+                    Ok(client) if first.is_some() => {
+                        // Connected at <first>: it stays there, and goes on in its own
+                        // random order over every member.
+                        client.update_server_list(&hosts)?;
+                        return Ok(client);
+                    }
                     other => return other.map_err(Box::<dyn Error + Send + Sync>::from),
                 }
             }
