@@ -3,11 +3,11 @@
 //! time until every session is connected again.
 //!
 //! Our reconnect rule (zk-client's dialer): after a live connection is lost, the next member
-//! in the client's own random order at once, a pause (doubling, jittered) only after a whole
-//! round of members failed. The Java client pauses up to 1 s at random before every
-//! reconnect, so that the clients of a dead member do not all arrive at once; ours does not,
-//! and relies on each client's own order to spread them. This bench shows what that costs
-//! the members that take them.
+//! in the client's own random order, after a pause taken at random up to 200 ms; a longer
+//! pause (doubling, jittered) only after a whole round of members failed. The Java client
+//! pauses up to 1 s at random before every reconnect. Both spread the clients of a dead
+//! member, ours over a fifth of the time; this bench shows what each costs the members that
+//! take them, and how soon every session is back.
 //!
 //! Three faults, each with one case per `--sessions` value (default 1,000) and library, ours
 //! (`zk-worker stampede`, [`ours`]) and the Java client's (`java/JavaStampede.java`: the plain
