@@ -89,7 +89,9 @@ pub use layer::participants::{Participant, Standing};
 pub use lock::{Guard, IntoLock, Lock, LockFuture, LockKind};
 pub use mutex::{InterProcessMutex, MutexGuard, validate_lock_path};
 pub use revoke::{REVOKE_MESSAGE, RevocationListener, revoke};
-pub use sequencer::{NodeKind, ParseSequencerError, SEQUENCER_PREFIX, Sequencer, SequencerCheck};
+pub use sequencer::{
+    LEASE_PENDING_WAIT, NodeKind, ParseSequencerError, SEQUENCER_PREFIX, Sequencer, SequencerCheck,
+};
 pub use waiting::WAIT_REPORT_AFTER;
 
 /// `docs/cohort.md`'s code, compiled as a doctest (no item of the crate).

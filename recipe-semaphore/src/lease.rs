@@ -93,6 +93,27 @@ impl Lease {
         }
     }
 
+    /// This lease's [`Sequencer`](crate::Sequencer): its node, czxid and session in a stable
+    /// text form (`to_string()`), for a service outside ZooKeeper that fences without
+    /// trusting the caller. The service checks it with any client
+    /// ([`Sequencer::check`](crate::Sequencer::check)): the node still there, that session's
+    /// and that creation's, and not a lease that may still be waiting for its count (its
+    /// session holding the semaphore's inner lock since before it).
+    ///
+    /// ```no_run
+    /// # async fn f(pool: recipe_semaphore::InterProcessSemaphoreV2, service: zk_client::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// let lease = pool.acquire().await?;
+    /// let text = lease.sequencer().to_string(); // sent along with the work
+    ///
+    /// // In the service:
+    /// let sequencer: recipe_semaphore::Sequencer = text.parse()?;
+    /// assert!(sequencer.check(&service).await?.is_valid());
+    /// # Ok(()) }
+    /// ```
+    pub fn sequencer(&self) -> crate::Sequencer {
+        self.node.sequencer(recipe_mutex::NodeKind::Lease)
+    }
+
     /// Whether the lease is surely still ours as far as this process knows: the session that
     /// took it is connected to a read-write server, and its node was not seen gone.
     pub fn is_valid(&self) -> bool {

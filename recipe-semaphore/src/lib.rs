@@ -69,5 +69,7 @@ pub use error::Error;
 pub use lease::Lease;
 pub use mutex::InterProcessSemaphoreMutex;
 pub use mutex_guard::SemaphoreMutexGuard;
-pub use recipe_mutex::{Hold, Loss};
+pub use recipe_mutex::{
+    Hold, LEASE_PENDING_WAIT, Loss, NodeKind, ParseSequencerError, Sequencer, SequencerCheck,
+};
 pub use semaphore::{InterProcessSemaphoreV2, MAX_LEASES_ASKED, return_all};

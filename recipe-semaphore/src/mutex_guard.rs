@@ -57,6 +57,13 @@ impl SemaphoreMutexGuard {
         self.hold.check_op()
     }
 
+    /// The lease's [`Sequencer`](crate::Sequencer), for a service outside ZooKeeper to check
+    /// with any client before it accepts work done under the lock (see
+    /// [`Lease::sequencer`](crate::Lease::sequencer)).
+    pub fn sequencer(&self) -> crate::Sequencer {
+        self.hold.sequencer()
+    }
+
     /// Whether the lease is surely still ours, as far as this process knows (advisory; see
     /// [`Hold::is_valid`]).
     pub fn is_valid(&self) -> bool {

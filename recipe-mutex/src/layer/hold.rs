@@ -334,12 +334,7 @@ impl Hold {
     /// (`OtherNode`): it carries the write hold's fencing token, not its read node's czxid.
     pub fn sequencer(&self) -> crate::Sequencer {
         let name = self.node.path.rsplit('/').next().unwrap_or_default();
-        crate::Sequencer::held(
-            crate::NodeKind::of_node(name),
-            &self.node.path,
-            self.node.czxid,
-            self.node.session_id,
-        )
+        self.node.sequencer(crate::NodeKind::of_node(name))
     }
 
     /// A nested hold of the same lock, for code that would re-enter it (Curator's reentrant

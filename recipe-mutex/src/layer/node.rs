@@ -13,6 +13,14 @@ pub struct Acquired {
     pub session_id: i64,
 }
 
+impl Acquired {
+    /// The node's [`Sequencer`](crate::Sequencer), as a lock of `kind` (the path came from
+    /// the server: not checked again).
+    pub fn sequencer(&self, kind: crate::NodeKind) -> crate::Sequencer {
+        crate::Sequencer::held(kind, &self.path, self.czxid, self.session_id)
+    }
+}
+
 /// Which recipe a lock node or an attempt is of: the `recipe` label of the lock metrics
 /// (feature `metrics`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

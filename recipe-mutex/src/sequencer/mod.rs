@@ -7,9 +7,13 @@
 //! - The check is `sync` on the lock path, then one `multi_read` (the lock's children and the
 //!   node's `Stat`), judged by [`Sequencer::judge`], a pure function using the recipe's own
 //!   grant rule (`recipes_core::participants`).
+//! - A semaphore's lease ([`NodeKind::Lease`]) is granted by a count taken under the
+//!   semaphore's inner lock, not by its place: its check reads the inner lock's holder too
+//!   (the `lease` module says why that decides it).
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 use recipes_core::participants::{Rule, Standing, places};
 use recipes_core::rwlock::{READ_LOCK_NAME, WRITE_LOCK_NAME, rw_sort};
@@ -17,6 +21,8 @@ use recipes_core::{Exclusive, Predicate};
 use zk_client::{Client, ReadOp, ReadResult, Stat};
 
 use crate::Error;
+
+mod lease;
 
 /// The text form's prefix and version: `zk-seq:1:`.
 pub const SEQUENCER_PREFIX: &str = "zk-seq:1:";
@@ -34,6 +40,11 @@ pub enum NodeKind {
     Read,
     /// A write lock (`__WRIT__` nodes): granted when first of the lock's children.
     Write,
+    /// A semaphore's lease (`recipe-semaphore`, Curator's `InterProcessSemaphoreV2` and
+    /// `InterProcessSemaphoreMutex`: `<semaphore>/leases/_c_…-lease-<seq>` nodes): granted
+    /// unless its session holds the semaphore's inner lock (`<semaphore>/locks`) since before
+    /// the lease was made and it may still be counting (see [`SequencerCheck::Pending`]).
+    Lease,
 }
 
 impl NodeKind {
@@ -42,38 +53,47 @@ impl NodeKind {
             NodeKind::Mutex => "mutex",
             NodeKind::Read => "read",
             NodeKind::Write => "write",
+            NodeKind::Lease => "lease",
         }
     }
 
-    /// The kind whose node `name` is (a read or write node by its lock name; else a mutex's).
+    /// The kind whose node `name` is (a read or write node by its lock name, a lease by its
+    /// sequence after `lease-`; else a mutex's).
     pub(crate) fn of_node(name: &str) -> Self {
         if name.contains(READ_LOCK_NAME) {
             NodeKind::Read
         } else if name.contains(WRITE_LOCK_NAME) {
             NodeKind::Write
+        } else if recipes_core::name::sequence(name, recipes_core::semaphore::LEASE_NAME).is_some()
+        {
+            NodeKind::Lease
         } else {
             NodeKind::Mutex
         }
     }
 
-    /// The kind's grant rule for the child `name` (`None`: not one of the kind's family).
+    /// The kind's grant rule for the child `name` (`None`: not one of the kind's family; a
+    /// lease has no rule by place).
     fn rule_for(self, name: &str) -> Option<Rule> {
         match self {
+            NodeKind::Lease => None,
             NodeKind::Mutex => name
                 .contains(recipes_core::name::MUTEX_LOCK_NAME)
                 .then_some(Rule::Exclusive { max: 1 }),
             NodeKind::Read | NodeKind::Write => match NodeKind::of_node(name) {
                 NodeKind::Read => Some(Rule::Read),
                 NodeKind::Write => Some(Rule::Write),
-                NodeKind::Mutex => None,
+                NodeKind::Mutex | NodeKind::Lease => None,
             },
         }
     }
 
-    /// The rule the kind's own nodes are judged by.
+    /// The rule the kind's own nodes are judged by by place (a lease has none: `rule_for`
+    /// gives it `None`, so [`Sequencer::judge`] finds it no lock node; `lease::judge` judges
+    /// it).
     fn own_rule(self) -> Rule {
         match self {
-            NodeKind::Mutex => Rule::Exclusive { max: 1 },
+            NodeKind::Mutex | NodeKind::Lease => Rule::Exclusive { max: 1 },
             NodeKind::Read => Rule::Read,
             NodeKind::Write => Rule::Write,
         }
@@ -89,9 +109,10 @@ impl NodeKind {
 ///
 /// The text form is stable and versioned:
 /// `zk-seq:1:<kind>:<session id, 16 hex digits>:<czxid, decimal>:<node path>` (kind `mutex`,
-/// `read` or `write`), e.g.
+/// `read`, `write` or `lease`), e.g.
 /// `zk-seq:1:mutex:0000018c2f3a0001:4294967302:/app/locks/orders/_c_…-lock-0000000007`.
-/// The lock path is the node's parent. Malformed text is a [`ParseSequencerError`].
+/// The lock path is the node's parent; a lease's node is `<semaphore>/leases/<name>`, and its
+/// lock path is the semaphore's. Malformed text is a [`ParseSequencerError`].
 ///
 /// # Examples
 ///
@@ -123,6 +144,8 @@ pub struct Sequencer {
     node: String,
     /// Where the node's name starts in `node` (after the last `/`).
     name_at: usize,
+    /// Where the lock's path ends in `node`: the node's parent, or a lease's grandparent.
+    lock_end: usize,
 }
 
 /// What a check of a [`Sequencer`] found.
@@ -133,6 +156,12 @@ pub enum SequencerCheck {
     Valid,
     /// The node is gone (released, deleted by another client, or its session ended).
     NodeGone,
+    /// Not held yet, as far as the tree can tell: a lease whose session holds the
+    /// semaphore's inner lock since before the lease was made, so it may still be waiting for
+    /// its count (a granted lease's inner lock is released right after; the check waited for
+    /// that, up to its bound). A lease given by a guard is granted, and checks `Valid` once
+    /// its session's inner lock has changed hands.
+    Pending,
     /// A node of that path exists but was created later (another creation).
     OtherNode {
         /// The existing node's creation zxid.
@@ -164,6 +193,10 @@ impl fmt::Display for SequencerCheck {
         match self {
             SequencerCheck::Valid => f.write_str("valid: the lock is held"),
             SequencerCheck::NodeGone => f.write_str("not held: the lock node is gone"),
+            SequencerCheck::Pending => f.write_str(
+                "not held yet: the lease may still be waiting (its session holds the \
+                 semaphore's inner lock)",
+            ),
             SequencerCheck::OtherNode { czxid } => {
                 write!(f, "not held: the node was created again (czxid {czxid})")
             }
@@ -197,7 +230,8 @@ pub enum ParseSequencerError {
     /// The czxid is not a decimal number (a zxid: not negative).
     #[error("bad czxid {0:?}")]
     BadCzxid(String),
-    /// The node path is not a valid ZooKeeper path with a parent (the lock's path).
+    /// The node path is not a valid ZooKeeper path with a parent (the lock's path; for a
+    /// lease, a parent named `leases` under the semaphore's path).
     #[error("bad node path {0:?}")]
     BadNode(String),
 }
@@ -218,27 +252,30 @@ impl Sequencer {
         }
         let bad = || ParseSequencerError::BadNode(node.to_owned());
         zk_proto::validate_path(node, false).map_err(|_| bad())?;
-        let slash = node.rfind('/').ok_or_else(bad)?;
-        if slash == 0 || slash + 1 >= node.len() {
-            return Err(bad());
-        }
+        let (name_at, lock_end) = bounds(kind, node).ok_or_else(bad)?;
         Ok(Sequencer {
             kind,
             session_id,
             czxid,
             node: node.to_owned(),
-            name_at: slash + 1,
+            name_at,
+            lock_end,
         })
     }
 
     /// A held node's sequencer (its path comes from the server: not checked again).
     pub(crate) fn held(kind: NodeKind, node: &str, czxid: i64, session_id: i64) -> Self {
+        let (name_at, lock_end) = bounds(kind, node).unwrap_or_else(|| {
+            let name_at = node.rfind('/').map_or(0, |slash| slash + 1);
+            (name_at, name_at.saturating_sub(1))
+        });
         Sequencer {
             kind,
             session_id,
             czxid,
             node: node.to_owned(),
-            name_at: node.rfind('/').map_or(0, |slash| slash + 1),
+            name_at,
+            lock_end,
         }
     }
 
@@ -247,11 +284,10 @@ impl Sequencer {
         self.kind
     }
 
-    /// The lock's path (the node's parent).
+    /// The lock's path: the node's parent (a lease's: the semaphore's path, its
+    /// grandparent).
     pub fn lock_path(&self) -> &str {
-        self.node
-            .get(..self.name_at.saturating_sub(1))
-            .unwrap_or_default()
+        self.node.get(..self.lock_end).unwrap_or_default()
     }
 
     /// The lock node's full path.
@@ -278,7 +314,27 @@ impl Sequencer {
     /// `sync` on the lock path (so the server answering has everything committed before),
     /// then one `multi_read` of the lock's children and the node's data, judged by
     /// [`Sequencer::judge`]. An error is the client's (connection, session): no verdict.
+    ///
+    /// A lease's check also reads the semaphore's inner lock and its holder's node, and when
+    /// the lease may still be waiting it waits up to [`LEASE_PENDING_WAIT`] for that to
+    /// settle ([`Sequencer::check_within`]).
     pub async fn check(&self, client: &Client) -> Result<SequencerCheck, Error> {
+        self.check_within(client, LEASE_PENDING_WAIT).await
+    }
+
+    /// [`Sequencer::check`], waiting at most `wait` for a lease that may still be waiting
+    /// (its session holding the semaphore's inner lock since before it) to settle: the
+    /// inner lock's holder leaving, or the leases changing, is read again; after `wait`,
+    /// [`SequencerCheck::Pending`]. `Duration::ZERO` answers from the first read;
+    /// `Duration::MAX` waits as long as it takes. Other kinds never wait.
+    pub async fn check_within(
+        &self,
+        client: &Client,
+        wait: Duration,
+    ) -> Result<SequencerCheck, Error> {
+        if self.kind == NodeKind::Lease {
+            return lease::check(self, client, wait).await;
+        }
         let lock_path = self.lock_path();
         match client.sync(lock_path).await {
             Ok(()) | Err(zk_client::Error::NoNode) => {}
@@ -305,7 +361,9 @@ impl Sequencer {
     }
 
     /// The verdict on one read: the lock's `children` (names, as listed) and the node's `Stat`
-    /// (`None`: no such node). Pure; [`Sequencer::check`] does the reads.
+    /// (`None`: no such node). Pure; [`Sequencer::check`] does the reads. A lease is not
+    /// judged by place: its sequencer is [`SequencerCheck::NotALockNode`] here, and
+    /// [`Sequencer::check`] judges it from its semaphore's inner lock as well.
     pub fn judge(&self, children: Vec<String>, stat: Option<&Stat>) -> SequencerCheck {
         let Some(stat) = stat else {
             return SequencerCheck::NodeGone;
@@ -324,7 +382,8 @@ impl Sequencer {
         }
         let kind = self.kind;
         let queue = match kind {
-            NodeKind::Mutex => {
+            // A lease never gets here: no rule by place (see `own_rule`).
+            NodeKind::Mutex | NodeKind::Lease => {
                 let mutex = Exclusive::mutex();
                 places(children, |c| mutex.sort(c), |name| kind.rule_for(name))
             }
@@ -343,7 +402,28 @@ impl Sequencer {
     }
 }
 
-fn unexpected() -> Error {
+/// How long [`Sequencer::check`] waits for a lease that may still be waiting to settle: a
+/// granted lease's session lets the semaphore's inner lock go right after its count (one
+/// delete in flight), so this covers that delete's commit with room to spare.
+pub const LEASE_PENDING_WAIT: Duration = Duration::from_secs(1);
+
+/// Where `node`'s name starts and where its lock's path ends, for a sequencer of `kind`:
+/// `None` if the node has no parent (a lease: no `leases` parent under a semaphore's path).
+fn bounds(kind: NodeKind, node: &str) -> Option<(usize, usize)> {
+    let slash = node.rfind('/')?;
+    if slash == 0 || slash + 1 >= node.len() {
+        return None;
+    }
+    if kind != NodeKind::Lease {
+        return Some((slash + 1, slash));
+    }
+    let parent = node.get(..slash)?;
+    let up = parent.rfind('/')?;
+    (up > 0 && parent.get(up + 1..) == Some(recipes_core::semaphore::LEASES_DIR))
+        .then_some((slash + 1, up))
+}
+
+pub(crate) fn unexpected() -> Error {
     Error::Zk(zk_client::Error::Protocol(
         zk_client::ProtocolError::Unexpected("a multi_read answered out of kind"),
     ))
@@ -376,6 +456,7 @@ impl FromStr for Sequencer {
             Some("mutex") => NodeKind::Mutex,
             Some("read") => NodeKind::Read,
             Some("write") => NodeKind::Write,
+            Some("lease") => NodeKind::Lease,
             Some("") | None => return Err(ParseSequencerError::Missing("lock kind")),
             Some(other) => return Err(ParseSequencerError::UnknownKind(other.to_owned())),
         };
