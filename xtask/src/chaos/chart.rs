@@ -198,6 +198,7 @@ mod tests {
                 target: format!("member {}", i % 3),
                 from: i * 5 * S,
                 to: i * 5 * S + 3 * S,
+                leader_back: None,
             })
             .collect();
         let events = [Event::Hold(Hold {

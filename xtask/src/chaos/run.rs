@@ -79,6 +79,34 @@ pub struct Applied {
     pub from: u64,
     /// When it was healed.
     pub to: u64,
+    /// A leader kill: when a member first answered `srvr` as the leader again (the ensemble
+    /// able to commit: its own recovery, which no client can beat), probed every
+    /// [`LEADER_PROBE_EVERY`]; `None` for other faults, or none within [`LEADER_PROBE_FOR`].
+    pub leader_back: Option<u64>,
+}
+
+/// How often a leader kill's probe asks the members whether one leads again.
+pub const LEADER_PROBE_EVERY: Duration = Duration::from_millis(10);
+
+/// How long a leader kill's probe asks before it gives up.
+pub const LEADER_PROBE_FOR: Duration = Duration::from_secs(60);
+
+/// Asks every member at `addrs` (`srvr`, a 4-letter word over its own connection) until one
+/// answers as the leader, and returns when on `clock`; `None` after [`LEADER_PROBE_FOR`].
+/// Run right after the old leader is killed: a follower that has not yet noticed answers as
+/// a follower, a member electing does not serve, so only a new leader's answer counts.
+fn probe_leader(addrs: &[std::net::SocketAddr], clock: &Clock) -> Option<u64> {
+    let give_up = Instant::now() + LEADER_PROBE_FOR;
+    while Instant::now() < give_up {
+        for addr in addrs {
+            let answer = crate::four_letter(*addr, "srvr", Duration::from_millis(200));
+            if answer.is_ok_and(|text| text.contains("Mode: leader")) {
+                return Some(clock.now());
+            }
+        }
+        std::thread::sleep(LEADER_PROBE_EVERY);
+    }
+    None
 }
 
 /// What a run came to.
@@ -469,6 +497,9 @@ fn carry_out(
         applied: Applied,
         heal: Heal,
     }
+    // Leader kills' probes, by the fault's start: joined once every fault is healed (a heal
+    // does not wait for an election).
+    let mut probes: Vec<(u64, std::thread::JoinHandle<Option<u64>>)> = Vec::new();
     let mut timeline = Vec::new();
     let mut skipped = Vec::new();
     let mut active: Vec<Active> = Vec::new();
@@ -515,13 +546,23 @@ fn carry_out(
                         " (with another)"
                     }
                 );
+                let from = clock.now();
+                if step.kind == Kind::LeaderKill {
+                    let addrs: Vec<_> = (0..zk.len()).map(|i| zk.client_addr(i)).collect();
+                    let clock = *clock;
+                    probes.push((
+                        from,
+                        std::thread::spawn(move || probe_leader(&addrs, &clock)),
+                    ));
+                }
                 active.push(Active {
                     heal_at,
                     applied: Applied {
                         kind: step.kind,
                         target,
-                        from: clock.now(),
+                        from,
                         to: 0,
+                        leader_back: None,
                     },
                     heal,
                 });
@@ -534,6 +575,12 @@ fn carry_out(
         }
     }
     heal_due(&mut active, None, zk, workers, &mut timeline);
+    for (from, probe) in probes {
+        let back = probe.join().ok().flatten();
+        if let Some(a) = timeline.iter_mut().find(|a| a.from == from) {
+            a.leader_back = back;
+        }
+    }
     timeline.sort_by_key(|a| a.from);
     (timeline, skipped)
 }

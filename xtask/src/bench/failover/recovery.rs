@@ -28,6 +28,17 @@ pub struct Recovery {
     pub next_hold: Option<Duration>,
     /// From the fault's start to the start of the first window back at the old rate.
     pub old_rate: Option<Duration>,
+    /// A leader kill: from the fault's start to a member answering as the leader again (the
+    /// ensemble's own recovery, the same for every library), if probed.
+    pub ensemble_back: Option<Duration>,
+}
+
+impl Recovery {
+    /// From the ensemble back (a new leader) to the next hold: the clients' own part of a
+    /// leader kill's delay.
+    pub fn after_ensemble(&self) -> Option<Duration> {
+        Some(self.next_hold?.saturating_sub(self.ensemble_back?))
+    }
 }
 
 fn ns(d: Duration) -> u64 {
@@ -66,6 +77,7 @@ pub fn recovery(starts: &[u64], fault: u64, until: u64) -> Recovery {
     Recovery {
         next_hold,
         old_rate,
+        ensemble_back: None,
     }
 }
 
@@ -130,7 +142,8 @@ mod tests {
             r,
             Recovery {
                 next_hold: None,
-                old_rate: None
+                old_rate: None,
+                ensemble_back: None,
             }
         );
         // Holds only after `until` do not count.
