@@ -212,6 +212,10 @@ pub struct Bench {
     /// `failover`: seconds of health before and after each fault (2 to 120).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(2..=120))]
     pub gap: u64,
+    /// `failover`: the kinds of fault, comma-separated, among `leader-kill`,
+    /// `client-member-cut`, `ours-pause` and `curator-pause` (default: all four).
+    #[arg(long)]
+    pub fault: Option<String>,
     /// Queue lengths of the queue benchmark (1 to 100,000 each).
     #[arg(long, value_delimiter = ',', default_values_t = crate::bench::queue::DEFAULT_WAITERS,
           value_parser = queue_waiters)]

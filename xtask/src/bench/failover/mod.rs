@@ -52,9 +52,30 @@ pub const KINDS: [Kind; 4] = [
     Kind::CuratorPause,
 ];
 
+/// The kinds named in `list` (`--fault`, comma-separated), or all of [`KINDS`].
+///
+/// # Errors
+/// A kind unknown, or not one this bench measures.
+pub fn kinds(list: Option<&str>) -> Result<Vec<Kind>> {
+    let Some(list) = list else {
+        return Ok(KINDS.to_vec());
+    };
+    let kinds = Kind::parse_list(list)?;
+    match kinds.iter().find(|k| !KINDS.contains(k)) {
+        Some(k) => Err(format!(
+            "bench failover measures {}, not {k}",
+            KINDS.map(|k| k.to_string()).join(", ")
+        )
+        .into()),
+        None => Ok(kinds),
+    }
+}
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// The kinds of fault, each in a run of its own.
+    pub kinds: Vec<Kind>,
     /// Faults of each kind.
     pub faults: usize,
     /// The healthy time before and after each fault.
@@ -367,7 +388,7 @@ pub fn run(opts: &Options) -> Result<()> {
     std::fs::create_dir_all(&out_dir)?;
     let mut rows = Vec::new();
     let mut safety = Vec::new();
-    for kind in KINDS {
+    for &kind in &opts.kinds {
         let seconds = run_for(opts, kind).as_secs() + 1;
         eprintln!(
             "bench failover: {kind}, {} faults, {seconds} s",
@@ -430,11 +451,21 @@ mod tests {
 
     fn opts() -> Options {
         Options {
+            kinds: KINDS.to_vec(),
             faults: 10,
             gap: Duration::from_secs(8),
             session_timeout: Duration::from_secs(4),
             seed: 1,
         }
+    }
+
+    #[test]
+    fn fault_kinds_are_all_by_default_or_those_named() {
+        assert_eq!(kinds(None).unwrap(), KINDS);
+        assert_eq!(kinds(Some("leader-kill")).unwrap(), [Kind::LeaderKill]);
+        let err = kinds(Some("partition")).unwrap_err().to_string();
+        assert!(err.contains("not partition"), "{err}");
+        assert!(kinds(Some("leader-kil")).is_err());
     }
 
     #[test]
