@@ -66,6 +66,14 @@ pub fn process_main(args: &[String]) -> Result<()> {
     let server: std::net::SocketAddr = server
         .parse()
         .map_err(|_| format!("<server for wchs> is not an address: `{server}`"))?;
+    // A diagnostic: `ZK_WORKER_PLANT=no-node-watch` (a worker built with the feature
+    // `plant`) takes the locks keeping no watch per hold, to tell that watch's cost apart.
+    if let Ok(name) = std::env::var("ZK_WORKER_PLANT") {
+        crate::chaos::ours::ChaosPlant::parse(&name)
+            .ok_or_else(|| format!("ZK_WORKER_PLANT: no plant `{name}`"))?
+            .switch_on()
+            .map_err(|e| e.to_string())?;
+    }
     let steps = read_steps_from_stdin();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -65,7 +65,7 @@ impl ChaosPlant {
 
     /// Switches it on in this process.
     #[cfg(feature = "plant")]
-    pub(super) fn switch_on(self) -> Result<()> {
+    pub(crate) fn switch_on(self) -> Result<()> {
         use recipe_mutex::plant::Plant;
         // Each in the crate that has it: recipes-core's machines, recipe-mutex's layer.
         recipes_core::plant::set_hand_off_shortcut(self == ChaosPlant::Shortcut);
@@ -83,7 +83,7 @@ impl ChaosPlant {
 
     /// Without the feature there is nothing to switch on.
     #[cfg(not(feature = "plant"))]
-    pub(super) fn switch_on(self) -> Result<()> {
+    pub(crate) fn switch_on(self) -> Result<()> {
         Err(format!(
             "this zk-worker was built without the feature `plant`: `{}` cannot be planted",
             self.name()
