@@ -12,8 +12,9 @@ usage: zk-lock-audit [options] DATA_DIR...
 
 Reconstructs every Curator-layout lock (mutex, read/write, semaphore) from a ZooKeeper
 server's snapshot and transaction logs (DATA_DIR: its dataDir, or dataDir/version-2).
-Several DATA_DIRs (the members of one ensemble) are merged by zxid into one history; members
-whose logs differ at a zxid are reported (the servers lost history there).
+Several DATA_DIRs (the members of one ensemble) are merged by zxid into one history, keeping
+only the transactions a majority of the ensemble logged (the committed ones); members whose
+logs differ at a zxid are reported (the servers lost history there).
 
 options:
   --lock PATH          only the locks at or under PATH (repeatable)
@@ -21,6 +22,8 @@ options:
   --to TIME            only events at or before TIME
   --leases PATH=N      the semaphore at PATH has N leases (judge its leases by count)
   --snapshot WHICH     oldest (default), newest, or none (the logs alone)
+  --ensemble N         the ensemble has N members (default: as many as DATA_DIRs): a
+                       transaction fewer than a majority of N logged is left out
   --separately         audit each DATA_DIR on its own instead of merging them
   --json               print JSON instead of text
   --timeline           text: the timeline only
@@ -59,6 +62,8 @@ pub struct Args {
     pub output: Output,
     /// Audit each directory on its own (else: merged, one ensemble).
     pub separately: bool,
+    /// The ensemble's size (`None`: as many members as directories).
+    pub ensemble: Option<usize>,
     /// `--help` was asked.
     pub help: bool,
 }
@@ -74,6 +79,9 @@ pub struct Args {
 /// assert_eq!(a.locks, ["/app/l"]);
 /// assert_eq!(a.output, Output::Json);
 /// assert!(parse(["--from", "yesterday", "/d"].map(String::from)).is_err());
+/// let a = parse(["--ensemble", "5", "/zk1", "/zk2", "/zk3"].map(String::from)).unwrap();
+/// assert_eq!(a.ensemble, Some(5));
+/// assert!(parse(["--ensemble", "1", "/zk1", "/zk2"].map(String::from)).is_err());
 /// ```
 pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, Error> {
     let mut out = Args::default();
@@ -112,6 +120,14 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, Error> {
                 out.leases
                     .push(parsed.ok_or_else(|| usage(format!("--leases {v:?}: expected PATH=N")))?);
             }
+            "--ensemble" => {
+                let v = value("--ensemble")?;
+                out.ensemble = Some(v.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    usage(format!(
+                        "--ensemble {v:?}: expected a number of members, 1 or more"
+                    ))
+                })?);
+            }
             "--snapshot" => {
                 out.start = match value("--snapshot")?.as_str() {
                     "oldest" => Start::Oldest,
@@ -132,6 +148,15 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, Error> {
     }
     if out.dirs.is_empty() && !out.help {
         return Err(usage("no DATA_DIR given".to_owned()));
+    }
+    if let Some(n) = out
+        .ensemble
+        .filter(|n| !out.separately && *n < out.dirs.len())
+    {
+        return Err(usage(format!(
+            "--ensemble {n}, but {} DATA_DIRs given (one per member)",
+            out.dirs.len()
+        )));
     }
     Ok(out)
 }

@@ -1,6 +1,6 @@
 //! Servers' data directories read into an [`Audit`]: the oldest (or newest) snapshot, then
 //! every transaction log after it, both streamed, one member's or several members' merged by
-//! zxid.
+//! zxid (only the transactions a majority logged, [`crate::commit`]).
 
 use std::fs::File;
 use std::io::BufReader;
@@ -11,6 +11,7 @@ use zk_proto::snapshot::SnapshotStream;
 use zk_proto::txnlog::{TxnEntry, TxnLogStream};
 
 use crate::Error;
+use crate::commit::{MemberStream, merge};
 use crate::replay::{Audit, Stamp};
 
 /// The files of one data directory (`<dir>/version-2`, or `<dir>` itself if it holds them),
@@ -112,6 +113,8 @@ pub fn read_into(dir: &Path, start: Start, audit: &mut Audit) -> Result<ReadStat
 
 /// One member's transactions after `from`, its logs one after the other, streamed.
 struct MemberLog {
+    /// The zxid its oldest log file starts at (whether read or not).
+    oldest: Option<i64>,
     logs: std::vec::IntoIter<PathBuf>,
     current: Option<(PathBuf, TxnLogStream<BufReader<File>>)>,
     from: Option<i64>,
@@ -122,6 +125,18 @@ struct MemberLog {
     ahead: Option<TxnEntry>,
     /// Records dropped as transactions logged again ([`MemberLog::next_entry`]).
     repeated: u64,
+}
+
+impl MemberStream for MemberLog {
+    type Error = Error;
+
+    fn oldest(&self) -> Option<i64> {
+        self.oldest
+    }
+
+    fn next_entry(&mut self) -> Result<Option<TxnEntry>, Error> {
+        MemberLog::next_entry(self)
+    }
 }
 
 impl MemberLog {
@@ -143,6 +158,7 @@ impl MemberLog {
             .map(|(_, p)| p.clone())
             .collect();
         MemberLog {
+            oldest: files.logs.first().map(|(z, _)| *z),
             logs: logs.into_iter(),
             current: None,
             from,
@@ -233,16 +249,36 @@ impl MemberLog {
     }
 }
 
-/// Reads the data directories of one ensemble's members into `audit`: the snapshot (as
-/// `start` says, among every member's: the oldest of all, or the newest), then every
-/// member's logs after it merged by zxid, each transaction applied once. Members that hold
-/// different transactions at one zxid are reported ([`Audit::diverged`]): the servers lost
-/// history there. Memory: the tree and one record per member at a time.
+/// Reads the data directories of one ensemble's members (all of them) into `audit`:
+/// [`read_ensemble`] with the ensemble's size the number of directories.
+///
+/// # Errors
+/// As [`read_ensemble`].
+pub fn read_members(dirs: &[PathBuf], start: Start, audit: &mut Audit) -> Result<ReadStats, Error> {
+    read_ensemble(dirs, dirs.len(), start, audit)
+}
+
+/// Reads the data directories of members of an ensemble of `ensemble` into `audit`: the
+/// snapshot (as `start` says, among every member's: the oldest of all, or the newest), then
+/// every member's logs after it merged by zxid ([`crate::commit::merge`]): each transaction
+/// the ensemble committed applied once, those it never committed (logged by too few members)
+/// left out, what the rule decided kept in the history ([`History::commits`]; with one
+/// directory, or fewer than a majority of `ensemble`, the rule is not applied and every
+/// transaction is). Members that hold different transactions at one zxid are reported
+/// ([`Audit::diverged`]): the servers lost history there. Memory: the tree and one record
+/// per member at a time.
+///
+/// [`History::commits`]: crate::replay::History::commits
 ///
 /// # Errors
 /// [`Error::Io`], [`Error::NoData`], [`Error::Snapshot`] or [`Error::Log`] naming the file
 /// (and the offset in it) that cannot be read.
-pub fn read_members(dirs: &[PathBuf], start: Start, audit: &mut Audit) -> Result<ReadStats, Error> {
+pub fn read_ensemble(
+    dirs: &[PathBuf],
+    ensemble: usize,
+    start: Start,
+    audit: &mut Audit,
+) -> Result<ReadStats, Error> {
     let began = Instant::now();
     let members = dirs
         .iter()
@@ -266,32 +302,7 @@ pub fn read_members(dirs: &[PathBuf], start: Start, audit: &mut Audit) -> Result
     }
     audit.start(from);
     let mut logs: Vec<MemberLog> = members.iter().map(|m| MemberLog::new(m, from)).collect();
-    let mut heads = logs
-        .iter_mut()
-        .map(MemberLog::next_entry)
-        .collect::<Result<Vec<_>, _>>()?;
-    while let Some(zxid) = heads.iter().flatten().map(|e| e.header.zxid).min() {
-        let mut chosen: Option<TxnEntry> = None;
-        let mut diverged = false;
-        for (head, log) in heads.iter_mut().zip(logs.iter_mut()) {
-            if head.as_ref().is_some_and(|e| e.header.zxid == zxid) {
-                let entry = std::mem::replace(head, log.next_entry()?);
-                match (&chosen, entry) {
-                    (None, e) => chosen = e,
-                    (Some(c), Some(e)) => {
-                        diverged |= c.header != e.header || c.body != e.body;
-                    }
-                    (Some(_), None) => {}
-                }
-            }
-        }
-        if let Some(entry) = chosen {
-            if diverged {
-                audit.diverged(zxid);
-            }
-            audit.apply(&entry);
-        }
-    }
+    merge(&mut logs, ensemble, audit)?;
     for log in logs {
         stats.txns += log.txns;
         stats.repeated += log.repeated;

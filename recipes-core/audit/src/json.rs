@@ -1,8 +1,10 @@
 //! The history as JSON, written by hand (no serde): one object with the record's extent, the
-//! anomalies, and per lock its summary, events and live nodes.
+//! anomalies, what the commit rule decided (`commits`: `null` when no logs were merged), and
+//! per lock its summary, events and live nodes.
 
 use std::fmt::Write;
 
+use crate::commit::{Commits, Witnessed};
 use crate::replay::{Anomaly, EndCause, EventKind, History};
 use crate::report::{Range, figures, session};
 
@@ -37,6 +39,35 @@ pub fn string(s: &str) -> String {
 
 fn opt(v: Option<i64>) -> String {
     v.map_or_else(|| "null".to_owned(), |v| v.to_string())
+}
+
+/// `c` as a JSON object: the rule's inputs, whether it was applied, the counts, the first
+/// zxids of each kind with their counts, and its statement ([`Commits::statement`]).
+fn commits(o: &mut String, c: &Commits) {
+    let list = |w: &[Witnessed]| {
+        w.iter()
+            .map(|w| {
+                format!(
+                    "{{\"zxid\":{},\"logged\":{},\"witnesses\":{}}}",
+                    w.zxid, w.logged, w.witnesses
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let _ = write!(
+        o,
+        "{{\"ensemble\":{},\"given\":{},\"applied\":{},\"uncommitted\":{},\"first_uncommitted\":[{}],\"unconfirmed\":{},\"first_unconfirmed\":[{}],\"statement\":{}}}",
+        c.ensemble,
+        c.given,
+        c.applied,
+        c.uncommitted,
+        list(&c.first_uncommitted),
+        c.unconfirmed,
+        list(&c.first_unconfirmed),
+        c.statement()
+            .map_or_else(|| "null".to_owned(), |s| string(&s))
+    );
 }
 
 /// The history's events within `range`, as one JSON document.
@@ -94,9 +125,18 @@ pub fn to_json(history: &History, range: Range) -> String {
             }
             Anomaly::Diverged { zxid } => write!(o, "{{\"diverged\":{{\"zxid\":{zxid}}}}}"),
             Anomaly::Repeated { zxid } => write!(o, "{{\"repeated\":{{\"zxid\":{zxid}}}}}"),
+            Anomaly::CommittedAfterUncommitted { zxid, uncommitted } => write!(
+                o,
+                "{{\"committed_after_uncommitted\":{{\"zxid\":{zxid},\"uncommitted\":{uncommitted}}}}}"
+            ),
         };
     }
-    o.push_str("],\"locks\":[");
+    o.push_str("],\"commits\":");
+    match &history.commits {
+        Some(c) => commits(&mut o, c),
+        None => o.push_str("null"),
+    }
+    o.push_str(",\"locks\":[");
     let mut first_lock = true;
     for lock in &history.locks {
         if !lock.events.iter().any(|e| range.contains(e)) && lock.live.is_empty() {

@@ -5,9 +5,14 @@
 //! zxid and time its node became first by the recipe's rule); each end (released by its own
 //! session, deleted by another session: which, or ended by its session's expiry or close);
 //! the time from a hold's end to the next grant; nodes left behind, strays and empty
-//! containers; overlaps, gaps and lost history in the record (several members' directories
-//! are merged by zxid). Output: a timeline, a summary table, JSON. The binary `zk-lock-audit`
-//! is the front end.
+//! containers; overlaps, gaps and lost history in the record. Several members' directories
+//! are merged by zxid, keeping only what the ensemble committed: a transaction logged by
+//! fewer than a majority of its members (a dead leader's last proposals, kept in a re-synced
+//! member's old log) is left out and reported, one the logs given cannot confirm (members'
+//! older logs purged, or not given) is applied and reported, and with one member's directory
+//! (or fewer than a majority) every transaction is applied and the report says the rule was
+//! not ([`commit`]). Output: a timeline, a summary table, JSON. The binary `zk-lock-audit` is
+//! the front end.
 //!
 //! It is **not** a monitor: it reads files a server wrote (copy them off a live server, or
 //! point it at a stopped one's `dataDir`), does not connect to ZooKeeper, and knows only what
@@ -17,7 +22,8 @@
 //! (the chaos suite's judge keeps its own, independent one).
 //!
 //! Layers: [`replay`] is the pure reconstruction (a starting tree and transactions in, a
-//! [`replay::History`] out; no IO, unit-tested without a server); [`datadir`] finds and
+//! [`replay::History`] out; no IO, unit-tested without a server); [`commit`] the pure
+//! commit rule and the merge of members' logs by it; [`datadir`] finds and
 //! streams a data directory's files into it (the logs one record at a time, so memory is the
 //! tree's and the events kept, not the logs': with a time range only the range's events are
 //! kept, [`replay::Audit::keep_only`]); [`report`] and [`json`] print the history.
@@ -38,6 +44,7 @@
 use std::path::PathBuf;
 
 pub mod args;
+pub mod commit;
 pub mod datadir;
 pub mod json;
 pub mod replay;

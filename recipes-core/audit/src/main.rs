@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use zk_lock_audit::args::{Args, Output, USAGE, parse};
-use zk_lock_audit::datadir::read_members;
+use zk_lock_audit::datadir::read_ensemble;
 use zk_lock_audit::replay::Audit;
 use zk_lock_audit::report::{table, timeline};
 use zk_lock_audit::{Error, json};
@@ -19,8 +19,12 @@ fn audit(args: &Args, dirs: &[PathBuf]) -> Result<String, Error> {
     for (path, n) in &args.leases {
         audit = audit.with_leases(path, *n);
     }
-    let stats = read_members(dirs, args.start, &mut audit)?;
+    let ensemble = args.ensemble.unwrap_or(dirs.len());
+    let stats = read_ensemble(dirs, ensemble, args.start, &mut audit)?;
     let history = audit.finish();
+    if let Some(statement) = history.commits.as_ref().and_then(|c| c.statement()) {
+        eprintln!("{statement}");
+    }
     for path in &stats.compressed {
         eprintln!(
             "{}: a compressed snapshot, not read (decompress it beside the others to use it)",

@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use crate::commit::Commits;
 use crate::replay::{Anomaly, EndCause, Event, EventKind, History, LockHistory, Tally};
 pub use crate::replay::{Range, Summary};
 use crate::time::format as time;
@@ -129,8 +130,9 @@ pub fn timeline(history: &History, range: Range) -> String {
     out
 }
 
-/// The summary table: one row per lock with events in the range, then the record's extent
-/// and its anomalies.
+/// The summary table: one row per lock with events in the range, then the record's extent,
+/// its anomalies, and what the commit rule left out or could not confirm, or that it was not
+/// applied ([`Commits::statement`]).
 pub fn table(history: &History, range: Range) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -225,7 +227,15 @@ pub fn table(history: &History, range: Range) -> String {
             Anomaly::Repeated { zxid } => {
                 writeln!(out, "repeated zxid 0x{zxid:x} skipped (files overlap)")
             }
+            Anomaly::CommittedAfterUncommitted { zxid, uncommitted } => writeln!(
+                out,
+                "HISTORY LOST: zxid 0x{zxid:x} logged by a majority after 0x{uncommitted:x} of \
+                 its epoch was not (proposals commit in order): applied"
+            ),
         };
+    }
+    if let Some(statement) = history.commits.as_ref().and_then(Commits::statement) {
+        let _ = writeln!(out, "{statement}");
     }
     out
 }

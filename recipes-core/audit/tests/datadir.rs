@@ -6,8 +6,9 @@
 use std::path::PathBuf;
 
 use zk_lock_audit::Error;
-use zk_lock_audit::datadir::{Start, read_into};
+use zk_lock_audit::datadir::{Start, read_ensemble, read_into, read_members};
 use zk_lock_audit::replay::{Audit, EventKind};
+use zk_lock_audit::report::{Range, table};
 use zk_proto::snapshot::{StatPersisted, encode_snapshot};
 use zk_proto::txnlog::{
     CreateTxn, DeleteTxn, FileHeader, TxnBody, TxnEntry, TxnHeader, encode_log,
@@ -259,4 +260,128 @@ fn transactions_a_member_logged_again_are_read_once() {
         }]
     );
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// Three members' data directories: the leader's proposal `0x100000003` (a release) reached
+/// no follower before it died; it rejoined by snapshot, so its old log file keeps that dead
+/// tail, and its new one starts in epoch 2. Merged, the tail is left out (the grant it would
+/// make is not in the history) and reported; read alone, the leader's directory is applied
+/// whole, and the report says the rule was not applied. A member whose older logs were
+/// purged is no witness of the tail: merged with the leader's, it is applied unconfirmed.
+#[test]
+fn a_dead_leaders_tail_in_one_members_old_log_is_left_out() {
+    let create = |path: &str, cv| {
+        TxnBody::Create(CreateTxn {
+            path: path.into(),
+            ephemeral: path != "/l",
+            parent_cversion: cv,
+            ..CreateTxn::default()
+        })
+    };
+    let second = "/l/_c_y-lock-0000000002";
+    let e1 = |n: i64| (1 << 32) | n;
+    let e2 = |n: i64| (2 << 32) | n;
+    let epoch1 = [
+        txn(e1(1), create("/l", 1)),
+        txn(e1(2), create(NODE, 1)),
+        txn(e1(3), TxnBody::Delete(DeleteTxn { path: NODE.into() })),
+    ];
+    let epoch2 = [
+        txn(e2(1), create(second, 2)),
+        txn(e2(2), TxnBody::Delete(DeleteTxn { path: NODE.into() })),
+    ];
+    let write_log = |d: &std::path::Path, entries: &[TxnEntry]| {
+        let mut log = bytes::BytesMut::new();
+        encode_log(&FileHeader::new(0), entries, &mut log).unwrap();
+        let name = format!("log.{:x}", entries[0].header.zxid);
+        std::fs::write(d.join("version-2").join(name), log).unwrap();
+    };
+    let (leader, f1, f2, purged) = (
+        dir("leader"),
+        dir("follower1"),
+        dir("follower2"),
+        dir("purged"),
+    );
+    write_log(&leader, &epoch1);
+    write_log(&leader, &epoch2);
+    for f in [&f1, &f2] {
+        write_log(f, &epoch1[..2]);
+        write_log(f, &epoch2);
+    }
+    write_log(&purged, &epoch2);
+
+    let granted = |h: &zk_lock_audit::replay::History| -> Vec<(i64, String)> {
+        h.locks[0]
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Granted { .. }))
+            .map(|e| (e.at.zxid, e.node.clone()))
+            .collect()
+    };
+    let mut audit = Audit::new(vec![]);
+    read_members(
+        &[leader.clone(), f1.clone(), f2.clone()],
+        Start::Oldest,
+        &mut audit,
+    )
+    .unwrap();
+    let h = audit.finish();
+    assert_eq!(h.txns, 4);
+    let c = h.commits.clone().unwrap();
+    assert!(c.applied);
+    assert_eq!(
+        (c.uncommitted, c.first_uncommitted[0].zxid, c.unconfirmed),
+        (1, e1(3), 0)
+    );
+    // The first lock node is never released in epoch 1: the second is granted when it is
+    // deleted, in epoch 2.
+    assert_eq!(
+        granted(&h),
+        [
+            (e1(2), "_c_x-lock-0000000001".to_owned()),
+            (e2(2), "_c_y-lock-0000000002".to_owned())
+        ]
+    );
+    let text = table(&h, Range::default());
+    assert!(
+        text.contains("1 uncommitted transactions left out: 0x100000003 (1 of 3 logged it)"),
+        "{text}"
+    );
+
+    // The leader's directory alone: every record applied, and said.
+    let mut audit = Audit::new(vec![]);
+    read_into(&leader, Start::Oldest, &mut audit).unwrap();
+    let h = audit.finish();
+    assert_eq!(h.txns, 5);
+    assert_eq!(
+        granted(&h),
+        [
+            (e1(2), "_c_x-lock-0000000001".to_owned()),
+            (e2(1), "_c_y-lock-0000000002".to_owned())
+        ]
+    );
+    let text = table(&h, Range::default());
+    assert!(
+        text.contains("commit rule not applied: 1 of 1 members' logs given"),
+        "{text}"
+    );
+
+    // With a follower and a member whose epoch-1 logs were purged: the tail is no longer
+    // shown uncommitted (the purged member might have logged it), so it is applied,
+    // unconfirmed; epoch 1's other zxids, two of three, are committed.
+    let mut audit = Audit::new(vec![]);
+    read_ensemble(
+        &[leader.clone(), f1.clone(), purged.clone()],
+        3,
+        Start::Oldest,
+        &mut audit,
+    )
+    .unwrap();
+    let h = audit.finish();
+    let c = h.commits.clone().unwrap();
+    assert_eq!((h.txns, c.uncommitted, c.unconfirmed), (5, 0, 1));
+    assert_eq!(c.first_unconfirmed[0].zxid, e1(3));
+    for d in [leader, f1, f2, purged] {
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 }

@@ -7,6 +7,7 @@ use zk_proto::snapshot::CONTAINER_OWNER;
 use zk_proto::txnlog::{TxnBody, TxnEntry};
 
 use super::{Anomaly, Audit, EndCause, Event, EventKind, Stamp, split};
+use crate::commit::Commits;
 
 impl Audit {
     /// Applies one transaction. Transactions must come in zxid order; one at or below the
@@ -135,6 +136,22 @@ impl Audit {
     /// Notes that the servers lost transactions at `zxid` (members' logs disagree there).
     pub fn diverged(&mut self, zxid: i64) {
         self.history.anomalies.push(Anomaly::Diverged { zxid });
+    }
+
+    /// Notes that `zxid` was logged by a majority after `uncommitted`, of its epoch, was not:
+    /// the logs contradict the order proposals commit in ([`crate::commit`]).
+    pub fn committed_after(&mut self, zxid: i64, uncommitted: i64) {
+        self.history
+            .anomalies
+            .push(Anomaly::CommittedAfterUncommitted { zxid, uncommitted });
+    }
+
+    /// Keeps what the commit rule decided over the merge, for the reports
+    /// ([`History::commits`]).
+    ///
+    /// [`History::commits`]: super::History::commits
+    pub fn commits(&mut self, commits: Commits) {
+        self.history.commits = Some(commits);
     }
 
     /// A create of `path` set its parent's children's version to `cversion`: it must be above

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::{Range, Summary};
+use crate::commit::Commits;
 
 /// A point in the server's history: a transaction's zxid and the leader's clock then (ms
 /// since the Unix epoch).
@@ -205,6 +206,15 @@ pub enum Anomaly {
         /// The zxid.
         zxid: i64,
     },
+    /// A zxid logged by a majority of the members after one of its epoch that was not: the
+    /// logs contradict the order proposals commit in (a member's log lost a committed
+    /// transaction, or the ensemble's size given is wrong). It is applied.
+    CommittedAfterUncommitted {
+        /// The zxid logged by a majority.
+        zxid: i64,
+        /// The epoch's uncommitted zxid before it.
+        uncommitted: i64,
+    },
     /// A zxid at or below one already applied (the files overlap); the transaction is
     /// skipped.
     Repeated {
@@ -232,6 +242,10 @@ pub struct History {
     /// those created since): an expired holder was last heard from about that long before
     /// its expiry.
     pub session_timeouts: BTreeMap<i64, i32>,
+    /// What the commit rule decided, when members' logs were merged
+    /// ([`crate::commit::merge`]): transactions left out as never committed, those applied
+    /// unconfirmed, or that the rule could not be applied.
+    pub commits: Option<Commits>,
     /// The range of events kept and tallied.
     pub kept: Range,
     /// Whether the events were stored ([`Audit::summary_only`] stores none).
