@@ -25,9 +25,14 @@
 //! append its last processed zxid and a third. Each seal's checksum covers every byte of the
 //! file before it (earlier seals included).
 //!
-//! Snapshots are written uncompressed unless `zookeeper.snapshot.compression.method` is set
-//! (`snapshot.<zxid>.gz`, `.snappy`): this module reads uncompressed bytes only; a caller that
-//! meets such a file decompresses it first or says it cannot.
+//! Snapshots are written uncompressed unless `zookeeper.snapshot.compression.method` is set:
+//! `gz` (`snapshot.<zxid>.gz`, Java's `GZIPOutputStream`) or `snappy` (`snapshot.<zxid>.snappy`,
+//! snappy-java's `SnappyOutputStream`). The format above is then what the file decompresses
+//! to, and the seals' checksums cover the decompressed bytes. [`GzipDecoder`] and
+//! [`SnappyDecoder`] decompress as the bytes are read (bounded memory, no dependency),
+//! [`Decompressed`] picks one by [`Compression`] (from the file name's suffix), and a
+//! [`SnapshotStream`] reads through any of them; a fault in the compressed bytes is
+//! [`SnapshotError::Decompress`], with both offsets.
 //!
 //! [`SnapshotReader`] reads the head at once and yields the nodes one at a time; it checks the
 //! seal when the nodes end, so a caller trusts what it read only once the iterator has ended
@@ -60,21 +65,30 @@
 //! assert!(matches!(err, SnapshotError::Checksum { .. }), "{err}");
 //! ```
 
+mod compression;
 mod decoder;
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod decompress_tests;
 mod encode;
 mod error;
+mod inflate;
 mod reader;
 mod records;
+mod snappy;
 mod source;
 mod stream;
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests;
 
+pub use compression::{Compression, Decompressed};
 pub use encode::encode_snapshot;
-pub use error::SnapshotError;
+pub use error::{DecompressError, SnapshotError};
+pub use inflate::GzipDecoder;
 pub use reader::SnapshotReader;
 pub use records::{OwnedSnapshotNode, SnapshotNode, SnapshotSession, StatPersisted, ZxidDigest};
+pub use snappy::SnappyDecoder;
 pub use stream::SnapshotStream;
 
 /// `"ZKSN"`, the first four bytes of every snapshot.
@@ -90,3 +104,8 @@ pub const CONTAINER_OWNER: i64 = i64::MIN;
 /// `jute.maxbuffer`, 1 MiB by default): a longer length is [`SnapshotError::TooLong`], so a
 /// corrupt length allocates nothing.
 pub const MAX_FIELD_LEN: usize = 64 << 20;
+
+/// The longest snappy block [`SnappyDecoder`] accepts, decompressed (ZooKeeper's
+/// `SnappyOutputStream` writes 32 KiB blocks; snappy-java allows up to 512 MiB): a longer
+/// length is [`DecompressError::TooLong`], so a corrupt length allocates nothing.
+pub const MAX_SNAPPY_BLOCK: usize = 16 << 20;

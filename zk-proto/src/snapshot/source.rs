@@ -150,6 +150,12 @@ impl<R: std::io::BufRead> ReadSource<R> {
     }
 
     fn io(&self, e: &std::io::Error) -> SnapshotError {
+        if let Some(source) = super::DecompressError::from_io(e) {
+            return SnapshotError::Decompress {
+                offset: self.offset,
+                source: source.clone(),
+            };
+        }
         SnapshotError::Io {
             offset: self.offset,
             kind: e.kind(),
