@@ -1,13 +1,15 @@
 //! Servers' data directories read into an [`Audit`]: the oldest (or newest) snapshot, then
 //! every transaction log after it, both streamed, one member's or several members' merged by
-//! zxid (only the transactions a majority logged, [`crate::commit`]).
+//! zxid (only the transactions a majority logged, [`crate::commit`]). A snapshot compressed by
+//! the server (`zookeeper.snapshot.compression.method` `gz` or `snappy`) is decompressed as it
+//! is read.
 
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use zk_proto::snapshot::SnapshotStream;
+use zk_proto::snapshot::{Compression, Decompressed, SnapshotStream};
 use zk_proto::txnlog::{TxnEntry, TxnLogStream};
 
 use crate::Error;
@@ -18,10 +20,12 @@ use crate::replay::{Audit, Stamp};
 /// each with the zxid in its name.
 #[derive(Debug, Clone, Default)]
 pub struct DataFiles {
-    /// `snapshot.<zxid>` files, oldest first.
+    /// `snapshot.<zxid>` files, and those compressed as ZooKeeper does
+    /// (`snapshot.<zxid>.gz`, `.snappy`: [`compression`]), oldest first.
     pub snapshots: Vec<(i64, PathBuf)>,
-    /// Compressed snapshots (`snapshot.<zxid>.gz`, `.snappy`), which are not read.
-    pub compressed: Vec<PathBuf>,
+    /// `snapshot.<zxid>.<suffix>` files of a compression method this reader does not know,
+    /// which are not read.
+    pub unknown_method: Vec<PathBuf>,
     /// `log.<zxid>` files (the zxid of their first transaction), oldest first.
     pub logs: Vec<(i64, PathBuf)>,
 }
@@ -61,22 +65,34 @@ pub fn list(dir: &Path) -> Result<DataFiles, Error> {
         };
         let zxid = |rest: &str| i64::from_str_radix(rest, 16).ok();
         if let Some(z) = name.strip_prefix("snapshot.") {
-            // `snapshot.<zxid>.gz` / `.snappy`: set aside (this reader has no decompressor).
-            if z.contains('.') {
-                files.compressed.push(path.clone());
-            } else if let Some(z) = zxid(z) {
-                files.snapshots.push((z, path.clone()));
+            let (z, suffix) = match z.split_once('.') {
+                Some((z, suffix)) => (z, Some(suffix)),
+                None => (z, None),
+            };
+            match (zxid(z), suffix.map(Compression::from_suffix)) {
+                (Some(z), None | Some(Some(_))) => files.snapshots.push((z, path.clone())),
+                (Some(_), Some(None)) => files.unknown_method.push(path.clone()),
+                (None, _) => {}
             }
         } else if let Some(z) = name.strip_prefix("log.").and_then(zxid) {
             files.logs.push((z, path.clone()));
         }
     }
-    if files.snapshots.is_empty() && files.logs.is_empty() && files.compressed.is_empty() {
+    if files.snapshots.is_empty() && files.logs.is_empty() && files.unknown_method.is_empty() {
         return Err(Error::NoData { path: dir });
     }
     files.snapshots.sort();
     files.logs.sort();
+    files.unknown_method.sort();
     Ok(files)
+}
+
+/// How the snapshot at `path` is compressed, from its name: `None` for `snapshot.<zxid>`,
+/// as ZooKeeper's `SnapStream` reads the suffix.
+pub fn compression(path: &Path) -> Option<Compression> {
+    let name = path.file_name()?.to_str()?;
+    let (_, suffix) = name.strip_prefix("snapshot.")?.split_once('.')?;
+    Compression::from_suffix(suffix)
 }
 
 /// What reading a data directory cost.
@@ -97,9 +113,10 @@ pub struct ReadStats {
     /// ZooKeeper follower rejoining its ensemble logs transactions again so; each is read
     /// once.
     pub repeated: u64,
-    /// Compressed snapshots passed over (`zookeeper.snapshot.compression.method` set): the
-    /// history then starts at an uncompressed one, or at the first log.
-    pub compressed: Vec<PathBuf>,
+    /// Snapshots of a compression method this reader does not know
+    /// ([`DataFiles::unknown_method`]), passed over: the history starts at another one, or
+    /// at the first log.
+    pub unknown_method: Vec<PathBuf>,
 }
 
 /// Reads `dir`'s snapshot (as `start` says) and its logs after it into `audit`, then starts
@@ -285,7 +302,10 @@ pub fn read_ensemble(
         .map(|d| list(d))
         .collect::<Result<Vec<_>, _>>()?;
     let mut stats = ReadStats {
-        compressed: members.iter().flat_map(|m| m.compressed.clone()).collect(),
+        unknown_method: members
+            .iter()
+            .flat_map(|m| m.unknown_method.clone())
+            .collect(),
         ..ReadStats::default()
     };
     let snapshots = members.iter().flat_map(|m| m.snapshots.iter());
@@ -324,9 +344,10 @@ fn load_snapshot(zxid: i64, path: &Path, audit: &mut Audit) -> Result<(), Error>
         path: path.to_owned(),
         source,
     };
-    // Streamed: one node in memory at a time, the seals checked as the bytes go by.
-    let mut snap =
-        SnapshotStream::new(BufReader::with_capacity(1 << 16, file)).map_err(snap_err)?;
+    // Streamed (decompressed as it goes, if compressed): one node in memory at a time, the
+    // seals checked on the snapshot's own bytes as they go by.
+    let input = Decompressed::new(BufReader::with_capacity(1 << 16, file), compression(path));
+    let mut snap = SnapshotStream::new(input).map_err(snap_err)?;
     for session in snap.sessions() {
         audit.add_session(session.id, session.timeout);
     }

@@ -70,7 +70,8 @@ pub enum Error {
         /// The directory looked in.
         path: PathBuf,
     },
-    /// A snapshot is malformed (or compressed): the error says where.
+    /// A snapshot is malformed: the error says where (for a compressed one, where in the
+    /// decompressed bytes and where in the file).
     #[error("snapshot {}: {source}", path.display())]
     Snapshot {
         /// The file.

@@ -25,9 +25,9 @@ fn audit(args: &Args, dirs: &[PathBuf]) -> Result<String, Error> {
     if let Some(statement) = history.commits.as_ref().and_then(|c| c.statement()) {
         eprintln!("{statement}");
     }
-    for path in &stats.compressed {
+    for path in &stats.unknown_method {
         eprintln!(
-            "{}: a compressed snapshot, not read (decompress it beside the others to use it)",
+            "{}: a snapshot of an unknown compression method (not gz or snappy), not read",
             path.display()
         );
     }

@@ -38,7 +38,8 @@ fn txn(zxid: i64, body: TxnBody) -> TxnEntry {
 const NODE: &str = "/l/_c_x-lock-0000000001";
 
 /// A snapshot at zxid 2 holding `/l` and one lock node; a log from zxid 1 (overlapping it)
-/// that makes them and then deletes the node at zxid 3; a compressed snapshot beside.
+/// that makes them and then deletes the node at zxid 3; a snapshot of an unknown compression
+/// method beside.
 fn write(d: &std::path::Path, log_tail: &[u8]) {
     let v2 = d.join("version-2");
     let root = StatPersisted::default();
@@ -54,7 +55,7 @@ fn write(d: &std::path::Path, log_tail: &[u8]) {
     };
     let snap = encode_snapshot(&[(7, 4000)], &[("", &root), ("/l", &l), (NODE, &n)]);
     std::fs::write(v2.join("snapshot.2"), snap).unwrap();
-    std::fs::write(v2.join("snapshot.9.gz"), b"\x1f\x8b not read").unwrap();
+    std::fs::write(v2.join("snapshot.9.zst"), b"\x28\xb5\x2f\xfd not read").unwrap();
     let create = |path: &str, ephemeral, cv| {
         TxnBody::Create(CreateTxn {
             path: path.into(),
@@ -75,13 +76,13 @@ fn write(d: &std::path::Path, log_tail: &[u8]) {
 }
 
 #[test]
-fn the_snapshot_then_the_log_after_it_and_compressed_snapshots_set_aside() {
+fn the_snapshot_then_the_log_after_it_and_unknown_compression_set_aside() {
     let d = dir("good");
     write(&d, &[0; 64]);
     let mut audit = Audit::new(vec![]);
     let stats = read_into(&d, Start::Oldest, &mut audit).unwrap();
     assert_eq!(stats.snapshot, Some(d.join("version-2/snapshot.2")));
-    assert_eq!(stats.compressed, [d.join("version-2/snapshot.9.gz")]);
+    assert_eq!(stats.unknown_method, [d.join("version-2/snapshot.9.zst")]);
     assert_eq!(
         stats.txns, 3,
         "every record read, those up to the snapshot skipped"
@@ -384,4 +385,96 @@ fn a_dead_leaders_tail_in_one_members_old_log_is_left_out() {
     for d in [leader, f1, f2, purged] {
         std::fs::remove_dir_all(&d).unwrap();
     }
+}
+
+/// CRC-32 (gzip's), bit by bit: enough for a test's few kilobytes.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut c = !0u32;
+    for &b in bytes {
+        c ^= u32::from(b);
+        for _ in 0..8 {
+            c = if c & 1 != 0 {
+                0xedb8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
+        }
+    }
+    !c
+}
+
+/// `bytes` as a gzip member of stored blocks (as `GZIPOutputStream` at level 0 would).
+fn gzip_stored(bytes: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+    let chunks: Vec<&[u8]> = bytes.chunks(1000).collect();
+    for (i, chunk) in chunks.iter().enumerate() {
+        out.push(u8::from(i + 1 == chunks.len()));
+        let len = u16::try_from(chunk.len()).unwrap();
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&(!len).to_le_bytes());
+        out.extend_from_slice(chunk);
+    }
+    out.extend_from_slice(&crc32(bytes).to_le_bytes());
+    out.extend_from_slice(&u32::try_from(bytes.len()).unwrap().to_le_bytes());
+    out
+}
+
+/// `bytes` in snappy-java's framing, each block one snappy literal.
+fn snappy_literals(bytes: &[u8]) -> Vec<u8> {
+    let mut out = vec![
+        0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1,
+    ];
+    for chunk in bytes.chunks(50) {
+        // Decompressed length (one varint byte), a literal tag of length - 1, the bytes.
+        let n = u8::try_from(chunk.len()).unwrap();
+        out.extend_from_slice(&u32::from(n + 2).to_be_bytes());
+        out.extend_from_slice(&[n, (n - 1) << 2]);
+        out.extend_from_slice(chunk);
+    }
+    out
+}
+
+/// A server with `zookeeper.snapshot.compression.method` set writes `snapshot.<zxid>.gz` or
+/// `.snappy`: read through its decoder, the same history as the plain file gives; a corrupt
+/// one is an error naming the file and both offsets.
+#[test]
+fn compressed_snapshots_read_as_the_plain_one() {
+    let plain_dir = dir("plain");
+    write(&plain_dir, &[]);
+    let history = |d: &std::path::Path, start| {
+        let mut audit = Audit::new(vec![]);
+        let stats = read_into(d, start, &mut audit).unwrap();
+        (stats, format!("{:?}", audit.finish().locks))
+    };
+    let (_, want) = history(&plain_dir, Start::Oldest);
+    let snap = std::fs::read(plain_dir.join("version-2/snapshot.2")).unwrap();
+    for (name, bytes) in [
+        ("snapshot.2.gz", gzip_stored(&snap)),
+        ("snapshot.2.snappy", snappy_literals(&snap)),
+    ] {
+        let d = dir(name);
+        write(&d, &[]);
+        let v2 = d.join("version-2");
+        std::fs::remove_file(v2.join("snapshot.2")).unwrap();
+        std::fs::write(v2.join(name), &bytes).unwrap();
+        let (stats, got) = history(&d, Start::Newest);
+        assert_eq!(stats.snapshot, Some(v2.join(name)));
+        assert_eq!(got, want, "{name}");
+
+        // Cut short: an error naming the file, where the snapshot's bytes stopped and where
+        // the compressed file did.
+        let cut = bytes.len() - 30;
+        std::fs::write(v2.join(name), &bytes[..cut]).unwrap();
+        let err = read_into(&d, Start::Newest, &mut Audit::new(vec![])).unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, Error::Snapshot { .. }), "{text}");
+        assert!(
+            text.contains(name)
+                && text.contains("decompressed offset")
+                && text.contains(&format!("compressed offset {cut}")),
+            "{text}"
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+    std::fs::remove_dir_all(&plain_dir).unwrap();
 }
