@@ -566,6 +566,48 @@ fn throughput() {
     }
 }
 
+/// A whole snapshot (300 000 lock nodes) read by [`SnapshotStream`], plain and through each
+/// decoder; by hand, as [`throughput`].
+#[test]
+#[ignore]
+fn snapshot_throughput() {
+    let stat = StatPersisted {
+        czxid: 0x1_0000_0001,
+        ephemeral_owner: 0x77,
+        ..StatPersisted::default()
+    };
+    let paths: Vec<String> = (0..300_000)
+        .map(|i| format!("/l/_c_{i:08x}-0000-4000-8000-{i:012x}-lock-{i:010}"))
+        .collect();
+    let mut nodes = vec![("", &stat), ("/l", &stat)];
+    nodes.extend(paths.iter().map(|p| (p.as_str(), &stat)));
+    let plain = encode_snapshot(&[(0x77, 4000)], &nodes);
+    let mb = plain.len() as f64 / 1e6;
+    for (name, bytes, method) in [
+        ("plain", plain.clone(), None),
+        ("gzip -6", gzip(&plain, 6), Some(Compression::Gzip)),
+        (
+            "snappy",
+            snappy(&plain, 32 * 1024),
+            Some(Compression::Snappy),
+        ),
+    ] {
+        let t = std::time::Instant::now();
+        let mut snap = SnapshotStream::new(Decompressed::new(&bytes[..], method)).unwrap();
+        let mut n = 0;
+        while snap.next_node().unwrap().is_some() {
+            n += 1;
+        }
+        assert!(snap.is_sealed() && n == nodes.len());
+        let s = t.elapsed().as_secs_f64();
+        println!(
+            "snapshot {name}: {mb:.1} MB ({:.1} MB on disk), {n} nodes in {s:.3} s = {:.0} MB/s",
+            bytes.len() as f64 / 1e6,
+            mb / s
+        );
+    }
+}
+
 /// Bits packed as deflate packs them (least significant first); Huffman codes most
 /// significant bit first.
 #[derive(Default)]

@@ -580,6 +580,16 @@ impl<R: BufRead> Bits<R> {
         while self.n <= 56 {
             let room = ((64 - self.n) / 8) as usize;
             let avail = Self::fill_input(&mut self.input)?;
+            if let Some(word) = avail.first_chunk::<8>() {
+                // Eight bytes at once, only the whole ones that fit kept.
+                let n = self.n + 8 * room as u32;
+                let kept = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+                self.buf = (self.buf | (u64::from_le_bytes(*word) << self.n)) & kept;
+                self.n = n;
+                self.input.consume(room);
+                self.consumed += room as u64;
+                continue;
+            }
             if avail.is_empty() {
                 break;
             }
@@ -750,13 +760,14 @@ impl<R: BufRead> Bits<R> {
     }
 }
 
-/// The CRC-32 (IEEE, reflected, as gzip and `java.util.zip.CRC32`) table.
-const CRC_TABLE: [u32; 256] = crc_table();
+/// The CRC-32 (IEEE, reflected, as gzip and `java.util.zip.CRC32`) tables, slicing by 8:
+/// `CRC_TABLES[k][b]` is the CRC of byte `b` followed by `k` zero bytes.
+const CRC_TABLES: [[u32; 256]; 8] = crc_tables();
 
 // Evaluated at compile time: an index out of range would not compile.
 #[allow(clippy::indexing_slicing)]
-const fn crc_table() -> [u32; 256] {
-    let mut table = [0u32; 256];
+const fn crc_tables() -> [[u32; 256]; 8] {
+    let mut t = [[0u32; 256]; 8];
     let mut i = 0;
     while i < 256 {
         let mut c = i as u32;
@@ -769,18 +780,45 @@ const fn crc_table() -> [u32; 256] {
             };
             k += 1;
         }
-        table[i] = c;
+        t[0][i] = c;
         i += 1;
     }
-    table
+    let mut k = 1;
+    while k < 8 {
+        let mut i = 0;
+        while i < 256 {
+            let prev = t[k - 1][i];
+            t[k][i] = (prev >> 8) ^ t[0][(prev & 0xff) as usize];
+            i += 1;
+        }
+        k += 1;
+    }
+    t
 }
 
 /// `crc` (of the bytes before) extended over `bytes`.
 pub(super) fn crc32(crc: u32, bytes: &[u8]) -> u32 {
+    let [t0, t1, t2, t3, t4, t5, t6, t7] = &CRC_TABLES;
+    let at = |t: &[u32; 256], b: u8| t.get(usize::from(b)).copied().unwrap_or(0);
     let mut c = !crc;
-    for &b in bytes {
-        let i = usize::from((c as u8) ^ b);
-        c = CRC_TABLE.get(i).copied().unwrap_or(0) ^ (c >> 8);
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(chunk);
+        let lo = u32::from_le_bytes([w[0], w[1], w[2], w[3]]) ^ c;
+        let [a, b, cc, d] = lo.to_le_bytes();
+        let [e, f, g, h] = [w[4], w[5], w[6], w[7]];
+        c = at(t7, a)
+            ^ at(t6, b)
+            ^ at(t5, cc)
+            ^ at(t4, d)
+            ^ at(t3, e)
+            ^ at(t2, f)
+            ^ at(t1, g)
+            ^ at(t0, h);
+    }
+    for &b in chunks.remainder() {
+        c = at(t0, (c as u8) ^ b) ^ (c >> 8);
     }
     !c
 }
