@@ -457,6 +457,42 @@ fn snappy_faults_each_give_their_own_error() {
     snappy_block(one(&[0x80, 0x80, 0x80, 0x80, 0x80, 0]), 4, "longer than 5");
 }
 
+/// Random damage (a few bytes changed, then maybe cut) to real streams: an answer or an
+/// error, never a panic, never more than the limits allow.
+#[test]
+fn damaged_streams_never_panic() {
+    let data = sample_bytes(40_000, 9);
+    let streams = [
+        (Compression::Gzip, gzip(&data, 1)),
+        (Compression::Gzip, gzip(&data, 9)),
+        (Compression::Gzip, gzip(&data[..3000], 0)),
+        (Compression::Snappy, snappy(&data, 32 * 1024)),
+    ];
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for (method, good) in &streams {
+        for _ in 0..600 {
+            let mut bad = good.clone();
+            for _ in 0..1 + next() % 4 {
+                let at = next() as usize % bad.len();
+                bad[at] ^= 1 << (next() % 8);
+            }
+            if next() % 3 == 0 {
+                bad.truncate(next() as usize % bad.len());
+            }
+            let got = read_all(Decompressed::new(&bad[..], Some(*method)), 4096);
+            if let Ok(out) = got {
+                assert!(out.len() <= 2 * data.len() + MAX_SNAPPY_BLOCK);
+            }
+        }
+    }
+}
+
 /// A snapshot written through each compressor reads through its decoder as it reads plain,
 /// and a fault in the compressed bytes is [`SnapshotError::Decompress`].
 #[test]

@@ -256,7 +256,7 @@ fn decode_block(src: &[u8], out: &mut Vec<u8>, offset: u64) -> io::Result<()> {
                     after = a;
                 }
                 let (lit, a) = after
-                    .split_at_checked(n + 1)
+                    .split_at_checked(n.saturating_add(1))
                     .ok_or_else(|| bad(at, "literal runs past the block"))?;
                 if out.len() + lit.len() > len {
                     return Err(bad(at, "more bytes than the block's length"));
