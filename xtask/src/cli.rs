@@ -216,6 +216,10 @@ pub struct Bench {
     /// `client-member-cut`, `ours-pause` and `curator-pause` (default: all four).
     #[arg(long)]
     pub fault: Option<String>,
+    /// `failover`: keep every run's client histories (`target/bench/failover/histories-*`),
+    /// not only those of a run the chaos judges failed, to trace where a recovery's time went.
+    #[arg(long)]
+    pub keep_histories: bool,
     /// Queue lengths of the queue benchmark (1 to 100,000 each).
     #[arg(long, value_delimiter = ',', default_values_t = crate::bench::queue::DEFAULT_WAITERS,
           value_parser = queue_waiters)]

@@ -252,23 +252,29 @@ impl Sequencer {
         }
         let bad = || ParseSequencerError::BadNode(node.to_owned());
         zk_proto::validate_path(node, false).map_err(|_| bad())?;
-        let (name_at, lock_end) = bounds(kind, node).ok_or_else(bad)?;
-        Ok(Sequencer {
-            kind,
-            session_id,
-            czxid,
-            node: node.to_owned(),
-            name_at,
-            lock_end,
-        })
+        let bounds = bounds(kind, node).ok_or_else(bad)?;
+        Ok(Sequencer::with_bounds(
+            kind, node, czxid, session_id, bounds,
+        ))
     }
 
     /// A held node's sequencer (its path comes from the server: not checked again).
     pub(crate) fn held(kind: NodeKind, node: &str, czxid: i64, session_id: i64) -> Self {
-        let (name_at, lock_end) = bounds(kind, node).unwrap_or_else(|| {
+        let bounds = bounds(kind, node).unwrap_or_else(|| {
             let name_at = node.rfind('/').map_or(0, |slash| slash + 1);
             (name_at, name_at.saturating_sub(1))
         });
+        Sequencer::with_bounds(kind, node, czxid, session_id, bounds)
+    }
+
+    /// The sequencer, its name's start and its lock path's end in `node` given.
+    fn with_bounds(
+        kind: NodeKind,
+        node: &str,
+        czxid: i64,
+        session_id: i64,
+        (name_at, lock_end): (usize, usize),
+    ) -> Self {
         Sequencer {
             kind,
             session_id,

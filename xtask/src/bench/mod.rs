@@ -164,6 +164,7 @@ pub fn run(cli: &crate::cli::Bench) -> Result<(), Box<dyn Error>> {
             BenchName::Failover => {
                 failover::run(&failover::Options {
                     kinds: failover::kinds(cli.fault.as_deref())?,
+                    keep_histories: cli.keep_histories,
                     faults: usize::from(cli.faults),
                     gap: std::time::Duration::from_secs(cli.gap),
                     session_timeout: std::time::Duration::from_secs(4),

@@ -76,6 +76,8 @@ pub fn kinds(list: Option<&str>) -> Result<Vec<Kind>> {
 pub struct Options {
     /// The kinds of fault, each in a run of its own.
     pub kinds: Vec<Kind>,
+    /// Keep every run's client histories (else only a failed run's).
+    pub keep_histories: bool,
     /// Faults of each kind.
     pub faults: usize,
     /// The healthy time before and after each fault.
@@ -425,7 +427,12 @@ pub fn run(opts: &Options) -> Result<()> {
             ));
         }
         rows.extend(recoveries(&outcome, kind));
-        if safety.is_empty() {
+        if opts.keep_histories {
+            eprintln!(
+                "bench failover: {kind}: histories kept in {}",
+                outcome.dir.display()
+            );
+        } else if safety.is_empty() {
             let _ = std::fs::remove_dir_all(&outcome.dir);
         }
     }
@@ -452,6 +459,7 @@ mod tests {
     fn opts() -> Options {
         Options {
             kinds: KINDS.to_vec(),
+            keep_histories: false,
             faults: 10,
             gap: Duration::from_secs(8),
             session_timeout: Duration::from_secs(4),
