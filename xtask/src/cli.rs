@@ -216,8 +216,9 @@ pub struct Bench {
     /// `client-member-cut`, `ours-pause` and `curator-pause` (default: all four).
     #[arg(long)]
     pub fault: Option<String>,
-    /// `failover`: keep every run's client histories (`target/bench/failover/histories-*`),
-    /// not only those of a run the chaos judges failed, to trace where a recovery's time went.
+    /// `failover`: keep every run's client histories and the members' transaction logs
+    /// (`target/bench/failover/<kind>-<library>/histories-<seed>`, `member-N` in it), not only
+    /// those of a run the chaos judges failed, to trace where a recovery's time went.
     #[arg(long)]
     pub keep_histories: bool,
     /// Queue lengths of the queue benchmark (1 to 100,000 each).

@@ -76,7 +76,7 @@ pub fn kinds(list: Option<&str>) -> Result<Vec<Kind>> {
 pub struct Options {
     /// The kinds of fault, each in a run of its own.
     pub kinds: Vec<Kind>,
-    /// Keep every run's client histories (else only a failed run's).
+    /// Keep every run's client histories and the members' logs (else only a failed run's).
     pub keep_histories: bool,
     /// Faults of each kind.
     pub faults: usize,
@@ -118,41 +118,41 @@ fn run_for(opts: &Options, kind: Kind) -> Duration {
         .map_or(far, |last| last.at + last.lasts + opts.gap)
 }
 
-/// Each fault's recovery per library, from a run's holds and faults.
-fn recoveries(outcome: &Outcome, kind: Kind) -> Vec<Row> {
+/// Each fault's recovery for `lib`, from a run's holds and faults.
+fn recoveries(outcome: &Outcome, kind: Kind, lib: &'static str) -> Row {
     let faults: Vec<_> = outcome.timeline.iter().filter(|a| a.kind == kind).collect();
-    libs(kind)
+    let mut starts: Vec<u64> = outcome
+        .events
         .iter()
-        .map(|&lib| {
-            let mut starts: Vec<u64> = outcome
-                .events
-                .iter()
-                .filter_map(|e| match e {
-                    Event::Hold(h) if h.side() == lib => Some(h.from),
-                    _ => None,
-                })
-                .collect();
-            starts.sort_unstable();
-            let recoveries = faults
-                .iter()
-                .enumerate()
-                .map(|(i, a)| {
-                    let until = faults.get(i + 1).map_or(outcome.span.1, |next| next.from);
-                    Recovery {
-                        ensemble_back: a
-                            .leader_back
-                            .map(|b| Duration::from_nanos(b.saturating_sub(a.from))),
-                        ..recovery::recovery(&starts, a.from, until)
-                    }
-                })
-                .collect();
-            Row {
-                kind,
-                lib,
-                recoveries,
+        .filter_map(|e| match e {
+            Event::Hold(h) if h.side() == lib => Some(h.from),
+            _ => None,
+        })
+        .collect();
+    starts.sort_unstable();
+    let recoveries = faults
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let until = faults.get(i + 1).map_or(outcome.span.1, |next| next.from);
+            Recovery {
+                ensemble_back: a
+                    .leader_back
+                    .map(|b| Duration::from_nanos(b.saturating_sub(a.from))),
+                ..recovery::recovery(&starts, a.from, until)
             }
         })
-        .collect()
+        .collect();
+    Row {
+        kind,
+        lib,
+        recoveries,
+    }
+}
+
+/// `a / b`, as a multiple.
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64().max(f64::MIN_POSITIVE)
 }
 
 fn ms(d: Option<Duration>) -> String {
@@ -242,10 +242,12 @@ fn page(rows: &[Row], opts: &Options, safety: &[String]) -> String {
     let _ = writeln!(
         out,
         "`cargo xtask bench failover --faults {} --gap {} --seed {}`: a 3-member ensemble, the \
-         mutex, two processes of each library with two clients each; session timeout {} ms; \
-         faults one at a time, {} s of health before and after each. Delays from the fault's \
-         start: to the first hold granted after it, and to the first one-second window with \
-         {:.0}% of the holds per second of the {} s before it.\n",
+         mutex, two processes of two clients each; each library in a run of its own, on a \
+         fresh ensemble with the same schedule of faults (on one lock, either library's next \
+         hold would wait for the other's clients ahead of it in the queue); session timeout \
+         {} ms; faults one at a time, {} s of health before and after each. Delays from the \
+         fault's start: to the first hold granted after it, and to the first one-second window \
+         with {:.0}% of the holds per second of the {} s before it.\n",
         opts.faults,
         opts.gap.as_secs(),
         opts.seed,
@@ -278,24 +280,15 @@ fn page(rows: &[Row], opts: &Options, safety: &[String]) -> String {
 /// clients' part, per library. Empty when no fault was probed.
 fn ensemble_section(rows: &[Row]) -> String {
     let mut out = String::new();
-    let Some(any) = rows.iter().find(|r| r.kind == Kind::LeaderKill) else {
-        return out;
-    };
-    let back: Vec<_> = any.recoveries.iter().map(|r| r.ensemble_back).collect();
-    let Some((b50, bmax)) = median_and_worst(&back) else {
-        return out;
-    };
-    let _ = writeln!(out, "\n## Leader kills: the ensemble, then the clients\n");
-    let _ = writeln!(
-        out,
-        "- the ensemble back (a member answering `srvr` as the leader, probed every {} ms): \
-         median {}, worst {}, over {} kills",
-        crate::chaos::run::LEADER_PROBE_EVERY.as_millis(),
-        ms(b50),
-        ms(bmax),
-        back.len()
-    );
+    let mut heading = false;
     for row in rows.iter().filter(|r| r.kind == Kind::LeaderKill) {
+        let back: Vec<_> = row.recoveries.iter().map(|r| r.ensemble_back).collect();
+        let Some((b50, bmax)) = median_and_worst(&back) else {
+            continue;
+        };
+        if !std::mem::replace(&mut heading, true) {
+            let _ = writeln!(out, "\n## Leader kills: the ensemble, then the clients\n");
+        }
         let after: Vec<_> = row
             .recoveries
             .iter()
@@ -304,8 +297,18 @@ fn ensemble_section(rows: &[Row]) -> String {
         let (a50, amax) = median_and_worst(&after).unwrap_or((None, None));
         let _ = writeln!(
             out,
-            "- from there to the next hold, {}: median {}, worst {}",
-            lib_name(row.lib),
+            "- {} run: the ensemble back (a member answering `srvr` as the leader, probed \
+             every {} ms) median {}, worst {}, over {} kills; from there to the next hold: \
+             median {}, worst {}",
+            if row.lib == "rust" {
+                "ours'"
+            } else {
+                "Curator's"
+            },
+            crate::chaos::run::LEADER_PROBE_EVERY.as_millis(),
+            ms(b50),
+            ms(bmax),
+            back.len(),
             ms(a50),
             ms(amax)
         );
@@ -343,19 +346,30 @@ fn goals(rows: &[Row], opts: &Options) -> Vec<String> {
             ));
             if let (Kind::LeaderKill, Some(o50), Some(t50)) = (kind, o50, t50) {
                 let bound = t50.mul_f64(LEADER_KILL_SHARE);
-                let back: Vec<_> = o.recoveries.iter().map(|r| r.ensemble_back).collect();
-                let election = median_and_worst(&back).and_then(|(m, _)| m);
+                let median_of = |row: &Row, f: fn(&Recovery) -> Option<Duration>| {
+                    let values: Vec<_> = row.recoveries.iter().map(f).collect();
+                    median_and_worst(&values).and_then(|(m, _)| m)
+                };
+                let election = median_of(o, |r| r.ensemble_back);
+                let clients = median_of(o, Recovery::after_ensemble)
+                    .zip(median_of(t, Recovery::after_ensemble));
                 out.push(format!(
                     "{kind}: ours at most {LEADER_KILL_SHARE}× Curator's median to the next hold: {} \
-                     ({:.2}×: {} against {}){}",
+                     ({:.2}×: {} against {}){}{}",
                     if o50 <= bound { "met" } else { "not met" },
-                    o50.as_secs_f64() / t50.as_secs_f64().max(f64::MIN_POSITIVE),
+                    ratio(o50, t50),
                     ms(Some(o50)),
                     ms(Some(bound)),
                     election.map_or(String::new(), |e| format!(
                         "; the ensemble alone took median {} to have a leader again{}",
                         ms(Some(e)),
                         if e >= bound { ", past that bound before any client could act" } else { "" }
+                    )),
+                    clients.map_or(String::new(), |(oc, tc)| format!(
+                        "; the clients' part after it: {:.2}× ({} against {})",
+                        ratio(oc, tc),
+                        ms(Some(oc)),
+                        ms(Some(tc))
                     ))
                 ));
             }
@@ -390,19 +404,28 @@ pub fn run(opts: &Options) -> Result<()> {
     std::fs::create_dir_all(&out_dir)?;
     let mut rows = Vec::new();
     let mut safety = Vec::new();
-    for &kind in &opts.kinds {
+    // Each library in a run of its own, on a fresh ensemble with the same schedule of faults:
+    // on one lock, the two libraries' clients would wait in one queue, and either's next
+    // hold would wait for the other's slowest client ahead of it in that queue.
+    for (kind, lib) in opts
+        .kinds
+        .iter()
+        .flat_map(|&kind| libs(kind).iter().map(move |&lib| (kind, lib)))
+    {
         let seconds = run_for(opts, kind).as_secs() + 1;
         eprintln!(
-            "bench failover: {kind}, {} faults, {seconds} s",
+            "bench failover: {kind}, {}, {} faults, {seconds} s",
+            lib_name(lib),
             opts.faults
         );
+        let (ours_processes, curator_processes) = if lib == "rust" { (2, 0) } else { (0, 2) };
         let chaos = ChaosOptions {
             seconds,
             members: 3,
             seed: opts.seed,
             nemesis: vec![kind],
-            ours_processes: 2,
-            curator_processes: 2,
+            ours_processes,
+            curator_processes,
             clients: 2,
             leases: LEASES,
             session_timeout: opts.session_timeout,
@@ -410,11 +433,12 @@ pub fn run(opts: &Options) -> Result<()> {
             plant: None,
             cohort: false,
             recipes: vec![Recipe::Mutex],
-            out_dir: out_dir.clone(),
+            // Each run's histories apart: `<kind>-<library>/histories-<seed>`.
+            out_dir: out_dir.join(format!("{kind}-{}", lib_name(lib).to_lowercase())),
             spacing: Some(opts.gap),
             hold: None,
             accept_server_loss: false,
-            keep_logs: false,
+            keep_logs: opts.keep_histories,
         };
         let outcome = crate::chaos::run::run(&chaos, &ours_bin, &classpath)?;
         for why in [outcome.judge.failure(), outcome.report.failure()]
@@ -426,10 +450,11 @@ pub fn run(opts: &Options) -> Result<()> {
                 outcome.dir.display()
             ));
         }
-        rows.extend(recoveries(&outcome, kind));
+        rows.push(recoveries(&outcome, kind, lib));
         if opts.keep_histories {
             eprintln!(
-                "bench failover: {kind}: histories kept in {}",
+                "bench failover: {kind}, {}: histories kept in {}",
+                lib_name(lib),
                 outcome.dir.display()
             );
         } else if safety.is_empty() {
@@ -526,19 +551,20 @@ mod tests {
         );
         assert!(page.contains("ours-pause: ours' worst delay to the next hold within one session timeout (4000 ms, the election's time not added): not met (6000 ms)"), "{page}");
         assert!(page.contains("no violation of ours"), "{page}");
-        // The leader kills' split: the ensemble's 850 ms, then each library's part.
+        // The leader kills' split, each library's run: the ensemble's 850 ms, then its part.
         assert!(
-            page.contains("median 850 ms, worst 850 ms, over 2 kills"),
-            "{page}"
-        );
-        assert!(
-            page.contains("from there to the next hold, ours: median 250 ms, worst 250 ms"),
+            page.contains(
+                "- ours' run: the ensemble back (a member answering `srvr` as the leader, \
+                 probed every 10 ms) median 850 ms, worst 850 ms, over 2 kills; from there to \
+                 the next hold: median 250 ms, worst 250 ms"
+            ),
             "{page}"
         );
         assert!(
             page.contains(
-                "from there to the next hold, Curator: median not within the gap, worst not \
-                 within the gap"
+                "- Curator's run: the ensemble back (a member answering `srvr` as the leader, \
+                 probed every 10 ms) median 850 ms, worst 850 ms, over 2 kills; from there to \
+                 the next hold: median not within the gap, worst not within the gap"
             ),
             "{page}"
         );
@@ -562,7 +588,7 @@ mod tests {
                 Row {
                     kind: Kind::LeaderKill,
                     lib: "java",
-                    recoveries: vec![rec(1000, 850), rec(1000, 900)],
+                    recoveries: vec![rec(1000, 700), rec(1000, 750)],
                 },
             ]
         };
@@ -571,16 +597,18 @@ mod tests {
             page.contains(
                 "leader-kill: ours at most 0.8× Curator's median to the next hold: not met \
                  (1.10×: 1100 ms against 800 ms); the ensemble alone took median 900 ms to \
-                 have a leader again, past that bound before any client could act"
+                 have a leader again, past that bound before any client could act; the \
+                 clients' part after it: 0.83× (250 ms against 300 ms)"
             ),
             "{page}"
         );
+        // Each library's run has its own election: its part is from its own.
         assert!(
-            page.contains("from there to the next hold, ours: median 250 ms, worst 250 ms"),
+            page.contains("over 2 kills; from there to the next hold: median 250 ms, worst 250 ms"),
             "{page}"
         );
         assert!(
-            page.contains("from there to the next hold, Curator: median 150 ms, worst 150 ms"),
+            page.contains("median 750 ms, worst 750 ms, over 2 kills; from there to the next hold: median 300 ms, worst 300 ms"),
             "{page}"
         );
         let page = super::page(&rows(700), &opts(), &[]);

@@ -81,6 +81,7 @@ impl Contender {
             id,
             at: self.now(),
         }));
+        self.record_reconnects();
         let path = format!("{}/session-{}-{id:x}", marks::MARKS, self.name);
         let data = marks::session_data("rust");
         let ephemeral = CreateOptions::new(CreateMode::Ephemeral);
@@ -90,6 +91,30 @@ impl Contender {
                 Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
             }
         }
+    }
+
+    /// Records each time this session connects again (a `SESSION` line with the same id), as
+    /// Curator's worker does at `RECONNECTED`: a history then shows when every client was
+    /// back after a fault, ours as well as Curator's. Ends with the session.
+    fn record_reconnects(&self) {
+        let mut states = self.client.state_stream();
+        let shared = self.shared.clone();
+        let who = self.name.clone();
+        let id = self.client.session_id();
+        tokio::spawn(async move {
+            while let Some(state) = states.next().await {
+                match state {
+                    zk_client::SessionState::Connected
+                    | zk_client::SessionState::ConnectedReadOnly => {
+                        let at = shared.clock.now();
+                        let who = who.clone();
+                        shared.push(Event::Session(Session { who, id, at }));
+                    }
+                    s if s.is_terminal() => return,
+                    _ => {}
+                }
+            }
+        });
     }
 
     /// Whether this client is one of its process's cohorts (`cohort`).
