@@ -82,13 +82,13 @@ impl Lease {
 
     /// The lease node's data (Curator's `Lease.getData()`), read from the server.
     pub async fn data(&self) -> Result<Bytes, Error> {
-        Ok(self.client.get_data(&self.node.path).await?.0)
+        Ok(self.client.get_data(&*self.node.path).await?.0)
     }
 
     /// A `multi` op that holds only while our lease node exists.
     pub fn check_op(&self) -> zk_client::Op {
         zk_client::Op::Check {
-            path: self.node.path.clone(),
+            path: self.node.path.to_string(),
             version: None,
         }
     }

@@ -57,7 +57,7 @@ pub(crate) async fn take_leases(ask: Ask<'_>) -> Result<Option<Vec<Acquired>>, E
                 let leases = held
                     .into_iter()
                     .map(|h| Acquired {
-                        path: h.path,
+                        path: h.path.into(),
                         czxid: h.czxid,
                         session_id,
                     })

@@ -183,7 +183,7 @@ impl Holds {
     fn end(
         self: &Arc<Self>,
         id: u64,
-        node_path: String,
+        node_path: Arc<str>,
         runtime: Option<&Handle>,
     ) -> GuaranteedDelete {
         self.table.end(id, |kept| {
@@ -369,7 +369,7 @@ impl Hold {
     /// the writes that must happen under the lock, and they commit only if we still hold it.
     pub fn check_op(&self) -> zk_client::Op {
         zk_client::Op::Check {
-            path: self.node.path.clone(),
+            path: self.node.path.to_string(),
             version: None,
         }
     }
@@ -424,8 +424,8 @@ impl Hold {
     /// its place ahead of what the caller sends next); the future waits for its result.
     pub(crate) fn start_release(mut self) -> impl Future<Output = Result<(), Error>> + Send {
         self.released = true;
-        // The guard is spent: its node's path goes to the delete.
-        let node_path = std::mem::take(&mut self.node.path);
+        // The guard is spent: its node's path (shared, no copy) goes to the delete.
+        let node_path = self.node.path.clone();
         let delete = self
             .holds
             .clone()
@@ -455,7 +455,7 @@ impl Drop for Hold {
     fn drop(&mut self) {
         if !self.released {
             // Goes on in the background, on the hold's runtime.
-            let node_path = std::mem::take(&mut self.node.path);
+            let node_path = self.node.path.clone();
             drop(
                 self.holds
                     .clone()

@@ -5,8 +5,8 @@
 /// A lock node we hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Acquired {
-    /// Its full path.
-    pub path: String,
+    /// Its full path, shared with the hold's watch on it (one copy per hold).
+    pub path: std::sync::Arc<str>,
     /// Its creation zxid (the fencing token).
     pub czxid: i64,
     /// The session it belongs to.

@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use recipes_core::{Cleanup, ZkError};
@@ -22,7 +23,7 @@ pub(super) fn start_releases(client: &Client, releases: Vec<Cleanup>) {
     for release in releases {
         match release {
             // Not waited for here: each goes on in the background.
-            Cleanup::Delete(path) => drop(guaranteed_delete(client, path, |_| {})),
+            Cleanup::Delete(path) => drop(guaranteed_delete(client, path.into(), |_| {})),
             other => rest.push(other),
         }
     }
@@ -67,7 +68,7 @@ pub fn spawn_cleanups(
 /// with it, but the caller no longer held anything when it asked.
 pub fn guaranteed_delete(
     client: &Client,
-    path: String,
+    path: Arc<str>,
     done: impl FnOnce(&Result<(), Error>) + Send + 'static,
 ) -> GuaranteedDelete {
     guaranteed_delete_on(None, client, path, done)
@@ -79,7 +80,7 @@ pub fn guaranteed_delete(
 pub fn guaranteed_delete_on(
     runtime: Option<&tokio::runtime::Handle>,
     client: &Client,
-    path: String,
+    path: Arc<str>,
     done: impl FnOnce(&Result<(), Error>) + Send + 'static,
 ) -> GuaranteedDelete {
     crate::log::info!(
@@ -87,7 +88,7 @@ pub fn guaranteed_delete_on(
         session = %format_args!("{:#x}", client.session_id()),
         "releasing: delete sent"
     );
-    let first = client.delete(path.as_str(), None);
+    let first = client.delete(&*path, None);
     let runtime = runtime.filter(|_| !crate::plant::active(crate::plant::Plant::NoRuntimeRetry));
     let handle = match tokio::runtime::Handle::try_current() {
         Ok(handle) => handle,
@@ -121,7 +122,11 @@ pub fn guaranteed_delete_on(
                 let _ = e; // read by the log only
                 // Boxed: the retry's run is large and rare, and inline it would size (and be
                 // moved and boxed with) every release's future.
-                Box::pin(run_cleanups(&client, vec![Cleanup::Delete(path)])).await
+                Box::pin(run_cleanups(
+                    &client,
+                    vec![Cleanup::Delete(path.to_string())],
+                ))
+                .await
             }
         };
         done(&result);

@@ -127,7 +127,7 @@ where
     };
     drive_then(client, make, options, move |outcome, error| match outcome {
         Ok(Held { path, czxid }) => Ok(Some(Acquired {
-            path,
+            path: path.into(),
             czxid,
             session_id: client.session_id(),
         })),

@@ -148,7 +148,8 @@ const NONE: u64 = 0;
 /// meanwhile); a read cut short by a lost connection is sent again once connected.
 struct Watched {
     client: Client,
-    path: String,
+    /// The guard's own copy, shared.
+    path: Arc<str>,
     session: i64,
     revocation: Mutex<Option<RevocationListener>>,
     /// The watcher set last, as its id plus one ([`NONE`]: none yet).
