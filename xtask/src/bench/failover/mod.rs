@@ -105,6 +105,25 @@ fn libs(kind: Kind) -> &'static [&'static str] {
     }
 }
 
+/// One chaos run of the bench: a kind of fault, the library measured, and its processes
+/// (ours, Curator's): the other library has none, so the two never share a lock's queue.
+fn runs(kinds: &[Kind]) -> Vec<(Kind, &'static str, u32, u32)> {
+    kinds
+        .iter()
+        .flat_map(|&kind| {
+            libs(kind).iter().map(move |&lib| {
+                let (ours, curator) = if lib == "rust" { (2, 0) } else { (0, 2) };
+                (kind, lib, ours, curator)
+            })
+        })
+        .collect()
+}
+
+/// "ours'" or "Curator's", before "run".
+fn lib_possessive(lib: &str) -> &'static str {
+    if lib == "rust" { "ours'" } else { "Curator's" }
+}
+
 fn lib_name(lib: &str) -> &'static str {
     if lib == "rust" { "ours" } else { "Curator" }
 }
@@ -300,11 +319,7 @@ fn ensemble_section(rows: &[Row]) -> String {
             "- {} run: the ensemble back (a member answering `srvr` as the leader, probed \
              every {} ms) median {}, worst {}, over {} kills; from there to the next hold: \
              median {}, worst {}",
-            if row.lib == "rust" {
-                "ours'"
-            } else {
-                "Curator's"
-            },
+            lib_possessive(row.lib),
             crate::chaos::run::LEADER_PROBE_EVERY.as_millis(),
             ms(b50),
             ms(bmax),
@@ -407,18 +422,13 @@ pub fn run(opts: &Options) -> Result<()> {
     // Each library in a run of its own, on a fresh ensemble with the same schedule of faults:
     // on one lock, the two libraries' clients would wait in one queue, and either's next
     // hold would wait for the other's slowest client ahead of it in that queue.
-    for (kind, lib) in opts
-        .kinds
-        .iter()
-        .flat_map(|&kind| libs(kind).iter().map(move |&lib| (kind, lib)))
-    {
+    for (kind, lib, ours_processes, curator_processes) in runs(&opts.kinds) {
         let seconds = run_for(opts, kind).as_secs() + 1;
         eprintln!(
             "bench failover: {kind}, {}, {} faults, {seconds} s",
             lib_name(lib),
             opts.faults
         );
-        let (ours_processes, curator_processes) = if lib == "rust" { (2, 0) } else { (0, 2) };
         let chaos = ChaosOptions {
             seconds,
             members: 3,
@@ -619,6 +629,19 @@ mod tests {
                  again, past that bound"
             ),
             "{page}"
+        );
+    }
+
+    #[test]
+    fn each_library_runs_alone_and_a_pause_only_for_its_side() {
+        assert_eq!(
+            runs(&[Kind::LeaderKill, Kind::OursPause, Kind::CuratorPause]),
+            vec![
+                (Kind::LeaderKill, "rust", 2, 0),
+                (Kind::LeaderKill, "java", 0, 2),
+                (Kind::OursPause, "rust", 2, 0),
+                (Kind::CuratorPause, "java", 0, 2),
+            ]
         );
     }
 
